@@ -1,0 +1,234 @@
+//! `inspect`: what the inbox holds, or where one event went.
+
+use chrono::Utc;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::cli::{Format, InspectArgs};
+use crate::exit::ExitStatus;
+use crate::output::{or_dash, table, Output};
+use crate::store::{ConsumerStats, CreateMode, PartitionStats, Store};
+use crate::time::format_age;
+
+/// Labels of the age histogram's five buckets, as shown in tables and as JSON keys.
+const AGE_LABELS: [(&str, &str); 5] = [
+    ("< 1h", "under_1h"),
+    ("1h-1d", "1h_to_1d"),
+    ("1d-7d", "1d_to_7d"),
+    ("7d-30d", "7d_to_30d"),
+    (">= 30d", "30d_or_older"),
+];
+
+pub async fn run(args: InspectArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
+    let result = match &args.event_id {
+        Some(event_id) => lookup(&store, event_id, args.consumer.as_deref(), &output).await,
+        None => summary(&store, &args, &output).await,
+    };
+    store.close().await;
+    result
+}
+
+/// Splits cumulative "newer than" counts into the histogram's disjoint buckets.
+pub fn age_histogram(stats: &ConsumerStats) -> [i64; 5] {
+    let n = stats.newer_than;
+    [n[0], n[1] - n[0], n[2] - n[1], n[3] - n[2], stats.rows - n[3]]
+}
+
+#[derive(Serialize)]
+struct ConsumerReport<'a> {
+    #[serde(flatten)]
+    stats: &'a ConsumerStats,
+    age: serde_json::Map<String, serde_json::Value>,
+}
+
+fn age_object(buckets: [i64; 5]) -> serde_json::Map<String, serde_json::Value> {
+    AGE_LABELS
+        .iter()
+        .zip(buckets)
+        .map(|((_, key), count)| (key.to_string(), json!(count)))
+        .collect()
+}
+
+async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::Result<ExitStatus> {
+    store.require_inbox().await?;
+    let now = Utc::now();
+    let consumers = store.consumer_stats(args.consumer.as_deref(), now).await?;
+    let partitions = store.partition_stats(args.consumer.as_deref()).await?;
+    let counted: i64 = consumers.iter().map(|c| c.rows).sum();
+    let estimate = if args.estimate && args.consumer.is_none() {
+        let estimate = store.estimated_rows().await?;
+        if estimate.is_none() {
+            output.note(format!(
+                "{} has no row estimate for this table (never analysed?); counted exactly",
+                store.backend
+            ));
+        }
+        estimate
+    } else {
+        None
+    };
+    let total = estimate.unwrap_or(counted);
+    let mut histogram = [0i64; 5];
+    for stats in &consumers {
+        for (slot, count) in histogram.iter_mut().zip(age_histogram(stats)) {
+            *slot += count;
+        }
+    }
+    match output.format {
+        Format::Json => {
+            let consumer_reports: Vec<ConsumerReport> = consumers
+                .iter()
+                .map(|stats| ConsumerReport {
+                    stats,
+                    age: age_object(age_histogram(stats)),
+                })
+                .collect();
+            output.print_json(&json!({
+                "database": store.url.redacted,
+                "total_rows": total,
+                "total_rows_estimated": estimate.is_some(),
+                "consumers": consumer_reports,
+                "partitions": partitions,
+                "age_histogram": age_object(histogram),
+            }))?;
+        }
+        Format::Csv => print_partitions_csv(&partitions, output)?,
+        Format::Table => {
+            let qualifier = if estimate.is_some() { " (planner estimate)" } else { "" };
+            output.print(format!("{}: {total} rows{qualifier}", store.url.endpoint));
+            if consumers.is_empty() {
+                output.print("The inbox is empty.");
+                return Ok(ExitStatus::Success);
+            }
+            let mut header = vec!["CONSUMER", "ROWS", "OLDEST (UTC)", "NEWEST (UTC)"];
+            header.extend(AGE_LABELS.iter().map(|(label, _)| *label));
+            let mut consumer_table = table(&header, &[1, 4, 5, 6, 7, 8]);
+            for stats in &consumers {
+                let mut row = vec![
+                    stats.consumer.clone(),
+                    stats.rows.to_string(),
+                    or_dash(stats.oldest.map(|at| when_and_age(at, now))),
+                    or_dash(stats.newest.map(|at| when_and_age(at, now))),
+                ];
+                row.extend(age_histogram(stats).iter().map(i64::to_string));
+                consumer_table.add_row(row);
+            }
+            output.print(consumer_table.to_string());
+            let mut partition_table = table(
+                &["CONSUMER", "TOPIC", "PARTITION", "ROWS", "MIN OFFSET", "MAX OFFSET"],
+                &[2, 3, 4, 5],
+            );
+            for p in &partitions {
+                partition_table.add_row(vec![
+                    p.consumer.clone(),
+                    p.topic.clone().unwrap_or_else(|| "(no coordinates)".to_string()),
+                    or_dash(p.partition),
+                    p.rows.to_string(),
+                    or_dash(p.min_offset),
+                    or_dash(p.max_offset),
+                ]);
+            }
+            output.print(partition_table.to_string());
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn when_and_age(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String {
+    format!("{} ({} ago)", at.format("%Y-%m-%d %H:%M"), format_age(now - at))
+}
+
+fn print_partitions_csv(partitions: &[PartitionStats], output: &Output) -> anyhow::Result<()> {
+    let rows: Vec<Vec<String>> = partitions
+        .iter()
+        .map(|p| {
+            vec![
+                p.consumer.clone(),
+                p.topic.clone().unwrap_or_default(),
+                p.partition.map(|v| v.to_string()).unwrap_or_default(),
+                p.rows.to_string(),
+                p.min_offset.map(|v| v.to_string()).unwrap_or_default(),
+                p.max_offset.map(|v| v.to_string()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    output.print_csv(&["consumer", "topic", "partition", "rows", "min_offset", "max_offset"], &rows)
+}
+
+async fn lookup(store: &Store, event_id: &str, consumer: Option<&str>, output: &Output) -> anyhow::Result<ExitStatus> {
+    store.require_inbox().await?;
+    let consumers = store.consumers(consumer).await?;
+    let rows = store.find_event(event_id, &consumers).await?;
+    let now = Utc::now();
+    match output.format {
+        Format::Json => output.print_json(&json!({
+            "event_id": event_id,
+            "found": !rows.is_empty(),
+            "consumers_searched": consumers.len(),
+            "rows": rows,
+        }))?,
+        Format::Csv => output.print_csv(
+            &["consumer", "event_id", "topic", "partition", "offset", "processed_at"],
+            &rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.consumer.clone(),
+                        r.event_id.clone(),
+                        r.topic.clone().unwrap_or_default(),
+                        r.partition.map(|v| v.to_string()).unwrap_or_default(),
+                        r.offset.map(|v| v.to_string()).unwrap_or_default(),
+                        r.processed_at.to_rfc3339(),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        )?,
+        Format::Table => {
+            if rows.is_empty() {
+                let scope = match consumer {
+                    Some(consumer) => format!("consumer '{consumer}'"),
+                    None => format!("any of {} consumers", consumers.len()),
+                };
+                output.print(format!("Event '{event_id}' was not processed by {scope}."));
+            } else {
+                let mut t = table(
+                    &["CONSUMER", "EVENT ID", "TOPIC", "PARTITION", "OFFSET", "PROCESSED AT (UTC)", "AGE"],
+                    &[3, 4],
+                );
+                for r in &rows {
+                    t.add_row(vec![
+                        r.consumer.clone(),
+                        r.event_id.clone(),
+                        or_dash(r.topic.clone()),
+                        or_dash(r.partition),
+                        or_dash(r.offset),
+                        r.processed_at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+                        format_age(now - r.processed_at),
+                    ]);
+                }
+                output.print(t.to_string());
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::AGE_BUCKETS;
+
+    #[test]
+    fn cumulative_counts_become_disjoint_buckets() {
+        let stats = ConsumerStats {
+            consumer: "c".into(),
+            rows: 100,
+            oldest: None,
+            newest: None,
+            newer_than: [5, 20, 50, 90],
+        };
+        assert_eq!(age_histogram(&stats), [5, 15, 30, 40, 10]);
+        assert_eq!(AGE_LABELS.len(), AGE_BUCKETS.len() + 1);
+    }
+}

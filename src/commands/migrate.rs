@@ -1,0 +1,209 @@
+//! `migrate run | status | revert`.
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cli::{Format, MigrateArgs, MigrateCommand};
+use crate::error::usage;
+use crate::exit::ExitStatus;
+use crate::migrate::{self, MigrationStep};
+use crate::output::{can_prompt, or_dash, table, Output};
+use crate::store::{CreateMode, Store, INBOX_TABLE};
+
+pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    match args.command {
+        MigrateCommand::Run { database, dry_run } => {
+            let create = if dry_run {
+                CreateMode::MustExist
+            } else {
+                CreateMode::CreateIfMissing
+            };
+            let store = match super::connect(&database, create, &output).await {
+                Ok(store) => store,
+                // A dry run against a SQLite file that does not exist yet: everything is pending.
+                Err(_) if dry_run && database.database_url.starts_with("sqlite") => {
+                    return print_plan(&output, all_migrations(&database.database_url)?, "apply");
+                }
+                Err(error) => return Err(error),
+            };
+            let result = run_migrations(&store, dry_run, &output).await;
+            store.close().await;
+            result
+        }
+        MigrateCommand::Status { database } => {
+            let store = super::connect(&database, CreateMode::MustExist, &output).await?;
+            let result = status(&store, &output).await;
+            store.close().await;
+            result
+        }
+        MigrateCommand::Revert {
+            database,
+            to,
+            dry_run,
+            yes,
+        } => {
+            let store = super::connect(&database, CreateMode::MustExist, &output).await?;
+            let result = revert(&store, to, dry_run, yes, &output).await;
+            store.close().await;
+            result
+        }
+    }
+}
+
+fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
+    let backend = crate::store::DatabaseUrl::parse(url)?.backend;
+    Ok(backend
+        .dialect()
+        .migrations
+        .iter()
+        .map(|m| MigrationStep {
+            version: m.version,
+            description: m.description,
+            duration_ms: None,
+            sql: Some(m.up),
+        })
+        .collect())
+}
+
+async fn run_migrations(store: &Store, dry_run: bool, output: &Output) -> anyhow::Result<ExitStatus> {
+    if dry_run {
+        return print_plan(output, migrate::pending(store).await?, "apply");
+    }
+    if store.table_exists(INBOX_TABLE).await? && !store.column_exists(INBOX_TABLE, "topic").await? {
+        let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
+        output.note(format!(
+            "found a classic {INBOX_TABLE} table with {rows} rows: adopting it in place, keeping every row"
+        ));
+    }
+    let steps = migrate::run(store).await?;
+    let version = store.dialect.migrations.last().map_or(0, |m| m.version);
+    match output.format {
+        Format::Json => output.print_json(&json!({
+            "database": store.url.redacted,
+            "applied": steps,
+            "version": version,
+        }))?,
+        Format::Table | Format::Csv => {
+            if steps.is_empty() {
+                output.print(format!("Nothing to do: {} is at version {version}.", store.url.endpoint));
+            }
+            for step in &steps {
+                output.print(format!(
+                    "Applied {}/{} ({} ms)",
+                    step.version,
+                    step.description,
+                    step.duration_ms.unwrap_or(0)
+                ));
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// Prints what a dry run would execute: the SQL for people, the steps with their SQL for scripts.
+fn print_plan(output: &Output, steps: Vec<MigrationStep>, verb: &str) -> anyhow::Result<ExitStatus> {
+    match output.format {
+        Format::Json => output.print_json(&json!({ "dry_run": true, "migrations": steps }))?,
+        Format::Table | Format::Csv => {
+            if steps.is_empty() {
+                output.print(format!("-- dry run: nothing to {verb}"));
+            }
+            for step in &steps {
+                output.print(format!(
+                    "-- dry run: would {verb} migration {} ({})\n{}",
+                    step.version,
+                    step.description,
+                    step.sql.unwrap_or_default().trim_end()
+                ));
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+async fn status(store: &Store, output: &Output) -> anyhow::Result<ExitStatus> {
+    let states = migrate::status(store).await?;
+    let rows: Vec<Vec<String>> = states
+        .iter()
+        .map(|s| {
+            vec![
+                s.version.to_string(),
+                s.description.clone(),
+                s.state.to_string(),
+                or_dash(s.applied_at.map(|at| at.format("%Y-%m-%d %H:%M:%S UTC"))),
+                or_dash(s.duration_ms),
+            ]
+        })
+        .collect();
+    let header = ["VERSION", "DESCRIPTION", "STATE", "APPLIED AT", "DURATION MS"];
+    match output.format {
+        Format::Json => output.print_json(&json!({ "database": store.url.redacted, "migrations": states }))?,
+        Format::Csv => output.print_csv(&header, &rows)?,
+        Format::Table => {
+            let mut t = table(&header, &[0, 4]);
+            for row in rows {
+                t.add_row(row);
+            }
+            output.print(t.to_string());
+            if states.iter().any(|s| s.state == "changed") {
+                output.warn("a migration changed after it was applied; `migrate run` will refuse to continue");
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+async fn revert(store: &Store, to: Option<i64>, dry_run: bool, yes: bool, output: &Output) -> anyhow::Result<ExitStatus> {
+    let plan = migrate::revert_plan(store, to).await?;
+    if dry_run {
+        let steps = plan
+            .iter()
+            .map(|m| MigrationStep {
+                version: m.version,
+                description: m.description,
+                duration_ms: None,
+                sql: Some(m.down),
+            })
+            .collect();
+        return print_plan(output, steps, "revert");
+    }
+    // Reverting version 1 drops the table: never silently when it holds rows.
+    if plan.iter().any(|m| m.version == 1) && !yes {
+        let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
+        if rows > 0 {
+            let question = format!("Revert drops {INBOX_TABLE} with its {rows} rows. Continue?");
+            if !can_prompt() {
+                return Err(usage(format!(
+                    "refusing to drop {INBOX_TABLE} with {rows} rows without confirmation; pass --yes"
+                )));
+            }
+            let confirmed = dialoguer::Confirm::new()
+                .with_prompt(question)
+                .default(false)
+                .interact()
+                .context("could not read the answer")?;
+            if !confirmed {
+                output.note("Nothing reverted.");
+                return Ok(ExitStatus::Success);
+            }
+        }
+    }
+    let steps = migrate::revert(store, to).await?;
+    match output.format {
+        Format::Json => output.print_json(&json!({ "database": store.url.redacted, "reverted": steps }))?,
+        Format::Table | Format::Csv => {
+            if steps.is_empty() {
+                output.print("Nothing to revert.");
+            }
+            for step in &steps {
+                output.print(format!(
+                    "Reverted {}/{} ({} ms)",
+                    step.version,
+                    step.description,
+                    step.duration_ms.unwrap_or(0)
+                ));
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}

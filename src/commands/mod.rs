@@ -1,0 +1,28 @@
+//! One module per command group; [`run`] is the one dispatch.
+
+pub mod completions;
+pub mod inspect;
+pub mod migrate;
+pub mod prune;
+
+use crate::cli::{Cli, Command, DatabaseOpts};
+use crate::exit::ExitStatus;
+use crate::output::Output;
+use crate::store::{CreateMode, DatabaseUrl, Store};
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
+    let output = Output::new(&cli.global);
+    match cli.command {
+        Command::Migrate(args) => migrate::run(args, output).await,
+        Command::Inspect(args) => inspect::run(args, output).await,
+        Command::Prune(args) => prune::run(args, output).await,
+        Command::Completions(args) => completions::run(args, output),
+    }
+}
+
+/// Parse the URL and connect, saying where to on `-v` (with the password hidden).
+pub(crate) async fn connect(options: &DatabaseOpts, create: CreateMode, output: &Output) -> anyhow::Result<Store> {
+    let url = DatabaseUrl::parse(&options.database_url)?;
+    output.debug(format!("connecting to {} ({})", url.endpoint, url.redacted));
+    Store::connect(&url, options.connect_timeout, create).await
+}

@@ -1,0 +1,66 @@
+//! inboxctl: operate the inbox (`processed_messages`) of Kafka consumers.
+//!
+//! The binary is a thin wrapper around [`main`]; tests reach everything else through this
+//! library.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod exit;
+pub mod migrate;
+pub mod output;
+pub mod store;
+pub mod time;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::exit::ExitStatus;
+
+/// Parse the command line, run the command, print any error once with its context chain.
+pub fn main() -> ExitCode {
+    // A missing .env is normal; a malformed one is not worth refusing to start over.
+    let _ = dotenvy::dotenv();
+    let cli = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitStatus::Error.into();
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(status) => status.into(),
+        Err(error) => {
+            let status = if error::is_usage(&error) {
+                ExitStatus::Usage
+            } else {
+                ExitStatus::Error
+            };
+            eprintln!("error: {}", output::redact_secrets(&error_chain(&error)));
+            status.into()
+        }
+    }
+}
+
+/// The error and its causes on one line, each cause once: drivers often repeat their source's
+/// text in their own message, and the operator should read it once.
+pub fn error_chain(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let message = cause.to_string();
+        if text.contains(&message) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&message);
+    }
+    text
+}

@@ -1,0 +1,420 @@
+//! Migrations of the inbox table: embedded per dialect, recorded with a checksum in the tool's
+//! own `inboxctl_migrations`, applied under a lock so concurrent runs apply each version once.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, Connection, Executor, Row};
+
+use crate::store::{MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE};
+use crate::time::parse_stored_timestamp;
+
+/// One schema change, with the SQL that undoes it.
+#[derive(Debug)]
+pub struct Migration {
+    pub version: i64,
+    pub description: &'static str,
+    pub up: &'static str,
+    pub down: &'static str,
+}
+
+impl Migration {
+    /// SHA-256 of the up SQL, hex. A file edited after it was applied no longer matches.
+    pub fn checksum(&self) -> String {
+        Sha256::digest(self.up.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+}
+
+/// A row of `inboxctl_migrations`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AppliedMigration {
+    pub version: i64,
+    pub description: String,
+    pub checksum: String,
+    pub applied_at: DateTime<Utc>,
+    pub duration_ms: i64,
+}
+
+/// A migration as `migrate status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrationState {
+    pub version: i64,
+    pub description: String,
+    /// `applied`, `pending`, `changed` (applied, file edited since) or `unknown` (applied by a
+    /// newer inboxctl).
+    pub state: &'static str,
+    pub applied_at: Option<DateTime<Utc>>,
+    pub duration_ms: Option<i64>,
+}
+
+/// What `migrate run` or `migrate revert` did, or would do with `--dry-run`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrationStep {
+    pub version: i64,
+    pub description: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<&'static str>,
+}
+
+pub async fn applied_migrations(store: &Store) -> anyhow::Result<Vec<AppliedMigration>> {
+    if !store.table_exists(MIGRATIONS_TABLE).await? {
+        return Ok(Vec::new());
+    }
+    let mut connection = store.acquire().await?;
+    read_applied(store, &mut connection).await
+}
+
+async fn read_applied(store: &Store, connection: &mut PoolConnection<Any>) -> anyhow::Result<Vec<AppliedMigration>> {
+    let sql = format!(
+        "SELECT version, description, checksum, {}, duration_ms FROM {MIGRATIONS_TABLE} ORDER BY version",
+        (store.dialect.timestamp_text)("applied_at")
+    );
+    let rows = sqlx::query(&sql)
+        .fetch_all(&mut **connection)
+        .await
+        .with_context(|| format!("could not read {MIGRATIONS_TABLE}"))?;
+    rows.iter()
+        .map(|row| {
+            Ok(AppliedMigration {
+                version: row.try_get(0)?,
+                description: row.try_get(1)?,
+                checksum: row.try_get(2)?,
+                applied_at: parse_stored_timestamp(&row.try_get::<String, _>(3)?)?,
+                duration_ms: row.try_get(4)?,
+            })
+        })
+        .collect()
+}
+
+/// Every migration this binary knows and every one the database has recorded, merged.
+pub async fn status(store: &Store) -> anyhow::Result<Vec<MigrationState>> {
+    let applied = applied_migrations(store).await?;
+    let mut states: Vec<MigrationState> = store
+        .dialect
+        .migrations
+        .iter()
+        .map(|migration| {
+            let record = applied.iter().find(|a| a.version == migration.version);
+            MigrationState {
+                version: migration.version,
+                description: migration.description.to_string(),
+                state: match record {
+                    None => "pending",
+                    Some(record) if record.checksum != migration.checksum() => "changed",
+                    Some(_) => "applied",
+                },
+                applied_at: record.map(|r| r.applied_at),
+                duration_ms: record.map(|r| r.duration_ms),
+            }
+        })
+        .collect();
+    for record in &applied {
+        if !states.iter().any(|state| state.version == record.version) {
+            states.push(MigrationState {
+                version: record.version,
+                description: record.description.clone(),
+                state: "unknown",
+                applied_at: Some(record.applied_at),
+                duration_ms: Some(record.duration_ms),
+            });
+        }
+    }
+    states.sort_by_key(|state| state.version);
+    Ok(states)
+}
+
+/// Refuses a database whose recorded migrations this binary cannot vouch for.
+fn verify(store: &Store, applied: &[AppliedMigration]) -> anyhow::Result<()> {
+    for record in applied {
+        match store.dialect.migrations.iter().find(|m| m.version == record.version) {
+            None => bail!(
+                "the database has migration {} ({}) applied, which this inboxctl does not know; upgrade inboxctl",
+                record.version,
+                record.description
+            ),
+            Some(migration) if migration.checksum() != record.checksum => bail!(
+                "migration {} ({}) was changed after it was applied: recorded checksum {}, this inboxctl's is {}; \
+                 restore the original migration or fix {MIGRATIONS_TABLE} by hand",
+                record.version,
+                record.description,
+                record.checksum,
+                migration.checksum()
+            ),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The migrations `migrate run` would apply, without taking a lock or creating anything.
+pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
+    let applied = applied_migrations(store).await?;
+    verify(store, &applied)?;
+    Ok(store
+        .dialect
+        .migrations
+        .iter()
+        .filter(|migration| !applied.iter().any(|a| a.version == migration.version))
+        .map(|migration| MigrationStep {
+            version: migration.version,
+            description: migration.description,
+            duration_ms: None,
+            sql: Some(migration.up),
+        })
+        .collect())
+}
+
+/// Which migrations `migrate revert --to` would undo, newest first.
+pub async fn revert_plan(store: &Store, to: Option<i64>) -> anyhow::Result<Vec<&'static Migration>> {
+    let applied = applied_migrations(store).await?;
+    verify(store, &applied)?;
+    plan_revert(store, &applied, to)
+}
+
+fn plan_revert(store: &Store, applied: &[AppliedMigration], to: Option<i64>) -> anyhow::Result<Vec<&'static Migration>> {
+    let Some(latest) = applied.last() else {
+        return Ok(Vec::new());
+    };
+    let target = to.unwrap_or(latest.version - 1);
+    if target < 0 {
+        bail!("--to must be a version number of 0 or more (0 reverts everything), not {target}");
+    }
+    let mut plan: Vec<&'static Migration> = store
+        .dialect
+        .migrations
+        .iter()
+        .filter(|m| m.version > target && applied.iter().any(|a| a.version == m.version))
+        .collect();
+    plan.sort_by_key(|m| std::cmp::Reverse(m.version));
+    Ok(plan)
+}
+
+/// Apply every pending migration. Concurrent runs serialise on the backend's lock; the one
+/// that waited finds nothing left to do.
+pub async fn run(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
+    with_migration_lock(store, Work::Apply).await
+}
+
+/// Undo applied migrations down to `to` (default: the last one only), newest first.
+pub async fn revert(store: &Store, to: Option<i64>) -> anyhow::Result<Vec<MigrationStep>> {
+    with_migration_lock(store, Work::Revert { to }).await
+}
+
+enum Work {
+    Apply,
+    Revert { to: Option<i64> },
+}
+
+impl Work {
+    async fn run(self, store: &Store, connection: &mut PoolConnection<Any>) -> anyhow::Result<Vec<MigrationStep>> {
+        match self {
+            Work::Apply => apply_pending(store, connection).await,
+            Work::Revert { to } => revert_applied(store, connection, to).await,
+        }
+    }
+}
+
+async fn with_migration_lock(store: &Store, work: Work) -> anyhow::Result<Vec<MigrationStep>> {
+    let mut connection = store.acquire().await?;
+    match &store.dialect.migration_locking {
+        MigrationLocking::SessionLock { lock, unlock, .. } => {
+            let granted: i64 = sqlx::query_scalar(lock)
+                .fetch_one(&mut *connection)
+                .await
+                .context("could not take the migration lock")?;
+            if granted != 1 {
+                bail!("timed out waiting for another `inboxctl migrate` to finish (lock not granted)");
+            }
+            let result = work.run(store, &mut connection).await;
+            let released = sqlx::query_scalar::<_, i64>(unlock).fetch_one(&mut *connection).await;
+            let steps = result?;
+            released.context("could not release the migration lock")?;
+            Ok(steps)
+        }
+        MigrationLocking::ExclusiveTransaction { begin } => {
+            connection
+                .execute(*begin)
+                .await
+                .context("could not start the migration transaction (is another process holding a write lock?)")?;
+            match work.run(store, &mut connection).await {
+                Ok(steps) => {
+                    connection
+                        .execute("COMMIT")
+                        .await
+                        .context("could not commit the migrations")?;
+                    Ok(steps)
+                }
+                Err(error) => {
+                    // Nothing of a failed run stays behind; the ROLLBACK's own failure would
+                    // only hide the error that matters.
+                    let _ = connection.execute("ROLLBACK").await;
+                    Err(error)
+                }
+            }
+        }
+    }
+}
+
+fn per_migration_transaction(store: &Store) -> bool {
+    matches!(
+        store.dialect.migration_locking,
+        MigrationLocking::SessionLock {
+            transactional_ddl: true,
+            ..
+        }
+    )
+}
+
+async fn apply_pending(store: &Store, connection: &mut PoolConnection<Any>) -> anyhow::Result<Vec<MigrationStep>> {
+    sqlx::raw_sql(store.dialect.migrations_table_ddl)
+        .execute(&mut **connection)
+        .await
+        .with_context(|| format!("could not create {MIGRATIONS_TABLE}"))?;
+    let applied = read_applied(store, connection).await?;
+    verify(store, &applied)?;
+    let mut steps = Vec::new();
+    for migration in store.dialect.migrations {
+        if applied.iter().any(|a| a.version == migration.version) {
+            continue;
+        }
+        let started = Instant::now();
+        let record = format!(
+            "INSERT INTO {MIGRATIONS_TABLE} (version, description, checksum, duration_ms) VALUES ({})",
+            placeholders(store, 4)
+        );
+        let elapsed = if per_migration_transaction(store) {
+            let mut transaction = connection.begin().await?;
+            let elapsed = apply_one(&mut transaction, migration, &record, started).await;
+            match elapsed {
+                Ok(elapsed) => transaction.commit().await.map(|()| elapsed),
+                Err(error) => Err(error),
+            }
+        } else {
+            apply_one(connection, migration, &record, started).await
+        }
+        .with_context(|| format!("migration {} ({}) failed", migration.version, migration.description))?;
+        steps.push(MigrationStep {
+            version: migration.version,
+            description: migration.description,
+            duration_ms: Some(elapsed.as_millis()),
+            sql: None,
+        });
+    }
+    Ok(steps)
+}
+
+async fn revert_applied(store: &Store, connection: &mut PoolConnection<Any>, to: Option<i64>) -> anyhow::Result<Vec<MigrationStep>> {
+    if !store.table_exists(MIGRATIONS_TABLE).await? {
+        return Ok(Vec::new());
+    }
+    let applied = read_applied(store, connection).await?;
+    verify(store, &applied)?;
+    let forget = format!("DELETE FROM {MIGRATIONS_TABLE} WHERE version = {}", placeholders(store, 1));
+    let mut steps = Vec::new();
+    for migration in plan_revert(store, &applied, to)? {
+        let started = Instant::now();
+        if per_migration_transaction(store) {
+            let mut transaction = connection.begin().await?;
+            match undo_one(&mut transaction, migration, &forget).await {
+                Ok(()) => transaction.commit().await,
+                Err(error) => Err(error),
+            }
+        } else {
+            undo_one(connection, migration, &forget).await
+        }
+        .with_context(|| format!("reverting migration {} ({}) failed", migration.version, migration.description))?;
+        steps.push(MigrationStep {
+            version: migration.version,
+            description: migration.description,
+            duration_ms: Some(started.elapsed().as_millis()),
+            sql: None,
+        });
+    }
+    Ok(steps)
+}
+
+async fn apply_one(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+    record: &str,
+    started: Instant,
+) -> Result<Duration, sqlx::Error> {
+    sqlx::raw_sql(migration.up).execute(&mut *connection).await?;
+    let elapsed = started.elapsed();
+    sqlx::query(record)
+        .bind(migration.version)
+        .bind(migration.description)
+        .bind(migration.checksum())
+        .bind(elapsed.as_millis() as i64)
+        .execute(&mut *connection)
+        .await?;
+    Ok(elapsed)
+}
+
+async fn undo_one(connection: &mut sqlx::AnyConnection, migration: &Migration, forget: &str) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(migration.down).execute(&mut *connection).await?;
+    sqlx::query(forget).bind(migration.version).execute(&mut *connection).await?;
+    Ok(())
+}
+
+fn placeholders(store: &Store, count: usize) -> String {
+    let mut sql = store.sql();
+    for index in 0..count {
+        if index > 0 {
+            sql.push(", ");
+        }
+        sql.param();
+    }
+    sql.build()
+}
+
+/// Rows in the inbox table, when it exists; used to warn before a revert drops it.
+pub async fn inbox_rows(store: &Store) -> anyhow::Result<Option<i64>> {
+    if !store.table_exists(INBOX_TABLE).await? {
+        return Ok(None);
+    }
+    let rows: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {INBOX_TABLE}"))
+        .fetch_one(store.pool())
+        .await
+        .with_context(|| format!("could not count the rows of {INBOX_TABLE}"))?;
+    Ok(Some(rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::Backend;
+
+    #[test]
+    fn every_backend_has_the_same_versions_in_order() {
+        let versions = |backend: Backend| -> Vec<(i64, &str)> {
+            backend
+                .dialect()
+                .migrations
+                .iter()
+                .map(|m| (m.version, m.description))
+                .collect()
+        };
+        assert_eq!(versions(Backend::Sqlite), versions(Backend::Postgres));
+        assert_eq!(versions(Backend::Sqlite), versions(Backend::Mysql));
+        assert_eq!(versions(Backend::Sqlite).iter().map(|v| v.0).collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    #[test]
+    fn checksums_are_stable_hex_sha256() {
+        let migration = &Backend::Postgres.dialect().migrations[0];
+        let checksum = migration.checksum();
+        assert_eq!(checksum.len(), 64);
+        assert!(checksum.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(checksum, migration.checksum());
+        assert_ne!(checksum, Backend::Postgres.dialect().migrations[1].checksum());
+    }
+}

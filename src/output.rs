@@ -1,0 +1,163 @@
+//! Everything printed goes through here: tables, JSON, CSV, notes on stderr, progress bars,
+//! and the scrubbing of passwords out of any text that could contain a database URL.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::cli::{Format, GlobalOpts};
+
+/// Passwords seen in URLs this process was given. Any text printed is scrubbed of them, so a
+/// driver error that quotes a connection string cannot leak one.
+static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+pub fn register_secret(secret: &str) {
+    if secret.is_empty() {
+        return;
+    }
+    let mut secrets = SECRETS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for form in [secret.to_string(), percent_decode(secret)] {
+        if !secrets.contains(&form) {
+            secrets.push(form);
+        }
+    }
+}
+
+pub fn redact_secrets(text: &str) -> String {
+    let secrets = SECRETS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut text = text.to_string();
+    for secret in secrets.iter() {
+        text = text.replace(secret.as_str(), "***");
+    }
+    text
+}
+
+fn percent_decode(text: &str) -> String {
+    url::form_urlencoded::parse(format!("x={text}").as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_else(|| text.to_string())
+}
+
+/// How a command should talk to the person or script that ran it.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub format: Format,
+    pub verbose: u8,
+    pub quiet: bool,
+}
+
+impl Output {
+    pub fn new(global: &GlobalOpts) -> Self {
+        Output {
+            format: global.format,
+            verbose: global.verbose,
+            quiet: global.quiet,
+        }
+    }
+
+    /// A note for a person on stderr; silenced by `-q`.
+    pub fn note(&self, message: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", redact_secrets(message.as_ref()));
+        }
+    }
+
+    /// A warning on stderr; shown even with `-q`, because it changes what the result means.
+    pub fn warn(&self, message: impl AsRef<str>) {
+        eprintln!("warning: {}", redact_secrets(message.as_ref()));
+    }
+
+    /// Detail for `-v`.
+    pub fn debug(&self, message: impl AsRef<str>) {
+        if self.verbose > 0 && !self.quiet {
+            eprintln!("{}", redact_secrets(message.as_ref()));
+        }
+    }
+
+    /// Stdout, scrubbed. Every command's result goes through this.
+    pub fn print(&self, text: impl AsRef<str>) {
+        let mut stdout = std::io::stdout().lock();
+        // A closed pipe (`inboxctl inspect | head`) is not an error worth reporting.
+        let _ = writeln!(stdout, "{}", redact_secrets(text.as_ref()));
+    }
+
+    pub fn print_json<T: Serialize>(&self, value: &T) -> anyhow::Result<()> {
+        self.print(serde_json::to_string_pretty(value)?);
+        Ok(())
+    }
+
+    /// CSV with a header row; `rows` are already strings in header order.
+    pub fn print_csv(&self, header: &[&str], rows: &[Vec<String>]) -> anyhow::Result<()> {
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.write_record(header)?;
+        for row in rows {
+            writer.write_record(row)?;
+        }
+        let bytes = writer.into_inner().map_err(|error| error.into_error())?;
+        self.print(String::from_utf8(bytes)?.trim_end());
+        Ok(())
+    }
+
+    /// A progress bar on stderr when stderr is a terminal and `-q` is not given; hidden otherwise,
+    /// so cron logs and pipes never fill with escape codes.
+    pub fn progress(&self, total: u64, unit: &str) -> ProgressBar {
+        if self.quiet || !std::io::stderr().is_terminal() {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(total);
+        let template = format!(
+            "{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{human_pos}}/{{human_len}} {unit} ({{per_sec}}, eta {{eta}})"
+        );
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+}
+
+/// A table in the one style every command uses; numeric columns are right-aligned.
+pub fn table(header: &[&str], right_aligned: &[usize]) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.iter().map(|title| Cell::new(title)));
+    for &index in right_aligned {
+        if let Some(column) = table.column_mut(index) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+}
+
+/// The text shown for a missing value in tables and CSV.
+pub fn or_dash<T: ToString>(value: Option<T>) -> String {
+    value.map_or_else(|| "-".to_string(), |value| value.to_string())
+}
+
+/// Whether a person is there to answer a question.
+pub fn can_prompt() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_scrubbed_in_plain_and_encoded_form() {
+        register_secret("s3cr%40t");
+        let text = "postgres://app:s3cr%40t@db:5432/x failed; password s3cr@t rejected";
+        assert_eq!(
+            redact_secrets(text),
+            "postgres://app:***@db:5432/x failed; password *** rejected"
+        );
+    }
+}

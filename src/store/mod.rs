@@ -1,0 +1,663 @@
+//! The inbox store: one connection pool over SQLite, PostgreSQL or MySQL/MariaDB, chosen by
+//! the URL scheme. SQL that differs between them comes from the backend's [`Dialect`]; the
+//! queries themselves are written once, here.
+
+pub mod mysql;
+pub mod postgres;
+pub mod sqlite;
+
+use std::fmt;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Connection, Executor, Row};
+
+use crate::error::usage;
+use crate::migrate::Migration;
+use crate::output::register_secret;
+use crate::time::parse_stored_timestamp;
+
+/// The inbox table. Its name is fixed by the data model.
+pub const INBOX_TABLE: &str = "processed_messages";
+/// The tool's own migration bookkeeping; never an application's `_sqlx_migrations`.
+pub const MIGRATIONS_TABLE: &str = "inboxctl_migrations";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+impl Backend {
+    pub fn dialect(self) -> &'static Dialect {
+        match self {
+            Backend::Sqlite => &sqlite::DIALECT,
+            Backend::Postgres => &postgres::DIALECT,
+            Backend::Mysql => &mysql::DIALECT,
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.dialect().name)
+    }
+}
+
+/// How a backend serialises concurrent `migrate run`s.
+pub enum MigrationLocking {
+    /// A session lock held across the run (PostgreSQL advisory lock, MySQL `GET_LOCK`); each
+    /// migration then runs in its own transaction where the backend has transactional DDL.
+    SessionLock {
+        lock: &'static str,
+        unlock: &'static str,
+        transactional_ddl: bool,
+    },
+    /// One write transaction over the whole run (SQLite `BEGIN IMMEDIATE`): a second process
+    /// waits on the busy timeout, then finds nothing left to do.
+    ExclusiveTransaction { begin: &'static str },
+}
+
+/// What differs between backends. Each backend module defines one.
+pub struct Dialect {
+    pub name: &'static str,
+    /// Statements run on every new connection (time zone, busy timeout).
+    pub session_setup: &'static [&'static str],
+    pub numbered_params: bool,
+    pub identifier_quote: char,
+    /// `strftime` format for timestamps bound as parameters, in UTC.
+    pub timestamp_param_format: &'static str,
+    /// Wraps a placeholder so the database reads it as a timestamp.
+    pub timestamp_param: fn(&str) -> String,
+    /// Renders a timestamp expression as UTC text `YYYY-MM-DD HH:MM:SS[.f]`.
+    pub timestamp_text: fn(&str) -> String,
+    /// Casts an integer expression to a 64-bit integer, so every backend decodes it as `i64`.
+    pub bigint: fn(&str) -> String,
+    /// Returns 1 when the table named by the one parameter exists.
+    pub table_exists: &'static str,
+    /// Returns 1 when the table (first parameter) has the column (second parameter).
+    pub column_exists: &'static str,
+    /// Every consumer in the inbox, in order, reading only the primary key's leading column.
+    pub consumers: &'static str,
+    /// The planner's estimate of the inbox's row count, where the backend keeps one.
+    pub estimated_rows: Option<&'static str>,
+    /// Deletes up to N rows of one consumer older than a cutoff, oldest first, through the
+    /// `(consumer, processed_at)` index. Parameters: consumer, cutoff, limit.
+    pub delete_older_batch: &'static str,
+    pub migration_locking: MigrationLocking,
+    /// Creates the bookkeeping table if it is missing.
+    pub migrations_table_ddl: &'static str,
+    pub migrations: &'static [Migration],
+}
+
+impl Dialect {
+    pub fn quote(&self, identifier: &str) -> String {
+        let q = self.identifier_quote;
+        format!("{q}{identifier}{q}")
+    }
+}
+
+/// Builds SQL text with placeholders numbered in the order they appear, which is the order
+/// they must be bound in for `?`-style backends.
+pub struct SqlBuilder {
+    dialect: &'static Dialect,
+    sql: String,
+    params: usize,
+}
+
+impl SqlBuilder {
+    pub fn new(dialect: &'static Dialect) -> Self {
+        SqlBuilder {
+            dialect,
+            sql: String::new(),
+            params: 0,
+        }
+    }
+
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.sql.push_str(text);
+        self
+    }
+
+    pub fn param(&mut self) -> &mut Self {
+        let placeholder = self.next_placeholder();
+        self.sql.push_str(&placeholder);
+        self
+    }
+
+    pub fn timestamp_param(&mut self) -> &mut Self {
+        let placeholder = self.next_placeholder();
+        self.sql.push_str(&(self.dialect.timestamp_param)(&placeholder));
+        self
+    }
+
+    fn next_placeholder(&mut self) -> String {
+        self.params += 1;
+        if self.dialect.numbered_params {
+            format!("${}", self.params)
+        } else {
+            "?".to_string()
+        }
+    }
+
+    pub fn build(&self) -> String {
+        self.sql.clone()
+    }
+}
+
+/// A database URL as the user gave it, with what is safe to show of it.
+#[derive(Debug, Clone)]
+pub struct DatabaseUrl {
+    pub backend: Backend,
+    /// What sqlx connects to (scheme normalised).
+    connect: String,
+    /// For messages: host, port and database, or the SQLite file; never the password.
+    pub endpoint: String,
+    /// The URL with its password replaced by `***`.
+    pub redacted: String,
+}
+
+impl DatabaseUrl {
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let text = text.trim();
+        let scheme = text.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase());
+        let backend = match scheme.as_deref() {
+            Some("sqlite") => Backend::Sqlite,
+            Some("postgres" | "postgresql") => Backend::Postgres,
+            Some("mysql" | "mariadb") => Backend::Mysql,
+            _ => {
+                let shown = redact_url(text);
+                return Err(usage(format!(
+                    "unsupported database URL '{shown}': the scheme must be one of sqlite://, postgres:// (postgresql://), mysql:// (mariadb://)"
+                )));
+            }
+        };
+        if backend == Backend::Sqlite {
+            let path = sqlite_path(text);
+            if path.is_empty() {
+                return Err(usage(format!(
+                    "database URL '{text}' names no SQLite file; expected sqlite://PATH, e.g. sqlite://inbox.db"
+                )));
+            }
+            return Ok(DatabaseUrl {
+                backend,
+                connect: text.to_string(),
+                endpoint: format!("SQLite file {path}"),
+                redacted: text.to_string(),
+            });
+        }
+        let mut parsed = url::Url::parse(text)
+            .map_err(|error| usage(format!("invalid database URL '{}': {error}", redact_url(text))))?;
+        if let Some(password) = parsed.password() {
+            register_secret(password);
+        }
+        let endpoint = format!(
+            "{backend} server {}:{} (database '{}', user '{}')",
+            parsed.host_str().unwrap_or("localhost"),
+            parsed.port().unwrap_or(match backend {
+                Backend::Postgres => 5432,
+                _ => 3306,
+            }),
+            parsed.path().trim_start_matches('/'),
+            parsed.username(),
+        );
+        if backend == Backend::Mysql && parsed.scheme() == "mariadb" {
+            parsed = url::Url::parse(&format!("mysql{}", &text["mariadb".len()..]))
+                .map_err(|error| usage(format!("invalid database URL: {error}")))?;
+        }
+        Ok(DatabaseUrl {
+            backend,
+            connect: parsed.to_string(),
+            endpoint,
+            redacted: redact_url(text),
+        })
+    }
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+/// The URL with any password replaced by `***`. Falls back to hiding everything between
+/// `://` and `@` when the text does not parse as a URL.
+pub fn redact_url(text: &str) -> String {
+    if let Ok(mut parsed) = url::Url::parse(text) {
+        if parsed.password().is_some() && parsed.set_password(Some("***")).is_ok() {
+            return parsed.to_string();
+        }
+        return text.to_string();
+    }
+    match (text.find("://"), text.rfind('@')) {
+        (Some(start), Some(at)) if at > start + 3 => {
+            format!("{}://***@{}", &text[..start], &text[at + 1..])
+        }
+        _ => text.to_string(),
+    }
+}
+
+fn sqlite_path(text: &str) -> &str {
+    let rest = text
+        .strip_prefix("sqlite://")
+        .or_else(|| text.strip_prefix("sqlite:"))
+        .unwrap_or(text);
+    rest.split('?').next().unwrap_or(rest)
+}
+
+/// One row of the inbox.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxRow {
+    pub consumer: String,
+    pub event_id: String,
+    pub topic: Option<String>,
+    pub partition: Option<i64>,
+    pub offset: Option<i64>,
+    pub processed_at: DateTime<Utc>,
+}
+
+/// Rows of one consumer, with their age spread. `newer_than[i]` counts rows processed after
+/// `now - AGE_BUCKETS[i]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerStats {
+    pub consumer: String,
+    pub rows: i64,
+    pub oldest: Option<DateTime<Utc>>,
+    pub newest: Option<DateTime<Utc>>,
+    #[serde(skip)]
+    pub newer_than: [i64; AGE_BUCKETS.len()],
+}
+
+/// Rows of one consumer read from one topic partition (topic and partition are `None` for rows
+/// written without coordinates).
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionStats {
+    pub consumer: String,
+    pub topic: Option<String>,
+    pub partition: Option<i64>,
+    pub rows: i64,
+    pub min_offset: Option<i64>,
+    pub max_offset: Option<i64>,
+}
+
+/// Upper edges of the age histogram, youngest first; rows older than the last are "older".
+pub const AGE_BUCKETS: [(&str, i64); 4] = [
+    ("1h", 3600),
+    ("1d", 86_400),
+    ("7d", 7 * 86_400),
+    ("30d", 30 * 86_400),
+];
+
+pub struct Store {
+    pub backend: Backend,
+    pub dialect: &'static Dialect,
+    pub url: DatabaseUrl,
+    pool: AnyPool,
+}
+
+/// Whether connecting may create what is missing (only `migrate run` creates a SQLite file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateMode {
+    CreateIfMissing,
+    MustExist,
+}
+
+impl Store {
+    pub async fn connect(url: &DatabaseUrl, timeout: Duration, create: CreateMode) -> anyhow::Result<Store> {
+        sqlx::any::install_default_drivers();
+        let dialect = url.backend.dialect();
+        let mut connect = url.connect.clone();
+        if url.backend == Backend::Sqlite {
+            let path = sqlite_path(&url.connect);
+            if create == CreateMode::MustExist && !std::path::Path::new(path).exists() {
+                bail!(
+                    "the SQLite database file '{path}' does not exist; `inboxctl migrate run` creates it (check --database-url / DATABASE_URL)"
+                );
+            }
+            if create == CreateMode::CreateIfMissing && !connect.contains("mode=") {
+                connect.push(if connect.contains('?') { '&' } else { '?' });
+                connect.push_str("mode=rwc");
+            }
+        }
+        let options: AnyConnectOptions = connect
+            .parse()
+            .map_err(|error| usage(format!("invalid database URL '{}': {error}", url.redacted)))?;
+        // One connection first, so that a refused or failing connection reports its own
+        // error at once instead of the pool retrying until the timeout hides it.
+        let probe = tokio::time::timeout(timeout, AnyConnection::connect_with(&options)).await;
+        match probe {
+            Ok(Ok(connection)) => {
+                let _ = connection.close().await;
+            }
+            Ok(Err(error)) => {
+                return Err(anyhow!(error)).with_context(|| format!("could not connect to {}", url.endpoint))
+            }
+            Err(_) => bail!(
+                "could not connect to {} within {} (is it running and reachable? see --connect-timeout)",
+                url.endpoint,
+                humantime::format_duration(timeout)
+            ),
+        }
+        let setup = dialect.session_setup;
+        let pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(timeout)
+            .after_connect(move |connection, _| {
+                Box::pin(async move {
+                    for statement in setup {
+                        connection.execute(*statement).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_lazy_with(options);
+        Ok(Store {
+            backend: url.backend,
+            dialect,
+            url: url.clone(),
+            pool,
+        })
+    }
+
+    pub async fn acquire(&self) -> anyhow::Result<PoolConnection<Any>> {
+        self.pool
+            .acquire()
+            .await
+            .with_context(|| format!("could not get a connection to {}", self.url.endpoint))
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub fn sql(&self) -> SqlBuilder {
+        SqlBuilder::new(self.dialect)
+    }
+
+    pub fn timestamp_param(&self, at: DateTime<Utc>) -> String {
+        at.format(self.dialect.timestamp_param_format).to_string()
+    }
+
+    pub async fn table_exists(&self, table: &str) -> anyhow::Result<bool> {
+        let count: i64 = sqlx::query_scalar(self.dialect.table_exists)
+            .bind(table)
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not look up table {table}"))?;
+        Ok(count > 0)
+    }
+
+    pub async fn column_exists(&self, table: &str, column: &str) -> anyhow::Result<bool> {
+        let count: i64 = sqlx::query_scalar(self.dialect.column_exists)
+            .bind(table)
+            .bind(column)
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not look up column {table}.{column}"))?;
+        Ok(count > 0)
+    }
+
+    /// Fails with a message that says what to do when the inbox table is missing or has not
+    /// been migrated to the current layout.
+    pub async fn require_inbox(&self) -> anyhow::Result<()> {
+        if !self.table_exists(INBOX_TABLE).await? {
+            bail!(
+                "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",
+                self.url.endpoint
+            );
+        }
+        if !self.column_exists(INBOX_TABLE, "topic").await? {
+            bail!(
+                "table {INBOX_TABLE} in {} has the classic layout (no topic/partition/offset); adopt it with `inboxctl migrate run`",
+                self.url.endpoint
+            );
+        }
+        Ok(())
+    }
+
+    /// The consumers to work on: the one asked for, or all of them.
+    pub async fn consumers(&self, only: Option<&str>) -> anyhow::Result<Vec<String>> {
+        if let Some(consumer) = only {
+            return Ok(vec![consumer.to_string()]);
+        }
+        sqlx::query_scalar(self.dialect.consumers)
+            .fetch_all(&self.pool)
+            .await
+            .context("could not list the inbox's consumers")
+    }
+
+    pub async fn estimated_rows(&self) -> anyhow::Result<Option<i64>> {
+        let Some(sql) = self.dialect.estimated_rows else {
+            return Ok(None);
+        };
+        let estimate: Option<i64> = sqlx::query_scalar(sql)
+            .fetch_optional(&self.pool)
+            .await
+            .context("could not read the planner's row estimate")?;
+        // PostgreSQL says -1 for a table never analysed: no estimate, not an empty table.
+        Ok(estimate.filter(|rows| *rows >= 0))
+    }
+
+    pub async fn consumer_stats(&self, only: Option<&str>, now: DateTime<Utc>) -> anyhow::Result<Vec<ConsumerStats>> {
+        let d = self.dialect;
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT consumer, COUNT(*), {}, {}",
+            (d.timestamp_text)("MIN(processed_at)"),
+            (d.timestamp_text)("MAX(processed_at)")
+        ));
+        for _ in AGE_BUCKETS {
+            sql.push(", COUNT(CASE WHEN processed_at >= ").timestamp_param().push(" THEN 1 END)");
+        }
+        sql.push(&format!(" FROM {INBOX_TABLE}"));
+        if only.is_some() {
+            sql.push(" WHERE consumer = ").param();
+        }
+        sql.push(" GROUP BY consumer ORDER BY consumer");
+        let text = sql.build();
+        let mut query = sqlx::query(&text);
+        for (_, seconds) in AGE_BUCKETS {
+            query = query.bind(self.timestamp_param(now - chrono::Duration::seconds(seconds)));
+        }
+        if let Some(consumer) = only {
+            query = query.bind(consumer);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .context("could not read rows per consumer")?;
+        rows.iter()
+            .map(|row| {
+                let mut newer_than = [0; AGE_BUCKETS.len()];
+                for (index, slot) in newer_than.iter_mut().enumerate() {
+                    *slot = row.try_get(4 + index)?;
+                }
+                Ok(ConsumerStats {
+                    consumer: row.try_get(0)?,
+                    rows: row.try_get(1)?,
+                    oldest: optional_timestamp(row, 2)?,
+                    newest: optional_timestamp(row, 3)?,
+                    newer_than,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn partition_stats(&self, only: Option<&str>) -> anyhow::Result<Vec<PartitionStats>> {
+        let d = self.dialect;
+        let (partition, offset) = (d.quote("partition"), d.quote("offset"));
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT consumer, topic, {}, COUNT(*), {}, {} FROM {INBOX_TABLE}",
+            (d.bigint)(&format!("MIN({partition})")),
+            (d.bigint)(&format!("MIN({offset})")),
+            (d.bigint)(&format!("MAX({offset})")),
+        ));
+        if only.is_some() {
+            sql.push(" WHERE consumer = ").param();
+        }
+        sql.push(&format!(
+            " GROUP BY consumer, topic, {partition} ORDER BY consumer, topic, {partition}"
+        ));
+        let text = sql.build();
+        let mut query = sqlx::query(&text);
+        if let Some(consumer) = only {
+            query = query.bind(consumer);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .context("could not read offset ranges per partition")?;
+        rows.iter()
+            .map(|row| {
+                Ok(PartitionStats {
+                    consumer: row.try_get(0)?,
+                    topic: row.try_get(1)?,
+                    partition: row.try_get(2)?,
+                    rows: row.try_get(3)?,
+                    min_offset: row.try_get(4)?,
+                    max_offset: row.try_get(5)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The rows for one event id, one per consumer that processed it. Looks up by primary key
+    /// per consumer, so it stays fast on large tables.
+    pub async fn find_event(&self, event_id: &str, consumers: &[String]) -> anyhow::Result<Vec<InboxRow>> {
+        let d = self.dialect;
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT consumer, event_id, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
+            (d.bigint)(&d.quote("partition")),
+            (d.bigint)(&d.quote("offset")),
+            (d.timestamp_text)("processed_at"),
+        ))
+        .param()
+        .push(" AND event_id = ")
+        .param();
+        let text = sql.build();
+        let mut found = Vec::new();
+        for consumer in consumers {
+            let row = sqlx::query(&text)
+                .bind(consumer.as_str())
+                .bind(event_id)
+                .fetch_optional(&self.pool)
+                .await
+                .with_context(|| format!("could not look up event {event_id}"))?;
+            if let Some(row) = row {
+                found.push(InboxRow {
+                    consumer: row.try_get(0)?,
+                    event_id: row.try_get(1)?,
+                    topic: row.try_get(2)?,
+                    partition: row.try_get(3)?,
+                    offset: row.try_get(4)?,
+                    processed_at: parse_stored_timestamp(&row.try_get::<String, _>(5)?)?,
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    /// Rows of one consumer processed strictly before `cutoff`.
+    pub async fn count_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<u64> {
+        let mut sql = self.sql();
+        sql.push(&format!("SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = "))
+            .param()
+            .push(" AND processed_at < ")
+            .timestamp_param();
+        let count: i64 = sqlx::query_scalar(&sql.build())
+            .bind(consumer)
+            .bind(self.timestamp_param(cutoff))
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not count rows of consumer '{consumer}' to prune"))?;
+        Ok(count as u64)
+    }
+
+    /// Deletes up to `limit` of the consumer's oldest rows processed strictly before `cutoff`,
+    /// in one short transaction of its own. Returns how many went.
+    pub async fn delete_older_batch(&self, consumer: &str, cutoff: DateTime<Utc>, limit: u64) -> anyhow::Result<u64> {
+        let result = sqlx::query(self.dialect.delete_older_batch)
+            .bind(consumer)
+            .bind(self.timestamp_param(cutoff))
+            .bind(limit as i64)
+            .execute(&self.pool)
+            .await
+            .with_context(|| format!("could not delete a batch of consumer '{consumer}'"))?;
+        Ok(result.rows_affected())
+    }
+
+    pub async fn close(self) {
+        self.pool.close().await;
+    }
+}
+
+fn optional_timestamp(row: &AnyRow, index: usize) -> anyhow::Result<Option<DateTime<Utc>>> {
+    row.try_get::<Option<String>, _>(index)?
+        .as_deref()
+        .map(parse_stored_timestamp)
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_choose_the_backend() {
+        for (url, backend) in [
+            ("sqlite://inbox.db", Backend::Sqlite),
+            ("sqlite:inbox.db", Backend::Sqlite),
+            ("postgres://u@h/db", Backend::Postgres),
+            ("postgresql://u@h/db", Backend::Postgres),
+            ("mysql://u@h/db", Backend::Mysql),
+            ("MariaDB://u@h/db", Backend::Mysql),
+        ] {
+            assert_eq!(DatabaseUrl::parse(url).unwrap().backend, backend, "{url}");
+        }
+    }
+
+    #[test]
+    fn unknown_scheme_lists_the_supported_ones_without_the_password() {
+        let error = DatabaseUrl::parse("redis://user:hunter2@h:6379").unwrap_err();
+        assert!(crate::error::is_usage(&error));
+        let message = error.to_string();
+        assert!(message.contains("sqlite://, postgres://"), "{message}");
+        assert!(!message.contains("hunter2"), "{message}");
+    }
+
+    #[test]
+    fn passwords_never_reach_the_displayed_forms() {
+        let url = DatabaseUrl::parse("postgres://app:hunter2@db.example:6543/inbox").unwrap();
+        assert_eq!(url.redacted, "postgres://app:***@db.example:6543/inbox");
+        assert_eq!(
+            url.endpoint,
+            "PostgreSQL server db.example:6543 (database 'inbox', user 'app')"
+        );
+        assert_eq!(redact_url("mysql://a:b@c@host/db"), "mysql://a:***@host/db");
+        assert_eq!(redact_url("not a url://x:y@z"), "not a url://***@z");
+    }
+
+    #[test]
+    fn mariadb_scheme_connects_as_mysql() {
+        let url = DatabaseUrl::parse("mariadb://root@127.0.0.1:3306/test").unwrap();
+        assert!(url.connect.starts_with("mysql://"));
+    }
+
+    #[test]
+    fn placeholders_follow_the_dialect_in_text_order() {
+        let mut pg = SqlBuilder::new(&postgres::DIALECT);
+        pg.push("a = ").param().push(" AND t < ").timestamp_param();
+        assert_eq!(pg.build(), "a = $1 AND t < CAST($2 AS timestamptz)");
+        let mut my = SqlBuilder::new(&mysql::DIALECT);
+        my.push("a = ").param().push(" AND t < ").timestamp_param();
+        assert_eq!(my.build(), "a = ? AND t < CAST(? AS DATETIME(6))");
+    }
+}

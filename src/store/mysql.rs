@@ -1,0 +1,54 @@
+//! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
+
+use super::{Dialect, MigrationLocking};
+use crate::migrate::Migration;
+
+pub static DIALECT: Dialect = Dialect {
+    name: "MySQL",
+    // DATETIME has no zone: inboxctl reads and writes processed_at as UTC.
+    session_setup: &["SET time_zone = '+00:00'"],
+    numbered_params: false,
+    identifier_quote: '`',
+    timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",
+    timestamp_param: |placeholder| format!("CAST({placeholder} AS DATETIME(6))"),
+    timestamp_text: |expression| format!("DATE_FORMAT({expression}, '%Y-%m-%d %H:%i:%s.%f')"),
+    bigint: |expression| format!("CAST({expression} AS SIGNED)"),
+    table_exists: "SELECT COUNT(*) FROM information_schema.tables \
+                   WHERE table_schema = DATABASE() AND table_name = ?",
+    column_exists: "SELECT COUNT(*) FROM information_schema.columns \
+                    WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?",
+    // InnoDB answers DISTINCT on the primary key's leading column with a loose index scan.
+    consumers: "SELECT DISTINCT consumer FROM processed_messages ORDER BY consumer",
+    estimated_rows: Some(
+        "SELECT CAST(table_rows AS SIGNED) FROM information_schema.tables \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
+    ),
+    delete_older_batch: "DELETE FROM processed_messages \
+                         WHERE consumer = ? AND processed_at < CAST(? AS DATETIME(6)) \
+                         ORDER BY processed_at LIMIT ?",
+    migration_locking: MigrationLocking::SessionLock {
+        lock: "SELECT CAST(GET_LOCK('inboxctl_migrate', 600) AS SIGNED)",
+        unlock: "SELECT CAST(RELEASE_LOCK('inboxctl_migrate') AS SIGNED)",
+        transactional_ddl: false,
+    },
+    migrations_table_ddl: "CREATE TABLE IF NOT EXISTS inboxctl_migrations ( \
+                               version BIGINT NOT NULL PRIMARY KEY, \
+                               description VARCHAR(255) NOT NULL, \
+                               checksum VARCHAR(64) NOT NULL, \
+                               applied_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
+                               duration_ms BIGINT NOT NULL) ENGINE = InnoDB",
+    migrations: &[
+        Migration {
+            version: 1,
+            description: "classic processed_messages table (created if missing)",
+            up: include_str!("../../migrations/mysql/0001_classic_table.up.sql"),
+            down: include_str!("../../migrations/mysql/0001_classic_table.down.sql"),
+        },
+        Migration {
+            version: 2,
+            description: "key (consumer, event_id), topic/partition/offset, indexes",
+            up: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.up.sql"),
+            down: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.down.sql"),
+        },
+    ],
+};

@@ -1,0 +1,77 @@
+//! PostgreSQL: numbered parameters, transactional DDL, an advisory lock for `migrate run`.
+
+use super::{Dialect, MigrationLocking};
+use crate::migrate::Migration;
+
+pub static DIALECT: Dialect = Dialect {
+    name: "PostgreSQL",
+    session_setup: &["SET TIME ZONE 'UTC'", "SET application_name = 'inboxctl'"],
+    numbered_params: true,
+    identifier_quote: '"',
+    timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",
+    timestamp_param: |placeholder| format!("CAST({placeholder} AS timestamptz)"),
+    timestamp_text: |expression| {
+        format!("to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")
+    },
+    bigint: |expression| format!("CAST({expression} AS bigint)"),
+    table_exists: "SELECT COUNT(*) FROM information_schema.tables \
+                   WHERE table_schema = current_schema() AND table_name = $1",
+    column_exists: "SELECT COUNT(*) FROM information_schema.columns \
+                    WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2",
+    // A loose index scan: one index probe per consumer instead of reading every row.
+    consumers: "WITH RECURSIVE c(consumer) AS ( \
+                    SELECT MIN(consumer) FROM processed_messages \
+                    UNION ALL \
+                    SELECT (SELECT MIN(consumer) FROM processed_messages WHERE consumer > c.consumer) \
+                    FROM c WHERE c.consumer IS NOT NULL) \
+                SELECT consumer FROM c WHERE consumer IS NOT NULL",
+    estimated_rows: Some(
+        "SELECT CAST(reltuples AS bigint) FROM pg_class \
+         WHERE oid = to_regclass('processed_messages')",
+    ),
+    // ctid: the batch is found through the (consumer, processed_at) index and deleted by
+    // physical address, without a second index lookup.
+    delete_older_batch: "DELETE FROM processed_messages WHERE ctid = ANY(ARRAY( \
+                             SELECT ctid FROM processed_messages \
+                             WHERE consumer = $1 AND processed_at < CAST($2 AS timestamptz) \
+                             ORDER BY processed_at LIMIT $3))",
+    // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
+    migration_locking: MigrationLocking::SessionLock {
+        lock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_lock(7597117852321281132)) AS l",
+        unlock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_unlock(7597117852321281132)) AS l",
+        transactional_ddl: true,
+    },
+    migrations_table_ddl: "CREATE TABLE IF NOT EXISTS inboxctl_migrations ( \
+                               version bigint PRIMARY KEY, \
+                               description text NOT NULL, \
+                               checksum text NOT NULL, \
+                               applied_at timestamptz NOT NULL DEFAULT now(), \
+                               duration_ms bigint NOT NULL)",
+    migrations: &[
+        Migration {
+            version: 1,
+            description: "classic processed_messages table (created if missing)",
+            up: include_str!("../../migrations/postgres/0001_classic_table.up.sql"),
+            down: include_str!("../../migrations/postgres/0001_classic_table.down.sql"),
+        },
+        Migration {
+            version: 2,
+            description: "key (consumer, event_id), topic/partition/offset, indexes",
+            up: include_str!("../../migrations/postgres/0002_consumer_key_and_coordinates.up.sql"),
+            down: include_str!("../../migrations/postgres/0002_consumer_key_and_coordinates.down.sql"),
+        },
+    ],
+};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lock_statements_use_the_documented_key() {
+        let super::MigrationLocking::SessionLock { lock, unlock, .. } = &super::DIALECT.migration_locking else {
+            panic!("PostgreSQL uses a session lock");
+        };
+        let key = i64::from_be_bytes(*b"inboxctl").to_string();
+        assert!(lock.contains(&key));
+        assert!(unlock.contains(&key));
+    }
+}

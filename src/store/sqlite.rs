@@ -1,0 +1,55 @@
+//! SQLite, the embedded default: `?` parameters, timestamps as UTC text, one immediate
+//! transaction around `migrate run`.
+
+use super::{Dialect, MigrationLocking};
+use crate::migrate::Migration;
+
+pub static DIALECT: Dialect = Dialect {
+    name: "SQLite",
+    // Wait for a concurrent writer (another migrate, the application) instead of failing.
+    session_setup: &["PRAGMA busy_timeout = 60000"],
+    numbered_params: false,
+    identifier_quote: '"',
+    // The same form as the column default, so text comparison orders correctly.
+    timestamp_param_format: "%Y-%m-%d %H:%M:%S%.3f",
+    timestamp_param: |placeholder| placeholder.to_string(),
+    timestamp_text: |expression| format!("CAST({expression} AS TEXT)"),
+    bigint: |expression| expression.to_string(),
+    table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+    column_exists: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+    consumers: "WITH RECURSIVE c(consumer) AS ( \
+                    SELECT MIN(consumer) FROM processed_messages \
+                    UNION ALL \
+                    SELECT (SELECT MIN(consumer) FROM processed_messages WHERE consumer > c.consumer) \
+                    FROM c WHERE c.consumer IS NOT NULL) \
+                SELECT consumer FROM c WHERE consumer IS NOT NULL",
+    estimated_rows: None,
+    delete_older_batch: "DELETE FROM processed_messages WHERE rowid IN ( \
+                             SELECT rowid FROM processed_messages \
+                             WHERE consumer = ? AND processed_at < ? \
+                             ORDER BY processed_at LIMIT ?)",
+    migration_locking: MigrationLocking::ExclusiveTransaction {
+        begin: "BEGIN IMMEDIATE",
+    },
+    migrations_table_ddl: "CREATE TABLE IF NOT EXISTS inboxctl_migrations ( \
+                               version INTEGER NOT NULL PRIMARY KEY, \
+                               description TEXT NOT NULL, \
+                               checksum TEXT NOT NULL, \
+                               applied_at TIMESTAMP NOT NULL \
+                                   DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), \
+                               duration_ms INTEGER NOT NULL)",
+    migrations: &[
+        Migration {
+            version: 1,
+            description: "classic processed_messages table (created if missing)",
+            up: include_str!("../../migrations/sqlite/0001_classic_table.up.sql"),
+            down: include_str!("../../migrations/sqlite/0001_classic_table.down.sql"),
+        },
+        Migration {
+            version: 2,
+            description: "key (consumer, event_id), topic/partition/offset, indexes",
+            up: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.up.sql"),
+            down: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.down.sql"),
+        },
+    ],
+};

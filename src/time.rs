@@ -1,0 +1,124 @@
+//! Durations and timestamps as operators type them, and as the databases store them.
+
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
+
+/// `7d`, `36h`, `90s`, `2w 3d`: humantime's grammar, with a message that says what is expected.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|error| {
+        format!("{error}; expected a positive duration such as 90s, 15m, 12h, 7d or 2w")
+    })
+}
+
+/// RFC 3339 (`2026-11-01T00:00:00Z`, any offset), or `YYYY-MM-DD[ HH:MM[:SS[.fff]]]` taken as UTC.
+pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
+    let text = text.trim();
+    if let Ok(parsed) = DateTime::parse_from_rfc3339(text) {
+        return Ok(parsed.with_timezone(&Utc));
+    }
+    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+        if let Ok(naive) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(Utc.from_utc_datetime(&naive));
+        }
+    }
+    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(Utc.from_utc_datetime(&date.and_hms_opt(0, 0, 0).expect("midnight exists")));
+    }
+    Err(format!(
+        "'{text}' is not a timestamp; expected RFC 3339 (2026-11-01T08:00:00Z) or YYYY-MM-DD[ HH:MM:SS] in UTC"
+    ))
+}
+
+/// Parse a timestamp as a store returns it (always UTC): `YYYY-MM-DD HH:MM:SS[.f]`, with `T`
+/// instead of the space, or with a trailing `Z`/offset as applications sometimes write into SQLite.
+pub fn parse_stored_timestamp(text: &str) -> anyhow::Result<DateTime<Utc>> {
+    let trimmed = text.trim();
+    if let Ok(parsed) = DateTime::parse_from_rfc3339(trimmed) {
+        return Ok(parsed.with_timezone(&Utc));
+    }
+    let without_zone = trimmed.trim_end_matches('Z');
+    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
+        if let Ok(naive) = NaiveDateTime::parse_from_str(without_zone, format) {
+            return Ok(Utc.from_utc_datetime(&naive));
+        }
+    }
+    anyhow::bail!("unrecognised timestamp '{text}' in processed_at (expected YYYY-MM-DD HH:MM:SS[.fff] in UTC)")
+}
+
+/// Human form of an age, in its two largest units ("41d 5h", "3h 2m", "42s"): enough to
+/// read at a glance, unlike humantime's full "1month 11days 5h 26m 24s".
+pub fn format_age(age: chrono::Duration) -> String {
+    let seconds = age.num_seconds().max(0);
+    let (days, hours, minutes) = (seconds / 86_400, seconds / 3600 % 24, seconds / 60 % 60);
+    match seconds {
+        s if s >= 86_400 && hours > 0 => format!("{days}d {hours}h"),
+        s if s >= 86_400 => format!("{days}d"),
+        s if s >= 3600 && minutes > 0 => format!("{}h {minutes}m", s / 3600),
+        s if s >= 3600 => format!("{}h", s / 3600),
+        s if s >= 60 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_operators_type() {
+        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(7 * 86_400));
+        assert_eq!(parse_duration("36h").unwrap(), Duration::from_secs(36 * 3600));
+        assert_eq!(parse_duration("2w 1d").unwrap(), Duration::from_secs(15 * 86_400));
+    }
+
+    #[test]
+    fn bad_durations_say_what_is_expected() {
+        for bad in ["7x", "-1d", "", "d7", "1.5.d"] {
+            let message = parse_duration(bad).unwrap_err();
+            assert!(message.contains("expected a positive duration"), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn timestamps_in_every_accepted_form() {
+        let expected = Utc.with_ymd_and_hms(2026, 11, 1, 8, 30, 0).unwrap();
+        for text in [
+            "2026-11-01T08:30:00Z",
+            "2026-11-01T09:30:00+01:00",
+            "2026-11-01 08:30:00",
+            "2026-11-01T08:30:00",
+            "2026-11-01 08:30",
+        ] {
+            assert_eq!(parse_timestamp(text).unwrap(), expected, "{text}");
+        }
+        assert_eq!(
+            parse_timestamp("2026-11-01").unwrap(),
+            Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap()
+        );
+        assert!(parse_timestamp("yesterday").unwrap_err().contains("RFC 3339"));
+    }
+
+    #[test]
+    fn stored_timestamps_from_each_backend() {
+        let expected = Utc.with_ymd_and_hms(2026, 11, 1, 8, 30, 0).unwrap()
+            + chrono::Duration::microseconds(123_456);
+        for text in [
+            "2026-11-01 08:30:00.123456",
+            "2026-11-01T08:30:00.123456",
+            "2026-11-01T08:30:00.123456Z",
+        ] {
+            assert_eq!(parse_stored_timestamp(text).unwrap(), expected, "{text}");
+        }
+        assert!(parse_stored_timestamp("1700000000").is_err());
+    }
+
+    #[test]
+    fn ages_are_rounded_for_reading() {
+        assert_eq!(format_age(chrono::Duration::seconds(42)), "42s");
+        assert_eq!(format_age(chrono::Duration::seconds(3 * 3600 + 125)), "3h 2m");
+        assert_eq!(format_age(chrono::Duration::seconds(3 * 86_400 + 3700)), "3d 1h");
+        assert_eq!(format_age(chrono::Duration::seconds(41 * 86_400 + 59)), "41d");
+        assert_eq!(format_age(chrono::Duration::seconds(-5)), "0s");
+    }
+}
