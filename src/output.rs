@@ -125,9 +125,15 @@ impl Output {
 /// A table in the one style every command uses; numeric columns are right-aligned.
 pub fn table(header: &[&str], right_aligned: &[usize]) -> Table {
     let mut table = Table::new();
+    // Fit a terminal's width; never wrap cells when piped, so lines stay whole for grep.
+    let arrangement = if std::io::stdout().is_terminal() {
+        ContentArrangement::Dynamic
+    } else {
+        ContentArrangement::Disabled
+    };
     table
         .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_content_arrangement(arrangement)
         .set_header(header.iter().map(|title| Cell::new(title)));
     for &index in right_aligned {
         if let Some(column) = table.column_mut(index) {

@@ -1,0 +1,217 @@
+//! `migrate run | status | revert` against a fresh database on each backend.
+
+mod common;
+
+use common::*;
+
+async fn migrated_schema_is_exactly_the_design(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let run = db.run(&["migrate", "run"]).ok();
+    assert!(run.stdout.contains("Applied 1/"), "{}", run.stdout);
+    assert!(run.stdout.contains("Applied 2/"), "{}", run.stdout);
+    assert_eq!(db.schema().await, expected_schema(backend));
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+
+    let status = db.run(&["migrate", "status", "--format", "json"]).ok().json();
+    let states: Vec<(i64, &str)> = status["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, vec![(1, "applied"), (2, "applied")]);
+    let table = db.run(&["migrate", "status"]).ok();
+    let rows = table.table_rows();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[0][0].as_str(), rows[0][2].as_str()), ("1", "applied"));
+    assert_eq!((rows[1][0].as_str(), rows[1][2].as_str()), ("2", "applied"));
+
+    // A second run changes nothing: same bookkeeping, same schema.
+    let before = db.run(&["migrate", "status", "--format", "json"]).ok().stdout;
+    let again = db.run(&["migrate", "run"]).ok();
+    assert!(again.stdout.starts_with("Nothing to do"), "{}", again.stdout);
+    assert_eq!(db.run(&["migrate", "status", "--format", "json"]).ok().stdout, before);
+    assert_eq!(db.schema().await, expected_schema(backend));
+}
+
+async fn dry_run_prints_sql_and_changes_nothing(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    if backend != Backend::Sqlite {
+        // Servers: connect first so the dry run has a database to look at.
+        db.store().await;
+    }
+    let run = db.run(&["migrate", "run", "--dry-run"]).ok();
+    assert!(run.stdout.contains("would apply migration 1"), "{}", run.stdout);
+    assert!(run.stdout.contains("would apply migration 2"), "{}", run.stdout);
+    assert!(run.stdout.contains("CREATE TABLE IF NOT EXISTS processed_messages"), "{}", run.stdout);
+    if backend == Backend::Sqlite {
+        assert!(!db.dir.path().join("inbox.db").exists(), "a dry run created the database file");
+        db.store().await;
+    }
+    assert!(!db.table_exists("processed_messages").await);
+    assert!(!db.table_exists("inboxctl_migrations").await);
+
+    let json = db.run(&["migrate", "run", "--dry-run", "--format", "json"]).ok().json();
+    assert_eq!(json["dry_run"], true);
+    assert_eq!(json["migrations"].as_array().unwrap().len(), 2);
+
+    // After one migration, the dry run shows only the other.
+    db.run(&["migrate", "run"]).ok();
+    db.run(&["migrate", "revert"]).ok();
+    let rest = db.run(&["migrate", "run", "--dry-run"]).ok();
+    assert!(!rest.stdout.contains("migration 1 "), "{}", rest.stdout);
+    assert!(rest.stdout.contains("would apply migration 2"), "{}", rest.stdout);
+    assert_eq!(db.count("inboxctl_migrations").await, 1);
+}
+
+async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+
+    let dry = db.run(&["migrate", "revert", "--to", "0", "--dry-run"]).ok();
+    assert!(dry.stdout.contains("would revert migration 2"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("DROP TABLE processed_messages"), "{}", dry.stdout);
+    assert_eq!(db.schema().await, expected_schema(backend));
+
+    let one = db.run(&["migrate", "revert"]).ok();
+    assert!(one.stdout.contains("Reverted 2/"), "{}", one.stdout);
+    assert!(!db.store().await.column_exists("processed_messages", "topic").await.unwrap());
+    assert_eq!(db.count("inboxctl_migrations").await, 1);
+
+    // Dropping a table that holds rows needs --yes when nobody can be asked.
+    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c1')").await;
+    let refused = db.run(&["migrate", "revert", "--to", "0"]).code(2);
+    assert!(refused.stderr.contains("pass --yes"), "{}", refused.stderr);
+    assert_eq!(db.count("processed_messages").await, 1);
+
+    db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();
+    assert!(!db.table_exists("processed_messages").await);
+    assert_eq!(db.count("inboxctl_migrations").await, 0);
+    let nothing = db.run(&["migrate", "revert"]).ok();
+    assert!(nothing.stdout.contains("Nothing to revert"), "{}", nothing.stdout);
+
+    // And forward again to the same schema.
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.schema().await, expected_schema(backend));
+}
+
+async fn classic_table_is_adopted_with_every_row(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let classic = match backend {
+        Backend::Postgres => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        Backend::Mysql => "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL, processed_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+        Backend::Sqlite => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    };
+    db.exec(classic).await;
+    let pool = db.pool().await;
+    for chunk in 0..20 {
+        let values: Vec<String> = (0..500)
+            .map(|i| {
+                let n = chunk * 500 + i;
+                format!("('evt-{n:05}', 'consumer-{}')", n % 3)
+            })
+            .collect();
+        sqlx::raw_sql(&format!(
+            "INSERT INTO processed_messages (event_id, consumer) VALUES {}",
+            values.join(", ")
+        ))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let fingerprint = "SELECT COUNT(*), COUNT(DISTINCT event_id), COUNT(DISTINCT consumer) FROM processed_messages";
+    let before: (i64, i64, i64) = sqlx::query_as(fingerprint).fetch_one(&pool).await.unwrap();
+    assert_eq!(before, (10_000, 10_000, 3));
+
+    let run = db.run(&["migrate", "run"]).ok();
+    assert!(run.stderr.contains("adopting it in place"), "{}", run.stderr);
+    assert_eq!(db.schema().await, expected_schema(backend));
+    let after: (i64, i64, i64) = sqlx::query_as(fingerprint).fetch_one(&pool).await.unwrap();
+    assert_eq!(after, before);
+    assert_eq!(db.event_ids("consumer-1").await.len(), 3_333);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages WHERE event_id = 'evt-00007' AND consumer = 'consumer-1'").await,
+        1
+    );
+
+    // The new key: one event for two consumers is fine, the same pair twice is not.
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c1', 'e')").await;
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c2', 'e')").await;
+    let duplicate = db.try_exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c1', 'e')").await;
+    assert!(duplicate.is_err(), "a second (c1, e) was accepted");
+    assert_eq!(db.count("processed_messages").await, 10_002);
+}
+
+async fn concurrent_runs_apply_each_version_once(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let spawn = || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+            .args(["migrate", "run"])
+            .env("DATABASE_URL", &db.url)
+            .current_dir(db.dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn inboxctl")
+    };
+    let (first, second) = (spawn(), spawn());
+    let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+    for output in &outputs {
+        assert!(
+            output.status.success(),
+            "stdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let applied: usize = outputs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stdout).matches("Applied ").count())
+        .sum();
+    assert_eq!(applied, 2, "each version applied by exactly one of the two runs");
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 1").await, 1);
+    assert_eq!(db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 2").await, 1);
+    assert_eq!(db.schema().await, expected_schema(backend));
+}
+
+async fn tampered_checksum_is_refused(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    db.run(&["migrate", "revert"]).ok();
+    db.exec("UPDATE inboxctl_migrations SET checksum = 'abc123' WHERE version = 1").await;
+
+    let refused = db.run(&["migrate", "run"]).code(1);
+    assert!(
+        refused.stderr.contains("migration 1 (classic processed_messages table (created if missing)) was changed after it was applied"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("recorded checksum abc123"), "{}", refused.stderr);
+    // Nothing was applied past the refusal.
+    assert_eq!(db.count("inboxctl_migrations").await, 1);
+    assert!(!db.store().await.column_exists("processed_messages", "topic").await.unwrap());
+
+    let status = db.run(&["migrate", "status", "--format", "json"]).ok().json();
+    assert_eq!(status["migrations"][0]["state"], "changed");
+    assert_eq!(status["migrations"][1]["state"], "pending");
+}
+
+async fn unknown_newer_migration_is_refused(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec("INSERT INTO inboxctl_migrations (version, description, checksum, duration_ms) VALUES (99, 'from the future', 'x', 0)").await;
+    let refused = db.run(&["migrate", "run"]).code(1);
+    assert!(refused.stderr.contains("migration 99 (from the future) applied, which this inboxctl does not know"), "{}", refused.stderr);
+    let status = db.run(&["migrate", "status", "--format", "json"]).ok().json();
+    assert_eq!(status["migrations"][2]["state"], "unknown");
+}
+
+each_backend!(
+    migrated_schema_is_exactly_the_design,
+    dry_run_prints_sql_and_changes_nothing,
+    revert_steps_back_and_to_zero_returns_to_empty,
+    classic_table_is_adopted_with_every_row,
+    concurrent_runs_apply_each_version_once,
+    tampered_checksum_is_refused,
+    unknown_newer_migration_is_refused,
+);
