@@ -502,8 +502,10 @@ impl Store {
         if only.is_some() {
             sql.push(" WHERE consumer = ").param();
         }
+        // Rows without coordinates last on every backend (they disagree on where NULL sorts).
         sql.push(&format!(
-            " GROUP BY consumer, topic, {partition} ORDER BY consumer, topic, {partition}"
+            " GROUP BY consumer, topic, {partition} \
+             ORDER BY consumer, CASE WHEN topic IS NULL THEN 1 ELSE 0 END, topic, {partition}"
         ));
         let text = sql.build();
         let mut query = sqlx::query(&text);
