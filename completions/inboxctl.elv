@@ -1,0 +1,185 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[inboxctl] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'inboxctl'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'inboxctl'= {
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand migrate 'Create, upgrade or downgrade the processed_messages table'
+            cand inspect 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
+            cand prune 'Delete rows older than a retention, in small batches'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'inboxctl;migrate'= {
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand run 'Apply every pending migration (creates the database file for SQLite)'
+            cand status 'List the migrations and whether each is applied'
+            cand revert 'Undo the last migration, or every migration above --to'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'inboxctl;migrate;run'= {
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand --dry-run 'Print the SQL that would run and change nothing'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;migrate;status'= {
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;migrate;revert'= {
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand --to 'Revert down to this version (0 reverts everything and drops the table)'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand --dry-run 'Print the SQL that would run and change nothing'
+            cand -y 'Do not ask before dropping a table that holds rows'
+            cand --yes 'Do not ask before dropping a table that holds rows'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;migrate;help'= {
+            cand run 'Apply every pending migration (creates the database file for SQLite)'
+            cand status 'List the migrations and whether each is applied'
+            cand revert 'Undo the last migration, or every migration above --to'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'inboxctl;migrate;help;run'= {
+        }
+        &'inboxctl;migrate;help;status'= {
+        }
+        &'inboxctl;migrate;help;revert'= {
+        }
+        &'inboxctl;migrate;help;help'= {
+        }
+        &'inboxctl;inspect'= {
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand --consumer 'Only this consumer'
+            cand --event-id 'Look up one event id: did we process it, when, from where?'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand --estimate 'Take the total row count from the planner''s statistics (PostgreSQL, MySQL) instead of counting'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;prune'= {
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand --older-than 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)'
+            cand --before 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)'
+            cand --consumer 'Only this consumer''s rows'
+            cand --batch-size 'Rows deleted per transaction'
+            cand --max-rows 'Stop after deleting this many rows in all'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand --dry-run 'Count what would be deleted and delete nothing'
+            cand -y 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)'
+            cand --yes 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;completions'= {
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;help'= {
+            cand migrate 'Create, upgrade or downgrade the processed_messages table'
+            cand inspect 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
+            cand prune 'Delete rows older than a retention, in small batches'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'inboxctl;help;migrate'= {
+            cand run 'Apply every pending migration (creates the database file for SQLite)'
+            cand status 'List the migrations and whether each is applied'
+            cand revert 'Undo the last migration, or every migration above --to'
+        }
+        &'inboxctl;help;migrate;run'= {
+        }
+        &'inboxctl;help;migrate;status'= {
+        }
+        &'inboxctl;help;migrate;revert'= {
+        }
+        &'inboxctl;help;inspect'= {
+        }
+        &'inboxctl;help;prune'= {
+        }
+        &'inboxctl;help;completions'= {
+        }
+        &'inboxctl;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,127 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_inboxctl_global_optspecs
+    string join \n format= v/verbose q/quiet h/help V/version
+end
+
+function __fish_inboxctl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_inboxctl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_inboxctl_using_subcommand
+    set -l cmd (__fish_inboxctl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "migrate" -d 'Create, upgrade or downgrade the processed_messages table'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "inspect" -d 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -f -a "run" -d 'Apply every pending migration (creates the database file for SQLite)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -f -a "status" -d 'List the migrations and whether each is applied'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -f -a "revert" -d 'Undo the last migration, or every migration above --to'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l dry-run -d 'Print the SQL that would run and change nothing'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from status" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from status" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from status" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from status" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l to -d 'Revert down to this version (0 reverts everything and drops the table)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l dry-run -d 'Print the SQL that would run and change nothing'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s y -l yes -d 'Do not ask before dropping a table that holds rows'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "run" -d 'Apply every pending migration (creates the database file for SQLite)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "status" -d 'List the migrations and whether each is applied'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "revert" -d 'Undo the last migration, or every migration above --to'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l consumer -d 'Only this consumer' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l event-id -d 'Look up one event id: did we process it, when, from where?' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l estimate -d 'Take the total row count from the planner\'s statistics (PostgreSQL, MySQL) instead of counting'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l older-than -d 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l consumer -d 'Only this consumer\'s rows' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l max-rows -d 'Stop after deleting this many rows in all' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l dry-run -d 'Count what would be deleted and delete nothing'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s y -l yes -d 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "migrate" -d 'Create, upgrade or downgrade the processed_messages table'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "inspect" -d 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "run" -d 'Apply every pending migration (creates the database file for SQLite)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations and whether each is applied'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "revert" -d 'Undo the last migration, or every migration above --to'
