@@ -73,7 +73,10 @@ pub async fn applied_migrations(store: &Store) -> anyhow::Result<Vec<AppliedMigr
     read_applied(store, &mut connection).await
 }
 
-async fn read_applied(store: &Store, connection: &mut PoolConnection<Any>) -> anyhow::Result<Vec<AppliedMigration>> {
+async fn read_applied(
+    store: &Store,
+    connection: &mut PoolConnection<Any>,
+) -> anyhow::Result<Vec<AppliedMigration>> {
     let sql = format!(
         "SELECT version, description, checksum, {}, duration_ms FROM {MIGRATIONS_TABLE} ORDER BY version",
         (store.dialect.timestamp_text)("applied_at")
@@ -174,13 +177,20 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
 }
 
 /// Which migrations `migrate revert --to` would undo, newest first.
-pub async fn revert_plan(store: &Store, to: Option<i64>) -> anyhow::Result<Vec<&'static Migration>> {
+pub async fn revert_plan(
+    store: &Store,
+    to: Option<i64>,
+) -> anyhow::Result<Vec<&'static Migration>> {
     let applied = applied_migrations(store).await?;
     verify(store, &applied)?;
     plan_revert(store, &applied, to)
 }
 
-fn plan_revert(store: &Store, applied: &[AppliedMigration], to: Option<i64>) -> anyhow::Result<Vec<&'static Migration>> {
+fn plan_revert(
+    store: &Store,
+    applied: &[AppliedMigration],
+    to: Option<i64>,
+) -> anyhow::Result<Vec<&'static Migration>> {
     let Some(latest) = applied.last() else {
         return Ok(Vec::new());
     };
@@ -215,7 +225,11 @@ enum Work {
 }
 
 impl Work {
-    async fn run(self, store: &Store, connection: &mut PoolConnection<Any>) -> anyhow::Result<Vec<MigrationStep>> {
+    async fn run(
+        self,
+        store: &Store,
+        connection: &mut PoolConnection<Any>,
+    ) -> anyhow::Result<Vec<MigrationStep>> {
         match self {
             Work::Apply => apply_pending(store, connection).await,
             Work::Revert { to } => revert_applied(store, connection, to).await,
@@ -232,10 +246,14 @@ async fn with_migration_lock(store: &Store, work: Work) -> anyhow::Result<Vec<Mi
                 .await
                 .context("could not take the migration lock")?;
             if granted != 1 {
-                bail!("timed out waiting for another `inboxctl migrate` to finish (lock not granted)");
+                bail!(
+                    "timed out waiting for another `inboxctl migrate` to finish (lock not granted)"
+                );
             }
             let result = work.run(store, &mut connection).await;
-            let released = sqlx::query_scalar::<_, i64>(unlock).fetch_one(&mut *connection).await;
+            let released = sqlx::query_scalar::<_, i64>(unlock)
+                .fetch_one(&mut *connection)
+                .await;
             let steps = result?;
             released.context("could not release the migration lock")?;
             Ok(steps)
@@ -274,7 +292,10 @@ fn per_migration_transaction(store: &Store) -> bool {
     )
 }
 
-async fn apply_pending(store: &Store, connection: &mut PoolConnection<Any>) -> anyhow::Result<Vec<MigrationStep>> {
+async fn apply_pending(
+    store: &Store,
+    connection: &mut PoolConnection<Any>,
+) -> anyhow::Result<Vec<MigrationStep>> {
     sqlx::raw_sql(store.dialect.migrations_table_ddl)
         .execute(&mut **connection)
         .await
@@ -301,7 +322,12 @@ async fn apply_pending(store: &Store, connection: &mut PoolConnection<Any>) -> a
         } else {
             apply_one(connection, migration, &record, started).await
         }
-        .with_context(|| format!("migration {} ({}) failed", migration.version, migration.description))?;
+        .with_context(|| {
+            format!(
+                "migration {} ({}) failed",
+                migration.version, migration.description
+            )
+        })?;
         steps.push(MigrationStep {
             version: migration.version,
             description: migration.description,
@@ -312,13 +338,20 @@ async fn apply_pending(store: &Store, connection: &mut PoolConnection<Any>) -> a
     Ok(steps)
 }
 
-async fn revert_applied(store: &Store, connection: &mut PoolConnection<Any>, to: Option<i64>) -> anyhow::Result<Vec<MigrationStep>> {
+async fn revert_applied(
+    store: &Store,
+    connection: &mut PoolConnection<Any>,
+    to: Option<i64>,
+) -> anyhow::Result<Vec<MigrationStep>> {
     if !store.table_exists(MIGRATIONS_TABLE).await? {
         return Ok(Vec::new());
     }
     let applied = read_applied(store, connection).await?;
     verify(store, &applied)?;
-    let forget = format!("DELETE FROM {MIGRATIONS_TABLE} WHERE version = {}", placeholders(store, 1));
+    let forget = format!(
+        "DELETE FROM {MIGRATIONS_TABLE} WHERE version = {}",
+        placeholders(store, 1)
+    );
     let mut steps = Vec::new();
     for migration in plan_revert(store, &applied, to)? {
         let started = Instant::now();
@@ -331,7 +364,12 @@ async fn revert_applied(store: &Store, connection: &mut PoolConnection<Any>, to:
         } else {
             undo_one(connection, migration, &forget).await
         }
-        .with_context(|| format!("reverting migration {} ({}) failed", migration.version, migration.description))?;
+        .with_context(|| {
+            format!(
+                "reverting migration {} ({}) failed",
+                migration.version, migration.description
+            )
+        })?;
         steps.push(MigrationStep {
             version: migration.version,
             description: migration.description,
@@ -348,7 +386,9 @@ async fn apply_one(
     record: &str,
     started: Instant,
 ) -> Result<Duration, sqlx::Error> {
-    sqlx::raw_sql(migration.up).execute(&mut *connection).await?;
+    sqlx::raw_sql(migration.up)
+        .execute(&mut *connection)
+        .await?;
     let elapsed = started.elapsed();
     sqlx::query(record)
         .bind(migration.version)
@@ -360,9 +400,18 @@ async fn apply_one(
     Ok(elapsed)
 }
 
-async fn undo_one(connection: &mut sqlx::AnyConnection, migration: &Migration, forget: &str) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(migration.down).execute(&mut *connection).await?;
-    sqlx::query(forget).bind(migration.version).execute(&mut *connection).await?;
+async fn undo_one(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+    forget: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(migration.down)
+        .execute(&mut *connection)
+        .await?;
+    sqlx::query(forget)
+        .bind(migration.version)
+        .execute(&mut *connection)
+        .await?;
     Ok(())
 }
 
@@ -405,7 +454,13 @@ mod tests {
         };
         assert_eq!(versions(Backend::Sqlite), versions(Backend::Postgres));
         assert_eq!(versions(Backend::Sqlite), versions(Backend::Mysql));
-        assert_eq!(versions(Backend::Sqlite).iter().map(|v| v.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            versions(Backend::Sqlite)
+                .iter()
+                .map(|v| v.0)
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 
     #[test]
@@ -415,6 +470,9 @@ mod tests {
         assert_eq!(checksum.len(), 64);
         assert!(checksum.chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(checksum, migration.checksum());
-        assert_ne!(checksum, Backend::Postgres.dialect().migrations[1].checksum());
+        assert_ne!(
+            checksum,
+            Backend::Postgres.dialect().migrations[1].checksum()
+        );
     }
 }

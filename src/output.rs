@@ -20,7 +20,9 @@ pub fn register_secret(secret: &str) {
     if secret.is_empty() {
         return;
     }
-    let mut secrets = SECRETS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut secrets = SECRETS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     for form in [secret.to_string(), percent_decode(secret)] {
         if !secrets.contains(&form) {
             secrets.push(form);
@@ -29,7 +31,9 @@ pub fn register_secret(secret: &str) {
 }
 
 pub fn redact_secrets(text: &str) -> String {
-    let secrets = SECRETS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let secrets = SECRETS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut text = text.to_string();
     for secret in secrets.iter() {
         text = text.replace(secret.as_str(), "***");
@@ -134,7 +138,7 @@ pub fn table(header: &[&str], right_aligned: &[usize]) -> Table {
     table
         .load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(arrangement)
-        .set_header(header.iter().map(|title| Cell::new(title)));
+        .set_header(header.iter().map(Cell::new));
     for &index in right_aligned {
         if let Some(column) = table.column_mut(index) {
             column.set_cell_alignment(CellAlignment::Right);

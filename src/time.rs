@@ -17,7 +17,11 @@ pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(parsed) = DateTime::parse_from_rfc3339(text) {
         return Ok(parsed.with_timezone(&Utc));
     }
-    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+    for format in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(naive) = NaiveDateTime::parse_from_str(text, format) {
             return Ok(Utc.from_utc_datetime(&naive));
         }
@@ -67,16 +71,28 @@ mod tests {
 
     #[test]
     fn durations_operators_type() {
-        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(7 * 86_400));
-        assert_eq!(parse_duration("36h").unwrap(), Duration::from_secs(36 * 3600));
-        assert_eq!(parse_duration("2w 1d").unwrap(), Duration::from_secs(15 * 86_400));
+        assert_eq!(
+            parse_duration("7d").unwrap(),
+            Duration::from_secs(7 * 86_400)
+        );
+        assert_eq!(
+            parse_duration("36h").unwrap(),
+            Duration::from_secs(36 * 3600)
+        );
+        assert_eq!(
+            parse_duration("2w 1d").unwrap(),
+            Duration::from_secs(15 * 86_400)
+        );
     }
 
     #[test]
     fn bad_durations_say_what_is_expected() {
         for bad in ["7x", "-1d", "", "d7", "1.5.d"] {
             let message = parse_duration(bad).unwrap_err();
-            assert!(message.contains("expected a positive duration"), "{bad}: {message}");
+            assert!(
+                message.contains("expected a positive duration"),
+                "{bad}: {message}"
+            );
         }
     }
 
@@ -96,7 +112,9 @@ mod tests {
             parse_timestamp("2026-11-01").unwrap(),
             Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap()
         );
-        assert!(parse_timestamp("yesterday").unwrap_err().contains("RFC 3339"));
+        assert!(parse_timestamp("yesterday")
+            .unwrap_err()
+            .contains("RFC 3339"));
     }
 
     #[test]
@@ -116,9 +134,18 @@ mod tests {
     #[test]
     fn ages_are_rounded_for_reading() {
         assert_eq!(format_age(chrono::Duration::seconds(42)), "42s");
-        assert_eq!(format_age(chrono::Duration::seconds(3 * 3600 + 125)), "3h 2m");
-        assert_eq!(format_age(chrono::Duration::seconds(3 * 86_400 + 3700)), "3d 1h");
-        assert_eq!(format_age(chrono::Duration::seconds(41 * 86_400 + 59)), "41d");
+        assert_eq!(
+            format_age(chrono::Duration::seconds(3 * 3600 + 125)),
+            "3h 2m"
+        );
+        assert_eq!(
+            format_age(chrono::Duration::seconds(3 * 86_400 + 3700)),
+            "3d 1h"
+        );
+        assert_eq!(
+            format_age(chrono::Duration::seconds(41 * 86_400 + 59)),
+            "41d"
+        );
         assert_eq!(format_age(chrono::Duration::seconds(-5)), "0s");
     }
 }

@@ -21,7 +21,12 @@ fn inboxctl(args: &[&str]) -> Run {
 
 #[test]
 fn unknown_scheme_is_a_usage_error_listing_the_supported_ones() {
-    let run = inboxctl(&["inspect", "--database-url", "redis://user:topsecret@127.0.0.1:6379"]).code(2);
+    let run = inboxctl(&[
+        "inspect",
+        "--database-url",
+        "redis://user:topsecret@127.0.0.1:6379",
+    ])
+    .code(2);
     assert!(
         run.stderr.contains("the scheme must be one of sqlite://, postgres:// (postgresql://), mysql:// (mariadb://)"),
         "{}",
@@ -32,9 +37,16 @@ fn unknown_scheme_is_a_usage_error_listing_the_supported_ones() {
 
 #[test]
 fn unreachable_servers_are_named_by_host_and_port() {
-    for url in ["postgres://app:topsecret@127.0.0.1:1/inbox", "mysql://app:topsecret@127.0.0.1:1/inbox"] {
+    for url in [
+        "postgres://app:topsecret@127.0.0.1:1/inbox",
+        "mysql://app:topsecret@127.0.0.1:1/inbox",
+    ] {
         let run = inboxctl(&["inspect", "--database-url", url]).code(1);
-        assert!(run.stderr.contains("could not connect to"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("could not connect to"),
+            "{}",
+            run.stderr
+        );
         assert!(run.stderr.contains("127.0.0.1:1"), "{}", run.stderr);
         assert!(run.stderr.contains("Connection refused"), "{}", run.stderr);
         assert!(!run.stderr.contains("topsecret"), "{}", run.stderr);
@@ -50,8 +62,16 @@ fn a_server_that_never_answers_fails_within_the_connect_timeout() {
         let url = format!("{scheme}://app:topsecret@127.0.0.1:{port}/inbox");
         let started = std::time::Instant::now();
         let run = inboxctl(&["inspect", "--connect-timeout", "1s", "--database-url", &url]).code(1);
-        assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
-        assert!(run.stderr.contains(&format!("127.0.0.1:{port}")), "{}", run.stderr);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            run.stderr.contains(&format!("127.0.0.1:{port}")),
+            "{}",
+            run.stderr
+        );
         assert!(run.stderr.contains("within 1s"), "{}", run.stderr);
         assert!(!run.stderr.contains("topsecret"), "{}", run.stderr);
     }
@@ -62,18 +82,38 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/nope.db", dir.path().display());
     let run = inboxctl(&["inspect", "--database-url", &url]).code(1);
-    assert!(run.stderr.contains("nope.db' does not exist"), "{}", run.stderr);
-    assert!(run.stderr.contains("`inboxctl migrate run` creates it"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("nope.db' does not exist"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("`inboxctl migrate run` creates it"),
+        "{}",
+        run.stderr
+    );
     assert!(!dir.path().join("nope.db").exists());
 }
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
     let cases: [(&[&str], &str); 6] = [
-        (&["prune", "--older-than", "7x"], "invalid value '7x' for '--older-than <DURATION>'"),
-        (&["prune", "--older-than", "-1d"], "invalid value '-1d' for '--older-than <DURATION>'"),
-        (&["prune", "--older-than", "1d", "--batch-size", "0"], "invalid value '0' for '--batch-size <N>': must be at least 1"),
-        (&["prune", "--older-than", "1d", "--max-rows", "lots"], "'lots' is not a whole number of at least 1"),
+        (
+            &["prune", "--older-than", "7x"],
+            "invalid value '7x' for '--older-than <DURATION>'",
+        ),
+        (
+            &["prune", "--older-than", "-1d"],
+            "invalid value '-1d' for '--older-than <DURATION>'",
+        ),
+        (
+            &["prune", "--older-than", "1d", "--batch-size", "0"],
+            "invalid value '0' for '--batch-size <N>': must be at least 1",
+        ),
+        (
+            &["prune", "--older-than", "1d", "--max-rows", "lots"],
+            "'lots' is not a whole number of at least 1",
+        ),
         (&["prune", "--before", "last tuesday"], "expected RFC 3339"),
         (&["prune"], "--older-than <DURATION>"),
     ];
@@ -83,7 +123,13 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     }
     let duration = inboxctl(&["prune", "--older-than", "7x"]);
-    assert!(duration.stderr.contains("expected a positive duration such as 90s, 15m, 12h, 7d or 2w"), "{}", duration.stderr);
+    assert!(
+        duration
+            .stderr
+            .contains("expected a positive duration such as 90s, 15m, 12h, 7d or 2w"),
+        "{}",
+        duration.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,23 +153,44 @@ async fn passwords_never_appear_in_any_output() {
         vec!["prune", "--older-than", "1d", "--dry-run", "-v"],
         vec!["migrate", "revert", "--dry-run"],
     ] {
-        let run = db.cmd().env("DATABASE_URL", &url).args(&args).output().unwrap();
-        assert!(run.status.success(), "{args:?}: {}", String::from_utf8_lossy(&run.stderr));
+        let run = db
+            .cmd()
+            .env("DATABASE_URL", &url)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
         outputs.push(run);
     }
     // And the failures: a database that does not exist, a MySQL login that is refused.
     let mut missing = url::Url::parse(&url).unwrap();
     missing.set_path("/no_such_database_here");
-    outputs.push(db.cmd().env("DATABASE_URL", missing.as_str()).arg("inspect").output().unwrap());
     outputs.push(
         db.cmd()
-            .env("DATABASE_URL", "mysql://root:pa55-w0rd%21@127.0.0.1:3306/test")
+            .env("DATABASE_URL", missing.as_str())
+            .arg("inspect")
+            .output()
+            .unwrap(),
+    );
+    outputs.push(
+        db.cmd()
+            .env(
+                "DATABASE_URL",
+                "mysql://root:pa55-w0rd%21@127.0.0.1:3306/test",
+            )
             .arg("inspect")
             .output()
             .unwrap(),
     );
     let json = String::from_utf8_lossy(&outputs[1].stdout).into_owned();
-    assert!(json.contains("\"database\": \"postgres://postgres:***@127.0.0.1:5432/"), "{json}");
+    assert!(
+        json.contains("\"database\": \"postgres://postgres:***@127.0.0.1:5432/"),
+        "{json}"
+    );
     for output in &outputs {
         for stream in [&output.stdout, &output.stderr] {
             let text = String::from_utf8_lossy(stream);
@@ -148,7 +215,9 @@ fn completion_files_match_the_command_line() {
     for (shell, file) in COMPLETIONS {
         let generated = inboxctl(&["completions", shell]).ok().stdout;
         assert!(generated.contains("inboxctl"), "{shell}");
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("completions").join(file);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("completions")
+            .join(file);
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == generated,
@@ -173,5 +242,8 @@ fn every_command_has_help() {
         assert!(run.stdout.contains("Usage: inboxctl"), "{args:?}");
     }
     let version = inboxctl(&["--version"]).ok();
-    assert_eq!(version.stdout.trim(), format!("inboxctl {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        version.stdout.trim(),
+        format!("inboxctl {}", env!("CARGO_PKG_VERSION"))
+    );
 }

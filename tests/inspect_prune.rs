@@ -6,7 +6,9 @@ use chrono::{DateTime, Duration, DurationRound, SecondsFormat, Utc};
 use common::*;
 
 fn now_ms() -> DateTime<Utc> {
-    Utc::now().duration_trunc(Duration::milliseconds(1)).unwrap()
+    Utc::now()
+        .duration_trunc(Duration::milliseconds(1))
+        .unwrap()
 }
 
 fn parse(value: &serde_json::Value) -> DateTime<Utc> {
@@ -30,7 +32,12 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
         row("shipping", "e11", Some(("orders", 0, 11)), ago(121)),
     ];
     for offset in 100..104 {
-        rows.push(row("billing", &format!("p{offset}"), Some(("payments", 0, offset)), ago(10 * 1440)));
+        rows.push(row(
+            "billing",
+            &format!("p{offset}"),
+            Some(("payments", 0, offset)),
+            ago(10 * 1440),
+        ));
     }
     db.insert_rows(&rows).await;
 
@@ -47,19 +54,27 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
         serde_json::json!({"under_1h": 2, "1h_to_1d": 3, "1d_to_7d": 1, "7d_to_30d": 4, "30d_or_older": 1})
     );
     let shipping = &json["consumers"][1];
-    assert_eq!((shipping["consumer"].as_str(), shipping["rows"].as_i64()), (Some("shipping"), Some(2)));
+    assert_eq!(
+        (shipping["consumer"].as_str(), shipping["rows"].as_i64()),
+        (Some("shipping"), Some(2))
+    );
     assert_eq!(parse(&shipping["oldest"]), ago(121));
     assert_eq!(
         json["age_histogram"],
         serde_json::json!({"under_1h": 2, "1h_to_1d": 5, "1d_to_7d": 1, "7d_to_30d": 4, "30d_or_older": 1})
     );
-    let partitions: Vec<(String, Option<i64>, i64, Option<i64>, Option<i64>)> = json["partitions"]
+    type PartitionLine = (String, Option<i64>, i64, Option<i64>, Option<i64>);
+    let partitions: Vec<PartitionLine> = json["partitions"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| {
             (
-                format!("{}/{}", p["consumer"].as_str().unwrap(), p["topic"].as_str().unwrap_or("-")),
+                format!(
+                    "{}/{}",
+                    p["consumer"].as_str().unwrap(),
+                    p["topic"].as_str().unwrap_or("-")
+                ),
                 p["partition"].as_i64(),
                 p["rows"].as_i64().unwrap(),
                 p["min_offset"].as_i64(),
@@ -80,19 +95,29 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
 
     // The same numbers in the tables people read.
     let table = db.run(&["inspect"]).ok();
-    assert!(table.stdout.lines().next().unwrap().ends_with(": 13 rows"), "{}", table.stdout);
+    assert!(
+        table.stdout.lines().next().unwrap().ends_with(": 13 rows"),
+        "{}",
+        table.stdout
+    );
     let cells = table.table_rows();
     assert_eq!(cells[0][0..2], ["billing", "11"]);
     assert_eq!(cells[0][4..9], ["2", "3", "1", "4", "1"]);
     assert_eq!(cells[1][0..2], ["shipping", "2"]);
     assert_eq!(cells[1][4..9], ["0", "2", "0", "0", "0"]);
     assert_eq!(cells[2], ["billing", "orders", "0", "3", "5", "11"]);
-    assert_eq!(cells[5], ["billing", "(no coordinates)", "-", "1", "-", "-"]);
+    assert_eq!(
+        cells[5],
+        ["billing", "(no coordinates)", "-", "1", "-", "-"]
+    );
     assert_eq!(cells[6], ["shipping", "orders", "0", "2", "10", "11"]);
     assert_eq!(cells.len(), 7);
 
     // --consumer narrows everything to one consumer.
-    let one = db.run(&["inspect", "--consumer", "shipping", "--format", "json"]).ok().json();
+    let one = db
+        .run(&["inspect", "--consumer", "shipping", "--format", "json"])
+        .ok()
+        .json();
     assert_eq!(one["total_rows"], 2);
     assert_eq!(one["consumers"].as_array().unwrap().len(), 1);
     assert_eq!(one["partitions"].as_array().unwrap().len(), 1);
@@ -101,7 +126,10 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
     let csv = db.run(&["inspect", "--format", "csv"]).ok();
     assert_eq!(
         csv.stdout.lines().take(2).collect::<Vec<_>>(),
-        ["consumer,topic,partition,rows,min_offset,max_offset", "billing,orders,0,3,5,11"]
+        [
+            "consumer,topic,partition,rows,min_offset,max_offset",
+            "billing,orders,0,3,5,11"
+        ]
     );
 }
 
@@ -116,25 +144,44 @@ async fn inspect_event_id_answers_did_we_process_it(backend: Backend) {
     ])
     .await;
 
-    let json = db.run(&["inspect", "--event-id", "evt-42", "--format", "json"]).ok().json();
+    let json = db
+        .run(&["inspect", "--event-id", "evt-42", "--format", "json"])
+        .ok()
+        .json();
     assert_eq!(json["found"], true);
     let found = json["rows"].as_array().unwrap();
     assert_eq!(found.len(), 2);
     assert_eq!(
-        (found[0]["consumer"].as_str(), found[0]["topic"].as_str(), found[0]["partition"].as_i64(), found[0]["offset"].as_i64()),
+        (
+            found[0]["consumer"].as_str(),
+            found[0]["topic"].as_str(),
+            found[0]["partition"].as_i64(),
+            found[0]["offset"].as_i64()
+        ),
         (Some("billing"), Some("orders"), Some(2), Some(1234))
     );
     assert_eq!(parse(&found[0]["processed_at"]), at);
-    assert_eq!((found[1]["consumer"].as_str(), found[1]["offset"].as_i64()), (Some("shipping"), None));
+    assert_eq!(
+        (found[1]["consumer"].as_str(), found[1]["offset"].as_i64()),
+        (Some("shipping"), None)
+    );
 
-    let table = db.run(&["inspect", "--event-id", "evt-42", "--consumer", "billing"]).ok();
+    let table = db
+        .run(&["inspect", "--event-id", "evt-42", "--consumer", "billing"])
+        .ok();
     let cells = table.table_rows();
     assert_eq!(cells.len(), 1);
     assert_eq!(cells[0][0..5], ["billing", "evt-42", "orders", "2", "1234"]);
 
     let missing = db.run(&["inspect", "--event-id", "evt-404"]).ok();
-    assert_eq!(missing.stdout.trim(), "Event 'evt-404' was not processed by any of 2 consumers.");
-    let missing = db.run(&["inspect", "--event-id", "evt-404", "--format", "json"]).ok().json();
+    assert_eq!(
+        missing.stdout.trim(),
+        "Event 'evt-404' was not processed by any of 2 consumers."
+    );
+    let missing = db
+        .run(&["inspect", "--event-id", "evt-404", "--format", "json"])
+        .ok()
+        .json();
     assert_eq!(missing["found"], false);
     assert_eq!(missing["rows"], serde_json::json!([]));
 }
@@ -146,14 +193,34 @@ async fn seed_for_prune(db: &mut TestDb) -> DateTime<Utc> {
     let cutoff = now - Duration::days(1);
     let mut rows = Vec::new();
     for hour in 1..=5 {
-        rows.push(row("a", &format!("a-old-{hour}"), Some(("t", 0, hour)), cutoff - Duration::hours(hour)));
+        rows.push(row(
+            "a",
+            &format!("a-old-{hour}"),
+            Some(("t", 0, hour)),
+            cutoff - Duration::hours(hour),
+        ));
     }
-    rows.push(row("a", "a-edge-before", None, cutoff - Duration::milliseconds(1)));
+    rows.push(row(
+        "a",
+        "a-edge-before",
+        None,
+        cutoff - Duration::milliseconds(1),
+    ));
     rows.push(row("a", "a-edge-at", None, cutoff));
-    rows.push(row("a", "a-edge-after", None, cutoff + Duration::milliseconds(1)));
+    rows.push(row(
+        "a",
+        "a-edge-after",
+        None,
+        cutoff + Duration::milliseconds(1),
+    ));
     rows.push(row("a", "a-new", None, now));
     for day in 1..=3 {
-        rows.push(row("b", &format!("b-old-{day}"), None, cutoff - Duration::days(day)));
+        rows.push(row(
+            "b",
+            &format!("b-old-{day}"),
+            None,
+            cutoff - Duration::days(day),
+        ));
     }
     rows.push(row("b", "b-new", None, now));
     db.insert_rows(&rows).await;
@@ -172,7 +239,16 @@ async fn prune_deletes_exactly_the_rows_before_the_cutoff(backend: Backend) {
     let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
 
     let json = db
-        .run(&["prune", "--before", &before, "--yes", "--batch-size", "2", "--format", "json"])
+        .run(&[
+            "prune",
+            "--before",
+            &before,
+            "--yes",
+            "--batch-size",
+            "2",
+            "--format",
+            "json",
+        ])
         .ok()
         .json();
     assert_eq!(json["rows_matched"], 9);
@@ -181,11 +257,18 @@ async fn prune_deletes_exactly_the_rows_before_the_cutoff(backend: Backend) {
     assert_eq!(json["batches"], 5);
     assert_eq!(json["interrupted"], false);
     // The boundary: a row processed exactly at the cutoff is kept.
-    assert_eq!(db.event_ids("a").await, ids(&["a-edge-at", "a-edge-after", "a-new"]));
+    assert_eq!(
+        db.event_ids("a").await,
+        ids(&["a-edge-at", "a-edge-after", "a-new"])
+    );
     assert_eq!(db.event_ids("b").await, ids(&["b-new"]));
 
     let again = db.run(&["prune", "--before", &before, "--yes"]).ok();
-    assert!(again.stdout.starts_with("Nothing to prune"), "{}", again.stdout);
+    assert!(
+        again.stdout.starts_with("Nothing to prune"),
+        "{}",
+        again.stdout
+    );
 }
 
 async fn prune_older_than_a_duration(backend: Backend) {
@@ -195,7 +278,11 @@ async fn prune_older_than_a_duration(backend: Backend) {
     let run = db.run(&["prune", "--older-than", "60h", "--yes"]).ok();
     let cells = run.table_rows();
     assert_eq!(cells, vec![vec!["b", "2", "2"]]);
-    assert!(run.stdout.contains("Deleted 2 rows in 1 batches"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("Deleted 2 rows in 1 batches"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(db.event_ids("b").await, ids(&["b-old-1", "b-new"]));
     assert_eq!(db.count("processed_messages").await, 11);
 }
@@ -205,21 +292,42 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
     let cutoff = seed_for_prune(&mut db).await;
     let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
 
-    db.run(&["prune", "--before", &before, "--consumer", "b", "--yes"]).ok();
+    db.run(&["prune", "--before", &before, "--consumer", "b", "--yes"])
+        .ok();
     assert_eq!(db.event_ids("b").await, ids(&["b-new"]));
     assert_eq!(db.event_ids("a").await.len(), 9);
 
     // --max-rows takes the oldest first: a-old-5, -4, -3, -2.
     let json = db
-        .run(&["prune", "--before", &before, "--max-rows", "4", "--batch-size", "3", "--yes", "--format", "json"])
+        .run(&[
+            "prune",
+            "--before",
+            &before,
+            "--max-rows",
+            "4",
+            "--batch-size",
+            "3",
+            "--yes",
+            "--format",
+            "json",
+        ])
         .ok()
         .json();
-    assert_eq!((json["rows_matched"].as_i64(), json["rows_planned"].as_i64()), (Some(6), Some(4)));
+    assert_eq!(
+        (json["rows_matched"].as_i64(), json["rows_planned"].as_i64()),
+        (Some(6), Some(4))
+    );
     assert_eq!(json["rows_deleted"], 4);
     assert_eq!(json["batches"], 2);
     assert_eq!(
         db.event_ids("a").await,
-        ids(&["a-old-1", "a-edge-before", "a-edge-at", "a-edge-after", "a-new"])
+        ids(&[
+            "a-old-1",
+            "a-edge-before",
+            "a-edge-at",
+            "a-edge-after",
+            "a-new"
+        ])
     );
 }
 
@@ -230,16 +338,39 @@ async fn prune_dry_run_and_refusal_delete_nothing(backend: Backend) {
 
     let dry = db.run(&["prune", "--before", &before, "--dry-run"]).ok();
     assert_eq!(dry.table_rows(), vec![vec!["a", "6"], vec!["b", "3"]]);
-    assert!(dry.stdout.contains("Dry run: would delete 9 rows processed before"), "{}", dry.stdout);
-    let json = db.run(&["prune", "--before", &before, "--dry-run", "--max-rows", "5", "--format", "json"]).ok().json();
-    assert_eq!((json["rows_matched"].as_i64(), json["rows_planned"].as_i64()), (Some(9), Some(5)));
+    assert!(
+        dry.stdout
+            .contains("Dry run: would delete 9 rows processed before"),
+        "{}",
+        dry.stdout
+    );
+    let json = db
+        .run(&[
+            "prune",
+            "--before",
+            &before,
+            "--dry-run",
+            "--max-rows",
+            "5",
+            "--format",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        (json["rows_matched"].as_i64(), json["rows_planned"].as_i64()),
+        (Some(9), Some(5))
+    );
     assert_eq!(json["rows_deleted"], 0);
     assert_eq!(db.count("processed_messages").await, 13);
 
     // No terminal to ask on and no --yes: refuse, delete nothing.
     let refused = db.run(&["prune", "--before", &before]).code(2);
     assert!(
-        refused.stderr.contains("refusing to delete 9 rows without confirmation") && refused.stderr.contains("--yes"),
+        refused
+            .stderr
+            .contains("refusing to delete 9 rows without confirmation")
+            && refused.stderr.contains("--yes"),
         "{}",
         refused.stderr
     );
@@ -250,11 +381,22 @@ async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
     let old = now_ms() - Duration::days(30);
-    let rows: Vec<_> = (0..20_000).map(|n| row("c", &format!("e{n:06}"), None, old)).collect();
+    let rows: Vec<_> = (0..20_000)
+        .map(|n| row("c", &format!("e{n:06}"), None, old))
+        .collect();
     db.insert_rows(&rows).await;
 
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "3", "--format", "json"])
+        .args([
+            "prune",
+            "--older-than",
+            "1d",
+            "--yes",
+            "--batch-size",
+            "3",
+            "--format",
+            "json",
+        ])
         .env("DATABASE_URL", &db.url)
         .current_dir(db.dir.path())
         .stdout(std::process::Stdio::piped())
@@ -264,20 +406,33 @@ async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
     // Wait until it is under way, then Ctrl-C.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while db.count("processed_messages").await == 20_000 {
-        assert!(std::time::Instant::now() < deadline, "prune never started deleting");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune never started deleting"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
     let run = Run::from(output).code(130);
     let json = run.json();
     assert_eq!(json["interrupted"], true);
     let left = db.count("processed_messages").await;
-    assert!(left > 0, "the run finished before the interrupt; nothing was tested");
+    assert!(
+        left > 0,
+        "the run finished before the interrupt; nothing was tested"
+    );
     // Batches are whole: what it says it deleted is exactly what is gone.
     assert_eq!(json["rows_deleted"].as_i64().unwrap(), 20_000 - left);
-    assert!(run.stderr.contains("interrupted: deleted"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("interrupted: deleted"),
+        "{}",
+        run.stderr
+    );
 
     // Re-running finishes the job.
     db.run(&["prune", "--older-than", "1d", "--yes"]).ok();
@@ -294,14 +449,20 @@ async fn commands_on_a_missing_table_say_what_to_do(backend: Backend) {
     ] {
         let run = db.run(&args).code(1);
         assert!(
-            run.stderr.contains("table processed_messages does not exist") && run.stderr.contains("inboxctl migrate run"),
+            run.stderr
+                .contains("table processed_messages does not exist")
+                && run.stderr.contains("inboxctl migrate run"),
             "{args:?}: {}",
             run.stderr
         );
     }
     db.exec("CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL)").await;
     let classic = db.run(&["inspect"]).code(1);
-    assert!(classic.stderr.contains("has the classic layout"), "{}", classic.stderr);
+    assert!(
+        classic.stderr.contains("has the classic layout"),
+        "{}",
+        classic.stderr
+    );
 }
 
 each_backend!(

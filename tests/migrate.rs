@@ -12,7 +12,10 @@ async fn migrated_schema_is_exactly_the_design(backend: Backend) {
     assert_eq!(db.schema().await, expected_schema(backend));
     assert_eq!(db.count("inboxctl_migrations").await, 2);
 
-    let status = db.run(&["migrate", "status", "--format", "json"]).ok().json();
+    let status = db
+        .run(&["migrate", "status", "--format", "json"])
+        .ok()
+        .json();
     let states: Vec<(i64, &str)> = status["migrations"]
         .as_array()
         .unwrap()
@@ -27,10 +30,22 @@ async fn migrated_schema_is_exactly_the_design(backend: Backend) {
     assert_eq!((rows[1][0].as_str(), rows[1][2].as_str()), ("2", "applied"));
 
     // A second run changes nothing: same bookkeeping, same schema.
-    let before = db.run(&["migrate", "status", "--format", "json"]).ok().stdout;
+    let before = db
+        .run(&["migrate", "status", "--format", "json"])
+        .ok()
+        .stdout;
     let again = db.run(&["migrate", "run"]).ok();
-    assert!(again.stdout.starts_with("Nothing to do"), "{}", again.stdout);
-    assert_eq!(db.run(&["migrate", "status", "--format", "json"]).ok().stdout, before);
+    assert!(
+        again.stdout.starts_with("Nothing to do"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        db.run(&["migrate", "status", "--format", "json"])
+            .ok()
+            .stdout,
+        before
+    );
     assert_eq!(db.schema().await, expected_schema(backend));
 }
 
@@ -41,17 +56,36 @@ async fn dry_run_prints_sql_and_changes_nothing(backend: Backend) {
         db.store().await;
     }
     let run = db.run(&["migrate", "run", "--dry-run"]).ok();
-    assert!(run.stdout.contains("would apply migration 1"), "{}", run.stdout);
-    assert!(run.stdout.contains("would apply migration 2"), "{}", run.stdout);
-    assert!(run.stdout.contains("CREATE TABLE IF NOT EXISTS processed_messages"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("would apply migration 1"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("would apply migration 2"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("CREATE TABLE IF NOT EXISTS processed_messages"),
+        "{}",
+        run.stdout
+    );
     if backend == Backend::Sqlite {
-        assert!(!db.dir.path().join("inbox.db").exists(), "a dry run created the database file");
+        assert!(
+            !db.dir.path().join("inbox.db").exists(),
+            "a dry run created the database file"
+        );
         db.store().await;
     }
     assert!(!db.table_exists("processed_messages").await);
     assert!(!db.table_exists("inboxctl_migrations").await);
 
-    let json = db.run(&["migrate", "run", "--dry-run", "--format", "json"]).ok().json();
+    let json = db
+        .run(&["migrate", "run", "--dry-run", "--format", "json"])
+        .ok()
+        .json();
     assert_eq!(json["dry_run"], true);
     assert_eq!(json["migrations"].as_array().unwrap().len(), 2);
 
@@ -60,7 +94,11 @@ async fn dry_run_prints_sql_and_changes_nothing(backend: Backend) {
     db.run(&["migrate", "revert"]).ok();
     let rest = db.run(&["migrate", "run", "--dry-run"]).ok();
     assert!(!rest.stdout.contains("migration 1 "), "{}", rest.stdout);
-    assert!(rest.stdout.contains("would apply migration 2"), "{}", rest.stdout);
+    assert!(
+        rest.stdout.contains("would apply migration 2"),
+        "{}",
+        rest.stdout
+    );
     assert_eq!(db.count("inboxctl_migrations").await, 1);
 }
 
@@ -68,18 +106,34 @@ async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
 
-    let dry = db.run(&["migrate", "revert", "--to", "0", "--dry-run"]).ok();
-    assert!(dry.stdout.contains("would revert migration 2"), "{}", dry.stdout);
-    assert!(dry.stdout.contains("DROP TABLE processed_messages"), "{}", dry.stdout);
+    let dry = db
+        .run(&["migrate", "revert", "--to", "0", "--dry-run"])
+        .ok();
+    assert!(
+        dry.stdout.contains("would revert migration 2"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout.contains("DROP TABLE processed_messages"),
+        "{}",
+        dry.stdout
+    );
     assert_eq!(db.schema().await, expected_schema(backend));
 
     let one = db.run(&["migrate", "revert"]).ok();
     assert!(one.stdout.contains("Reverted 2/"), "{}", one.stdout);
-    assert!(!db.store().await.column_exists("processed_messages", "topic").await.unwrap());
+    assert!(!db
+        .store()
+        .await
+        .column_exists("processed_messages", "topic")
+        .await
+        .unwrap());
     assert_eq!(db.count("inboxctl_migrations").await, 1);
 
     // Dropping a table that holds rows needs --yes when nobody can be asked.
-    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c1')").await;
+    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c1')")
+        .await;
     let refused = db.run(&["migrate", "revert", "--to", "0"]).code(2);
     assert!(refused.stderr.contains("pass --yes"), "{}", refused.stderr);
     assert_eq!(db.count("processed_messages").await, 1);
@@ -88,7 +142,11 @@ async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
     assert!(!db.table_exists("processed_messages").await);
     assert_eq!(db.count("inboxctl_migrations").await, 0);
     let nothing = db.run(&["migrate", "revert"]).ok();
-    assert!(nothing.stdout.contains("Nothing to revert"), "{}", nothing.stdout);
+    assert!(
+        nothing.stdout.contains("Nothing to revert"),
+        "{}",
+        nothing.stdout
+    );
 
     // And forward again to the same schema.
     db.run(&["migrate", "run"]).ok();
@@ -124,7 +182,11 @@ async fn classic_table_is_adopted_with_every_row(backend: Backend) {
     assert_eq!(before, (10_000, 10_000, 3));
 
     let run = db.run(&["migrate", "run"]).ok();
-    assert!(run.stderr.contains("adopting it in place"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("adopting it in place"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(db.schema().await, expected_schema(backend));
     let after: (i64, i64, i64) = sqlx::query_as(fingerprint).fetch_one(&pool).await.unwrap();
     assert_eq!(after, before);
@@ -135,9 +197,13 @@ async fn classic_table_is_adopted_with_every_row(backend: Backend) {
     );
 
     // The new key: one event for two consumers is fine, the same pair twice is not.
-    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c1', 'e')").await;
-    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c2', 'e')").await;
-    let duplicate = db.try_exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c1', 'e')").await;
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c1', 'e')")
+        .await;
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c2', 'e')")
+        .await;
+    let duplicate = db
+        .try_exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c1', 'e')")
+        .await;
     assert!(duplicate.is_err(), "a second (c1, e) was accepted");
     assert_eq!(db.count("processed_messages").await, 10_002);
 }
@@ -155,7 +221,10 @@ async fn concurrent_runs_apply_each_version_once(backend: Backend) {
             .expect("spawn inboxctl")
     };
     let (first, second) = (spawn(), spawn());
-    let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+    let outputs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
     for output in &outputs {
         assert!(
             output.status.success(),
@@ -166,11 +235,26 @@ async fn concurrent_runs_apply_each_version_once(backend: Backend) {
     }
     let applied: usize = outputs
         .iter()
-        .map(|o| String::from_utf8_lossy(&o.stdout).matches("Applied ").count())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .matches("Applied ")
+                .count()
+        })
         .sum();
-    assert_eq!(applied, 2, "each version applied by exactly one of the two runs");
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 1").await, 1);
-    assert_eq!(db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 2").await, 1);
+    assert_eq!(
+        applied, 2,
+        "each version applied by exactly one of the two runs"
+    );
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 1")
+            .await,
+        1
+    );
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 2")
+            .await,
+        1
+    );
     assert_eq!(db.schema().await, expected_schema(backend));
 }
 
@@ -178,7 +262,8 @@ async fn tampered_checksum_is_refused(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
     db.run(&["migrate", "revert"]).ok();
-    db.exec("UPDATE inboxctl_migrations SET checksum = 'abc123' WHERE version = 1").await;
+    db.exec("UPDATE inboxctl_migrations SET checksum = 'abc123' WHERE version = 1")
+        .await;
 
     let refused = db.run(&["migrate", "run"]).code(1);
     assert!(
@@ -186,12 +271,24 @@ async fn tampered_checksum_is_refused(backend: Backend) {
         "{}",
         refused.stderr
     );
-    assert!(refused.stderr.contains("recorded checksum abc123"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("recorded checksum abc123"),
+        "{}",
+        refused.stderr
+    );
     // Nothing was applied past the refusal.
     assert_eq!(db.count("inboxctl_migrations").await, 1);
-    assert!(!db.store().await.column_exists("processed_messages", "topic").await.unwrap());
+    assert!(!db
+        .store()
+        .await
+        .column_exists("processed_messages", "topic")
+        .await
+        .unwrap());
 
-    let status = db.run(&["migrate", "status", "--format", "json"]).ok().json();
+    let status = db
+        .run(&["migrate", "status", "--format", "json"])
+        .ok()
+        .json();
     assert_eq!(status["migrations"][0]["state"], "changed");
     assert_eq!(status["migrations"][1]["state"], "pending");
 }
@@ -201,8 +298,17 @@ async fn unknown_newer_migration_is_refused(backend: Backend) {
     db.run(&["migrate", "run"]).ok();
     db.exec("INSERT INTO inboxctl_migrations (version, description, checksum, duration_ms) VALUES (99, 'from the future', 'x', 0)").await;
     let refused = db.run(&["migrate", "run"]).code(1);
-    assert!(refused.stderr.contains("migration 99 (from the future) applied, which this inboxctl does not know"), "{}", refused.stderr);
-    let status = db.run(&["migrate", "status", "--format", "json"]).ok().json();
+    assert!(
+        refused
+            .stderr
+            .contains("migration 99 (from the future) applied, which this inboxctl does not know"),
+        "{}",
+        refused.stderr
+    );
+    let status = db
+        .run(&["migrate", "status", "--format", "json"])
+        .ok()
+        .json();
     assert_eq!(status["migrations"][2]["state"], "unknown");
 }
 

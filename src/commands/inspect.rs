@@ -32,7 +32,13 @@ pub async fn run(args: InspectArgs, output: Output) -> anyhow::Result<ExitStatus
 /// Splits cumulative "newer than" counts into the histogram's disjoint buckets.
 pub fn age_histogram(stats: &ConsumerStats) -> [i64; 5] {
     let n = stats.newer_than;
-    [n[0], n[1] - n[0], n[2] - n[1], n[3] - n[2], stats.rows - n[3]]
+    [
+        n[0],
+        n[1] - n[0],
+        n[2] - n[1],
+        n[3] - n[2],
+        stats.rows - n[3],
+    ]
 }
 
 #[derive(Serialize)]
@@ -95,7 +101,11 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         }
         Format::Csv => print_partitions_csv(&partitions, output)?,
         Format::Table => {
-            let qualifier = if estimate.is_some() { " (planner estimate)" } else { "" };
+            let qualifier = if estimate.is_some() {
+                " (planner estimate)"
+            } else {
+                ""
+            };
             output.print(format!("{}: {total} rows{qualifier}", store.url.endpoint));
             if consumers.is_empty() {
                 output.print("The inbox is empty.");
@@ -116,13 +126,22 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
             }
             output.print(consumer_table.to_string());
             let mut partition_table = table(
-                &["CONSUMER", "TOPIC", "PARTITION", "ROWS", "MIN OFFSET", "MAX OFFSET"],
+                &[
+                    "CONSUMER",
+                    "TOPIC",
+                    "PARTITION",
+                    "ROWS",
+                    "MIN OFFSET",
+                    "MAX OFFSET",
+                ],
                 &[2, 3, 4, 5],
             );
             for p in &partitions {
                 partition_table.add_row(vec![
                     p.consumer.clone(),
-                    p.topic.clone().unwrap_or_else(|| "(no coordinates)".to_string()),
+                    p.topic
+                        .clone()
+                        .unwrap_or_else(|| "(no coordinates)".to_string()),
                     or_dash(p.partition),
                     p.rows.to_string(),
                     or_dash(p.min_offset),
@@ -136,7 +155,11 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
 }
 
 fn when_and_age(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String {
-    format!("{} ({} ago)", at.format("%Y-%m-%d %H:%M"), format_age(now - at))
+    format!(
+        "{} ({} ago)",
+        at.format("%Y-%m-%d %H:%M"),
+        format_age(now - at)
+    )
 }
 
 fn print_partitions_csv(partitions: &[PartitionStats], output: &Output) -> anyhow::Result<()> {
@@ -153,10 +176,25 @@ fn print_partitions_csv(partitions: &[PartitionStats], output: &Output) -> anyho
             ]
         })
         .collect();
-    output.print_csv(&["consumer", "topic", "partition", "rows", "min_offset", "max_offset"], &rows)
+    output.print_csv(
+        &[
+            "consumer",
+            "topic",
+            "partition",
+            "rows",
+            "min_offset",
+            "max_offset",
+        ],
+        &rows,
+    )
 }
 
-async fn lookup(store: &Store, event_id: &str, consumer: Option<&str>, output: &Output) -> anyhow::Result<ExitStatus> {
+async fn lookup(
+    store: &Store,
+    event_id: &str,
+    consumer: Option<&str>,
+    output: &Output,
+) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
     let consumers = store.consumers(consumer).await?;
     let rows = store.find_event(event_id, &consumers).await?;
@@ -169,7 +207,14 @@ async fn lookup(store: &Store, event_id: &str, consumer: Option<&str>, output: &
             "rows": rows,
         }))?,
         Format::Csv => output.print_csv(
-            &["consumer", "event_id", "topic", "partition", "offset", "processed_at"],
+            &[
+                "consumer",
+                "event_id",
+                "topic",
+                "partition",
+                "offset",
+                "processed_at",
+            ],
             &rows
                 .iter()
                 .map(|r| {
@@ -193,7 +238,15 @@ async fn lookup(store: &Store, event_id: &str, consumer: Option<&str>, output: &
                 output.print(format!("Event '{event_id}' was not processed by {scope}."));
             } else {
                 let mut t = table(
-                    &["CONSUMER", "EVENT ID", "TOPIC", "PARTITION", "OFFSET", "PROCESSED AT (UTC)", "AGE"],
+                    &[
+                        "CONSUMER",
+                        "EVENT ID",
+                        "TOPIC",
+                        "PARTITION",
+                        "OFFSET",
+                        "PROCESSED AT (UTC)",
+                        "AGE",
+                    ],
                     &[3, 4],
                 );
                 for r in &rows {

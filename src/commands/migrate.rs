@@ -65,7 +65,11 @@ fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
         .collect())
 }
 
-async fn run_migrations(store: &Store, dry_run: bool, output: &Output) -> anyhow::Result<ExitStatus> {
+async fn run_migrations(
+    store: &Store,
+    dry_run: bool,
+    output: &Output,
+) -> anyhow::Result<ExitStatus> {
     if dry_run {
         return print_plan(output, migrate::pending(store).await?, "apply");
     }
@@ -85,7 +89,10 @@ async fn run_migrations(store: &Store, dry_run: bool, output: &Output) -> anyhow
         }))?,
         Format::Table | Format::Csv => {
             if steps.is_empty() {
-                output.print(format!("Nothing to do: {} is at version {version}.", store.url.endpoint));
+                output.print(format!(
+                    "Nothing to do: {} is at version {version}.",
+                    store.url.endpoint
+                ));
             }
             for step in &steps {
                 output.print(format!(
@@ -101,7 +108,11 @@ async fn run_migrations(store: &Store, dry_run: bool, output: &Output) -> anyhow
 }
 
 /// Prints what a dry run would execute: the SQL for people, the steps with their SQL for scripts.
-fn print_plan(output: &Output, steps: Vec<MigrationStep>, verb: &str) -> anyhow::Result<ExitStatus> {
+fn print_plan(
+    output: &Output,
+    steps: Vec<MigrationStep>,
+    verb: &str,
+) -> anyhow::Result<ExitStatus> {
     match output.format {
         Format::Json => output.print_json(&json!({ "dry_run": true, "migrations": steps }))?,
         Format::Table | Format::Csv => {
@@ -135,9 +146,17 @@ async fn status(store: &Store, output: &Output) -> anyhow::Result<ExitStatus> {
             ]
         })
         .collect();
-    let header = ["VERSION", "DESCRIPTION", "STATE", "APPLIED AT", "DURATION MS"];
+    let header = [
+        "VERSION",
+        "DESCRIPTION",
+        "STATE",
+        "APPLIED AT",
+        "DURATION MS",
+    ];
     match output.format {
-        Format::Json => output.print_json(&json!({ "database": store.url.redacted, "migrations": states }))?,
+        Format::Json => {
+            output.print_json(&json!({ "database": store.url.redacted, "migrations": states }))?
+        }
         Format::Csv => output.print_csv(&header, &rows)?,
         Format::Table => {
             let mut t = table(&header, &[0, 4]);
@@ -153,7 +172,13 @@ async fn status(store: &Store, output: &Output) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-async fn revert(store: &Store, to: Option<i64>, dry_run: bool, yes: bool, output: &Output) -> anyhow::Result<ExitStatus> {
+async fn revert(
+    store: &Store,
+    to: Option<i64>,
+    dry_run: bool,
+    yes: bool,
+    output: &Output,
+) -> anyhow::Result<ExitStatus> {
     let plan = migrate::revert_plan(store, to).await?;
     if dry_run {
         let steps = plan
@@ -190,7 +215,9 @@ async fn revert(store: &Store, to: Option<i64>, dry_run: bool, yes: bool, output
     }
     let steps = migrate::revert(store, to).await?;
     match output.format {
-        Format::Json => output.print_json(&json!({ "database": store.url.redacted, "reverted": steps }))?,
+        Format::Json => {
+            output.print_json(&json!({ "database": store.url.redacted, "reverted": steps }))?
+        }
         Format::Table | Format::Csv => {
             if steps.is_empty() {
                 output.print("Nothing to revert.");

@@ -21,7 +21,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
 }
 
 /// Parse the URL and connect, saying where to on `-v` (with the password hidden).
-pub(crate) async fn connect(options: &DatabaseOpts, create: CreateMode, output: &Output) -> anyhow::Result<Store> {
+pub(crate) async fn connect(
+    options: &DatabaseOpts,
+    create: CreateMode,
+    output: &Output,
+) -> anyhow::Result<Store> {
     let url = DatabaseUrl::parse(&options.database_url)?;
     output.debug(format!("connecting to {} ({})", url.endpoint, url.redacted));
     Store::connect(&url, options.connect_timeout, create).await

@@ -14,7 +14,7 @@ use crate::cli::{Format, PruneArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::output::{can_prompt, table, Output};
-use crate::store::{CreateMode, INBOX_TABLE};
+use crate::store::{CreateMode, EARLIEST_TIMESTAMP, INBOX_TABLE};
 
 #[derive(Debug, Serialize)]
 struct ConsumerPrune {
@@ -43,8 +43,8 @@ struct PruneReport {
 pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let cutoff = match (args.older_than, args.before) {
         (Some(age), _) => {
-            let age = chrono::Duration::from_std(age)
-                .map_err(|_| usage("--older-than is too large"))?;
+            let age =
+                chrono::Duration::from_std(age).map_err(|_| usage("--older-than is too large"))?;
             Utc::now()
                 .checked_sub_signed(age)
                 .ok_or_else(|| usage("--older-than reaches before the start of the calendar"))?
@@ -67,7 +67,9 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         }
     }
     let rows_matched: u64 = consumers.iter().map(|c| c.matched).sum();
-    let rows_planned = args.max_rows.map_or(rows_matched, |max| max.min(rows_matched));
+    let rows_planned = args
+        .max_rows
+        .map_or(rows_matched, |max| max.min(rows_matched));
     let mut report = PruneReport {
         database: store.url.redacted.clone(),
         cutoff,
@@ -124,14 +126,18 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let progress = output.progress(rows_planned, "rows");
     let mut remaining = rows_planned;
     'consumers: for consumer in &mut report.consumers {
+        let mut from = EARLIEST_TIMESTAMP.to_string();
         while remaining > 0 {
             if stop.load(Ordering::SeqCst) {
                 report.interrupted = true;
                 break 'consumers;
             }
             let limit = args.batch_size.min(remaining);
+            let next_from = store
+                .batch_upper_bound(&consumer.consumer, &from, cutoff, limit)
+                .await?;
             let deleted = store
-                .delete_older_batch(&consumer.consumer, cutoff, limit)
+                .delete_older_batch(&consumer.consumer, &from, cutoff, limit)
                 .await
                 .with_context(|| {
                     format!(
@@ -141,6 +147,9 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
                 })?;
             if deleted == 0 {
                 break;
+            }
+            if let Some(next_from) = next_from {
+                from = next_from;
             }
             report.batches += 1;
             report.rows_deleted += deleted;
@@ -182,7 +191,10 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
     if report.dry_run {
         let mut t = table(&["CONSUMER", "WOULD DELETE"], &[1]);
         for consumer in &report.consumers {
-            t.add_row(vec![consumer.consumer.clone(), consumer.matched.to_string()]);
+            t.add_row(vec![
+                consumer.consumer.clone(),
+                consumer.matched.to_string(),
+            ]);
         }
         if !report.consumers.is_empty() {
             output.print(t.to_string());
@@ -199,7 +211,9 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         return Ok(());
     }
     if report.rows_planned == 0 {
-        output.print(format!("Nothing to prune: no rows processed before {cutoff}."));
+        output.print(format!(
+            "Nothing to prune: no rows processed before {cutoff}."
+        ));
         return Ok(());
     }
     let mut t = table(&["CONSUMER", "OLDER THAN CUTOFF", "DELETED"], &[1, 2]);

@@ -25,6 +25,8 @@ use crate::time::parse_stored_timestamp;
 pub const INBOX_TABLE: &str = "processed_messages";
 /// The tool's own migration bookkeeping; never an application's `_sqlx_migrations`.
 pub const MIGRATIONS_TABLE: &str = "inboxctl_migrations";
+/// A `processed_at` lower bound below every real row, valid on every backend.
+pub const EARLIEST_TIMESTAMP: &str = "1000-01-01 00:00:00";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -87,8 +89,8 @@ pub struct Dialect {
     pub consumers: &'static str,
     /// The planner's estimate of the inbox's row count, where the backend keeps one.
     pub estimated_rows: Option<&'static str>,
-    /// Deletes up to N rows of one consumer older than a cutoff, oldest first, through the
-    /// `(consumer, processed_at)` index. Parameters: consumer, cutoff, limit.
+    /// Deletes up to N rows of one consumer in `[from, cutoff)`, oldest first, through the
+    /// `(consumer, processed_at)` index. Parameters: consumer, from, cutoff, limit.
     pub delete_older_batch: &'static str,
     pub migration_locking: MigrationLocking,
     /// Creates the bookkeeping table if it is missing.
@@ -133,7 +135,8 @@ impl SqlBuilder {
 
     pub fn timestamp_param(&mut self) -> &mut Self {
         let placeholder = self.next_placeholder();
-        self.sql.push_str(&(self.dialect.timestamp_param)(&placeholder));
+        self.sql
+            .push_str(&(self.dialect.timestamp_param)(&placeholder));
         self
     }
 
@@ -166,7 +169,9 @@ pub struct DatabaseUrl {
 impl DatabaseUrl {
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let text = text.trim();
-        let scheme = text.split_once(':').map(|(scheme, _)| scheme.to_ascii_lowercase());
+        let scheme = text
+            .split_once(':')
+            .map(|(scheme, _)| scheme.to_ascii_lowercase());
         let backend = match scheme.as_deref() {
             Some("sqlite") => Backend::Sqlite,
             Some("postgres" | "postgresql") => Backend::Postgres,
@@ -192,8 +197,12 @@ impl DatabaseUrl {
                 redacted: text.to_string(),
             });
         }
-        let mut parsed = url::Url::parse(text)
-            .map_err(|error| usage(format!("invalid database URL '{}': {error}", redact_url(text))))?;
+        let mut parsed = url::Url::parse(text).map_err(|error| {
+            usage(format!(
+                "invalid database URL '{}': {error}",
+                redact_url(text)
+            ))
+        })?;
         if let Some(password) = parsed.password() {
             register_secret(password);
         }
@@ -309,7 +318,11 @@ pub enum CreateMode {
 }
 
 impl Store {
-    pub async fn connect(url: &DatabaseUrl, timeout: Duration, create: CreateMode) -> anyhow::Result<Store> {
+    pub async fn connect(
+        url: &DatabaseUrl,
+        timeout: Duration,
+        create: CreateMode,
+    ) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();
         let dialect = url.backend.dialect();
         let mut connect = url.connect.clone();
@@ -444,7 +457,11 @@ impl Store {
         Ok(estimate.filter(|rows| *rows >= 0))
     }
 
-    pub async fn consumer_stats(&self, only: Option<&str>, now: DateTime<Utc>) -> anyhow::Result<Vec<ConsumerStats>> {
+    pub async fn consumer_stats(
+        &self,
+        only: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<Vec<ConsumerStats>> {
         let d = self.dialect;
         let mut sql = self.sql();
         sql.push(&format!(
@@ -453,7 +470,9 @@ impl Store {
             (d.timestamp_text)("MAX(processed_at)")
         ));
         for _ in AGE_BUCKETS {
-            sql.push(", COUNT(CASE WHEN processed_at >= ").timestamp_param().push(" THEN 1 END)");
+            sql.push(", COUNT(CASE WHEN processed_at >= ")
+                .timestamp_param()
+                .push(" THEN 1 END)");
         }
         sql.push(&format!(" FROM {INBOX_TABLE}"));
         if only.is_some() {
@@ -532,7 +551,11 @@ impl Store {
 
     /// The rows for one event id, one per consumer that processed it. Looks up by primary key
     /// per consumer, so it stays fast on large tables.
-    pub async fn find_event(&self, event_id: &str, consumers: &[String]) -> anyhow::Result<Vec<InboxRow>> {
+    pub async fn find_event(
+        &self,
+        event_id: &str,
+        consumers: &[String],
+    ) -> anyhow::Result<Vec<InboxRow>> {
         let d = self.dialect;
         let mut sql = self.sql();
         sql.push(&format!(
@@ -570,10 +593,12 @@ impl Store {
     /// Rows of one consumer processed strictly before `cutoff`.
     pub async fn count_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<u64> {
         let mut sql = self.sql();
-        sql.push(&format!("SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = "))
-            .param()
-            .push(" AND processed_at < ")
-            .timestamp_param();
+        sql.push(&format!(
+            "SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = "
+        ))
+        .param()
+        .push(" AND processed_at < ")
+        .timestamp_param();
         let count: i64 = sqlx::query_scalar(&sql.build())
             .bind(consumer)
             .bind(self.timestamp_param(cutoff))
@@ -583,11 +608,52 @@ impl Store {
         Ok(count as u64)
     }
 
-    /// Deletes up to `limit` of the consumer's oldest rows processed strictly before `cutoff`,
-    /// in one short transaction of its own. Returns how many went.
-    pub async fn delete_older_batch(&self, consumer: &str, cutoff: DateTime<Utc>, limit: u64) -> anyhow::Result<u64> {
+    /// The `processed_at` of the consumer's `limit`-th oldest row in `[from, cutoff)`, as the
+    /// store's own text: the lower bound of the next batch. `None` when fewer rows remain.
+    ///
+    /// Starting each batch at this bound keeps every batch an index range scan from where the
+    /// last one stopped, instead of stepping over the entries earlier batches left dead.
+    pub async fn batch_upper_bound(
+        &self,
+        consumer: &str,
+        from: &str,
+        cutoff: DateTime<Utc>,
+        limit: u64,
+    ) -> anyhow::Result<Option<String>> {
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT {} FROM {INBOX_TABLE} WHERE consumer = ",
+            (self.dialect.timestamp_text)("processed_at")
+        ))
+        .param()
+        .push(" AND processed_at >= ")
+        .timestamp_param()
+        .push(" AND processed_at < ")
+        .timestamp_param()
+        .push(" ORDER BY processed_at LIMIT 1 OFFSET ")
+        .param();
+        sqlx::query_scalar(&sql.build())
+            .bind(consumer)
+            .bind(from)
+            .bind(self.timestamp_param(cutoff))
+            .bind(limit as i64 - 1)
+            .fetch_optional(&self.pool)
+            .await
+            .with_context(|| format!("could not find the next batch of consumer '{consumer}'"))
+    }
+
+    /// Deletes up to `limit` of the consumer's oldest rows processed at or after `from` and
+    /// strictly before `cutoff`, in one short transaction of its own. Returns how many went.
+    pub async fn delete_older_batch(
+        &self,
+        consumer: &str,
+        from: &str,
+        cutoff: DateTime<Utc>,
+        limit: u64,
+    ) -> anyhow::Result<u64> {
         let result = sqlx::query(self.dialect.delete_older_batch)
             .bind(consumer)
+            .bind(from)
             .bind(self.timestamp_param(cutoff))
             .bind(limit as i64)
             .execute(&self.pool)

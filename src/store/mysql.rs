@@ -24,7 +24,8 @@ pub static DIALECT: Dialect = Dialect {
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
     ),
     delete_older_batch: "DELETE FROM processed_messages \
-                         WHERE consumer = ? AND processed_at < CAST(? AS DATETIME(6)) \
+                         WHERE consumer = ? AND processed_at >= CAST(? AS DATETIME(6)) \
+                           AND processed_at < CAST(? AS DATETIME(6)) \
                          ORDER BY processed_at LIMIT ?",
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(GET_LOCK('inboxctl_migrate', 600) AS SIGNED)",

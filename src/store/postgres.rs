@@ -33,8 +33,9 @@ pub static DIALECT: Dialect = Dialect {
     // physical address, without a second index lookup.
     delete_older_batch: "DELETE FROM processed_messages WHERE ctid = ANY(ARRAY( \
                              SELECT ctid FROM processed_messages \
-                             WHERE consumer = $1 AND processed_at < CAST($2 AS timestamptz) \
-                             ORDER BY processed_at LIMIT $3))",
+                             WHERE consumer = $1 AND processed_at >= CAST($2 AS timestamptz) \
+                               AND processed_at < CAST($3 AS timestamptz) \
+                             ORDER BY processed_at LIMIT $4))",
     // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_lock(7597117852321281132)) AS l",
@@ -67,7 +68,9 @@ pub static DIALECT: Dialect = Dialect {
 mod tests {
     #[test]
     fn lock_statements_use_the_documented_key() {
-        let super::MigrationLocking::SessionLock { lock, unlock, .. } = &super::DIALECT.migration_locking else {
+        let super::MigrationLocking::SessionLock { lock, unlock, .. } =
+            &super::DIALECT.migration_locking
+        else {
             panic!("PostgreSQL uses a session lock");
         };
         let key = i64::from_be_bytes(*b"inboxctl").to_string();

@@ -26,7 +26,7 @@ pub static DIALECT: Dialect = Dialect {
     estimated_rows: None,
     delete_older_batch: "DELETE FROM processed_messages WHERE rowid IN ( \
                              SELECT rowid FROM processed_messages \
-                             WHERE consumer = ? AND processed_at < ? \
+                             WHERE consumer = ? AND processed_at >= ? AND processed_at < ? \
                              ORDER BY processed_at LIMIT ?)",
     migration_locking: MigrationLocking::ExclusiveTransaction {
         begin: "BEGIN IMMEDIATE",

@@ -19,8 +19,12 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 fn admin_url(backend: Backend) -> String {
     match backend {
-        Backend::Postgres => std::env::var("INBOXCTL_TEST_POSTGRES_URL").unwrap_or_else(|_| POSTGRES_ADMIN.into()),
-        Backend::Mysql => std::env::var("INBOXCTL_TEST_MYSQL_URL").unwrap_or_else(|_| MYSQL_ADMIN.into()),
+        Backend::Postgres => {
+            std::env::var("INBOXCTL_TEST_POSTGRES_URL").unwrap_or_else(|_| POSTGRES_ADMIN.into())
+        }
+        Backend::Mysql => {
+            std::env::var("INBOXCTL_TEST_MYSQL_URL").unwrap_or_else(|_| MYSQL_ADMIN.into())
+        }
         Backend::Sqlite => unreachable!("SQLite needs no server"),
     }
 }
@@ -75,7 +79,9 @@ impl TestDb {
     /// The binary, pointed at this database, run in this test's folder.
     pub fn cmd(&self) -> assert_cmd::Command {
         let mut command = assert_cmd::Command::cargo_bin("inboxctl").expect("binary built");
-        command.env("DATABASE_URL", &self.url).current_dir(self.dir.path());
+        command
+            .env("DATABASE_URL", &self.url)
+            .current_dir(self.dir.path());
         command
     }
 
@@ -88,9 +94,13 @@ impl TestDb {
     pub async fn store(&mut self) -> &Store {
         if self.store.is_none() {
             let url = DatabaseUrl::parse(&self.url).unwrap();
-            let store = Store::connect(&url, std::time::Duration::from_secs(10), CreateMode::CreateIfMissing)
-                .await
-                .expect("connect to test database");
+            let store = Store::connect(
+                &url,
+                std::time::Duration::from_secs(10),
+                CreateMode::CreateIfMissing,
+            )
+            .await
+            .expect("connect to test database");
             self.store = Some(store);
         }
         self.store.as_ref().unwrap()
@@ -144,8 +154,19 @@ impl TestDb {
                 if index > 0 {
                     sql.push(", ");
                 }
-                sql.push("(").param().push(", ").param().push(", ").param().push(", ");
-                sql.param().push(", ").param().push(", ").timestamp_param().push(")");
+                sql.push("(")
+                    .param()
+                    .push(", ")
+                    .param()
+                    .push(", ")
+                    .param()
+                    .push(", ");
+                sql.param()
+                    .push(", ")
+                    .param()
+                    .push(", ")
+                    .timestamp_param()
+                    .push(")");
             }
             let text = sql.build();
             let mut query = sqlx::query(&text);
@@ -158,7 +179,10 @@ impl TestDb {
                     .bind(row.offset)
                     .bind(store.timestamp_param(row.processed_at));
             }
-            query.execute(store.pool()).await.expect("insert inbox rows");
+            query
+                .execute(store.pool())
+                .await
+                .expect("insert inbox rows");
         }
     }
 
@@ -166,8 +190,14 @@ impl TestDb {
     pub async fn event_ids(&mut self, consumer: &str) -> Vec<String> {
         let pool = self.pool().await;
         let mut sql = self.store().await.sql();
-        sql.push("SELECT event_id FROM processed_messages WHERE consumer = ").param().push(" ORDER BY event_id");
-        sqlx::query_scalar(&sql.build()).bind(consumer).fetch_all(&pool).await.unwrap()
+        sql.push("SELECT event_id FROM processed_messages WHERE consumer = ")
+            .param()
+            .push(" ORDER BY event_id");
+        sqlx::query_scalar(&sql.build())
+            .bind(consumer)
+            .fetch_all(&pool)
+            .await
+            .unwrap()
     }
 
     /// The inbox's schema as the backend's catalog describes it.
@@ -208,7 +238,11 @@ impl TestDb {
                 .iter()
                 .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
                 .collect();
-                Schema { columns, primary_key, indexes }
+                Schema {
+                    columns,
+                    primary_key,
+                    indexes,
+                }
             }
             Backend::Mysql => {
                 let columns = strings(
@@ -232,9 +266,17 @@ impl TestDb {
                 .iter()
                 .map(|r| (text(r, 0), text(r, 1)))
                 .collect();
-                let primary_key = keyed.iter().filter(|(n, _)| n == "PRIMARY").map(|(_, c)| c.clone()).collect();
+                let primary_key = keyed
+                    .iter()
+                    .filter(|(n, _)| n == "PRIMARY")
+                    .map(|(_, c)| c.clone())
+                    .collect();
                 let indexes = keyed.into_iter().filter(|(n, _)| n != "PRIMARY").collect();
-                Schema { columns, primary_key, indexes }
+                Schema {
+                    columns,
+                    primary_key,
+                    indexes,
+                }
             }
             Backend::Sqlite => {
                 let info = strings(
@@ -243,7 +285,13 @@ impl TestDb {
                 .await;
                 let columns = info
                     .iter()
-                    .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1), r.get::<i64, _>(2) == 0))
+                    .map(|r| {
+                        (
+                            r.get::<String, _>(0),
+                            r.get::<String, _>(1),
+                            r.get::<i64, _>(2) == 0,
+                        )
+                    })
                     .collect();
                 let mut key: Vec<(i64, String)> = info
                     .iter()
@@ -251,7 +299,11 @@ impl TestDb {
                     .map(|r| (r.get::<i64, _>(3), r.get::<String, _>(0)))
                     .collect();
                 key.sort();
-                let primary_key = vec![key.into_iter().map(|(_, name)| name).collect::<Vec<_>>().join(", ")];
+                let primary_key = vec![key
+                    .into_iter()
+                    .map(|(_, name)| name)
+                    .collect::<Vec<_>>()
+                    .join(", ")];
                 let indexes = strings(
                     "SELECT m.name, group_concat(i.name, ', ') FROM sqlite_master m, pragma_index_info(m.name) i \
                      WHERE m.type = 'index' AND m.tbl_name = 'processed_messages' AND m.sql IS NOT NULL \
@@ -261,7 +313,11 @@ impl TestDb {
                 .iter()
                 .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
                 .collect();
-                Schema { columns, primary_key, indexes }
+                Schema {
+                    columns,
+                    primary_key,
+                    indexes,
+                }
             }
         }
     }
@@ -276,7 +332,10 @@ impl Drop for TestDb {
         let backend = self.backend;
         // Drop runs inside the test's runtime; a runtime of its own on another thread does the work.
         let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async move {
                 let pool = admin_pool(&admin).await;
                 let sql = match backend {
@@ -303,7 +362,9 @@ async fn admin_pool(admin: &str) -> AnyPool {
         .max_connections(1)
         .connect(admin)
         .await
-        .unwrap_or_else(|error| panic!("connect to {admin} (is the server up? see scripts/test.sh): {error}"))
+        .unwrap_or_else(|error| {
+            panic!("connect to {admin} (is the server up? see scripts/test.sh): {error}")
+        })
 }
 
 /// A catalog's view of the inbox table: (column, type, nullable), primary key, (index, definition).
@@ -391,7 +452,12 @@ pub struct Row_ {
     pub processed_at: DateTime<Utc>,
 }
 
-pub fn row(consumer: &str, event_id: &str, coordinates: Option<(&str, i32, i64)>, processed_at: DateTime<Utc>) -> Row_ {
+pub fn row(
+    consumer: &str,
+    event_id: &str,
+    coordinates: Option<(&str, i32, i64)>,
+    processed_at: DateTime<Utc>,
+) -> Row_ {
     Row_ {
         consumer: consumer.into(),
         event_id: event_id.into(),
@@ -423,18 +489,27 @@ impl From<Output> for Run {
 impl Run {
     #[track_caller]
     pub fn ok(self) -> Self {
-        assert_eq!(self.code, 0, "expected success\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
         self
     }
 
     #[track_caller]
     pub fn code(self, code: i32) -> Self {
-        assert_eq!(self.code, code, "expected exit {code}\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, code,
+            "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
         self
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|error| panic!("not JSON ({error}):\n{}", self.stdout))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|error| panic!("not JSON ({error}):\n{}", self.stdout))
     }
 
     /// The body rows (not headers) of the tables printed, each as its cells, trimmed.
