@@ -33,6 +33,8 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('migrate', 'migrate', [CompletionResultType]::ParameterValue, 'Create, upgrade or downgrade the processed_messages table')
             [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete rows older than a retention, in small batches')
+            [CompletionResult]::new('offsets', 'offsets', [CompletionResultType]::ParameterValue, 'Show or reset a consumer group''s committed offsets')
+            [CompletionResult]::new('compare', 'compare', [CompletionResultType]::ParameterValue, 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -144,10 +146,121 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'Only this consumer''s rows')
             [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Rows deleted per transaction')
             [CompletionResult]::new('--max-rows', '--max-rows', [CompletionResultType]::ParameterName, 'Stop after deleting this many rows in all')
+            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); needs the brokers')
+            [CompletionResult]::new('--brokers', '--brokers', [CompletionResultType]::ParameterName, 'Bootstrap brokers, host:port[,host:port…]')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN')
+            [CompletionResult]::new('--kafka-timeout', '--kafka-timeout', [CompletionResultType]::ParameterName, 'Give up on any one broker call after this long')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Count what would be deleted and delete nothing')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'inboxctl;offsets' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state')
+            [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Move the group''s committed offsets (dry run unless --execute)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'inboxctl;offsets;show' {
+            [CompletionResult]::new('--brokers', '--brokers', [CompletionResultType]::ParameterName, 'Bootstrap brokers, host:port[,host:port…]')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN')
+            [CompletionResult]::new('--kafka-timeout', '--kafka-timeout', [CompletionResultType]::ParameterName, 'Give up on any one broker call after this long')
+            [CompletionResult]::new('-g', '-g', [CompletionResultType]::ParameterName, 'The consumer group')
+            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'The consumer group')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Only these topics (repeatable); default: every topic the group has offsets for')
+            [CompletionResult]::new('--topic', '--topic', [CompletionResultType]::ParameterName, 'Only these topics (repeatable); default: every topic the group has offsets for')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'inboxctl;offsets;reset' {
+            [CompletionResult]::new('--brokers', '--brokers', [CompletionResultType]::ParameterName, 'Bootstrap brokers, host:port[,host:port…]')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN')
+            [CompletionResult]::new('--kafka-timeout', '--kafka-timeout', [CompletionResultType]::ParameterName, 'Give up on any one broker call after this long')
+            [CompletionResult]::new('-g', '-g', [CompletionResultType]::ParameterName, 'The consumer group; it must have no active members')
+            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'The consumer group; it must have no active members')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file')
+            [CompletionResult]::new('--topic', '--topic', [CompletionResultType]::ParameterName, 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file')
+            [CompletionResult]::new('--to-offset', '--to-offset', [CompletionResultType]::ParameterName, 'To this offset in every partition named')
+            [CompletionResult]::new('--to-datetime', '--to-datetime', [CompletionResultType]::ParameterName, 'To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)')
+            [CompletionResult]::new('--by-duration', '--by-duration', [CompletionResultType]::ParameterName, 'To the first message at or after this long ago (e.g. 30m, 2h)')
+            [CompletionResult]::new('--shift-by', '--shift-by', [CompletionResultType]::ParameterName, 'Move each committed offset by N (negative: back)')
+            [CompletionResult]::new('--from-file', '--from-file', [CompletionResultType]::ParameterName, 'Apply a plan file: CSV with topic,partition,offset (as --export and undo files are)')
+            [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'The inbox consumer for --to-inbox (default: the group name)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Give up connecting after this long (e.g. 5s, 1m)')
+            [CompletionResult]::new('--export', '--export', [CompletionResultType]::ParameterName, 'Write the computed plan to this CSV file instead of applying it')
+            [CompletionResult]::new('--undo-file', '--undo-file', [CompletionResultType]::ParameterName, 'Where --execute writes the undo plan (default: inboxctl-undo-GROUP-TIME.csv here)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
+            [CompletionResult]::new('--to-earliest', '--to-earliest', [CompletionResultType]::ParameterName, 'To each partition''s log start')
+            [CompletionResult]::new('--to-latest', '--to-latest', [CompletionResultType]::ParameterName, 'To each partition''s log end (skip everything not yet read)')
+            [CompletionResult]::new('--to-inbox', '--to-inbox', [CompletionResultType]::ParameterName, 'To the inbox''s position: highest processed offset + 1 per partition')
+            [CompletionResult]::new('--execute', '--execute', [CompletionResultType]::ParameterName, 'Apply the new offsets (without it, only show them)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'inboxctl;offsets;help' {
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state')
+            [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Move the group''s committed offsets (dry run unless --execute)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'inboxctl;offsets;help;show' {
+            break
+        }
+        'inboxctl;offsets;help;reset' {
+            break
+        }
+        'inboxctl;offsets;help;help' {
+            break
+        }
+        'inboxctl;compare' {
+            [CompletionResult]::new('--brokers', '--brokers', [CompletionResultType]::ParameterName, 'Bootstrap brokers, host:port[,host:port…]')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN')
+            [CompletionResult]::new('--kafka-timeout', '--kafka-timeout', [CompletionResultType]::ParameterName, 'Give up on any one broker call after this long')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Give up connecting after this long (e.g. 5s, 1m)')
+            [CompletionResult]::new('-g', '-g', [CompletionResultType]::ParameterName, 'The consumer group whose committed offsets are compared')
+            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'The consumer group whose committed offsets are compared')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'The topic')
+            [CompletionResult]::new('--topic', '--topic', [CompletionResultType]::ParameterName, 'The topic')
+            [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'The inbox consumer (default: the group name)')
+            [CompletionResult]::new('--event-id-from', '--event-id-from', [CompletionResultType]::ParameterName, 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)')
+            [CompletionResult]::new('--show', '--show', [CompletionResultType]::ParameterName, 'Show at most this many offsets or events per finding in tables (JSON lists all)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
+            [CompletionResult]::new('--scan', '--scan', [CompletionResultType]::ParameterName, 'Read the topic from log start to log end: name each lost event, find duplicates, and match by event id (works on tables without coordinates)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
@@ -174,6 +287,8 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('migrate', 'migrate', [CompletionResultType]::ParameterValue, 'Create, upgrade or downgrade the processed_messages table')
             [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event')
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete rows older than a retention, in small batches')
+            [CompletionResult]::new('offsets', 'offsets', [CompletionResultType]::ParameterValue, 'Show or reset a consumer group''s committed offsets')
+            [CompletionResult]::new('compare', 'compare', [CompletionResultType]::ParameterValue, 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -197,6 +312,20 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             break
         }
         'inboxctl;help;prune' {
+            break
+        }
+        'inboxctl;help;offsets' {
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state')
+            [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Move the group''s committed offsets (dry run unless --execute)')
+            break
+        }
+        'inboxctl;help;offsets;show' {
+            break
+        }
+        'inboxctl;help;offsets;reset' {
+            break
+        }
+        'inboxctl;help;compare' {
             break
         }
         'inboxctl;help;completions' {

@@ -16,6 +16,9 @@ _inboxctl() {
             ",$1")
                 cmd="inboxctl"
                 ;;
+            inboxctl,compare)
+                cmd="inboxctl__subcmd__compare"
+                ;;
             inboxctl,completions)
                 cmd="inboxctl__subcmd__completions"
                 ;;
@@ -28,8 +31,14 @@ _inboxctl() {
             inboxctl,migrate)
                 cmd="inboxctl__subcmd__migrate"
                 ;;
+            inboxctl,offsets)
+                cmd="inboxctl__subcmd__offsets"
+                ;;
             inboxctl,prune)
                 cmd="inboxctl__subcmd__prune"
+                ;;
+            inboxctl__subcmd__help,compare)
+                cmd="inboxctl__subcmd__help__subcmd__compare"
                 ;;
             inboxctl__subcmd__help,completions)
                 cmd="inboxctl__subcmd__help__subcmd__completions"
@@ -43,6 +52,9 @@ _inboxctl() {
             inboxctl__subcmd__help,migrate)
                 cmd="inboxctl__subcmd__help__subcmd__migrate"
                 ;;
+            inboxctl__subcmd__help,offsets)
+                cmd="inboxctl__subcmd__help__subcmd__offsets"
+                ;;
             inboxctl__subcmd__help,prune)
                 cmd="inboxctl__subcmd__help__subcmd__prune"
                 ;;
@@ -54,6 +66,12 @@ _inboxctl() {
                 ;;
             inboxctl__subcmd__help__subcmd__migrate,status)
                 cmd="inboxctl__subcmd__help__subcmd__migrate__subcmd__status"
+                ;;
+            inboxctl__subcmd__help__subcmd__offsets,reset)
+                cmd="inboxctl__subcmd__help__subcmd__offsets__subcmd__reset"
+                ;;
+            inboxctl__subcmd__help__subcmd__offsets,show)
+                cmd="inboxctl__subcmd__help__subcmd__offsets__subcmd__show"
                 ;;
             inboxctl__subcmd__migrate,help)
                 cmd="inboxctl__subcmd__migrate__subcmd__help"
@@ -79,6 +97,24 @@ _inboxctl() {
             inboxctl__subcmd__migrate__subcmd__help,status)
                 cmd="inboxctl__subcmd__migrate__subcmd__help__subcmd__status"
                 ;;
+            inboxctl__subcmd__offsets,help)
+                cmd="inboxctl__subcmd__offsets__subcmd__help"
+                ;;
+            inboxctl__subcmd__offsets,reset)
+                cmd="inboxctl__subcmd__offsets__subcmd__reset"
+                ;;
+            inboxctl__subcmd__offsets,show)
+                cmd="inboxctl__subcmd__offsets__subcmd__show"
+                ;;
+            inboxctl__subcmd__offsets__subcmd__help,help)
+                cmd="inboxctl__subcmd__offsets__subcmd__help__subcmd__help"
+                ;;
+            inboxctl__subcmd__offsets__subcmd__help,reset)
+                cmd="inboxctl__subcmd__offsets__subcmd__help__subcmd__reset"
+                ;;
+            inboxctl__subcmd__offsets__subcmd__help,show)
+                cmd="inboxctl__subcmd__offsets__subcmd__help__subcmd__show"
+                ;;
             *)
                 ;;
         esac
@@ -86,12 +122,78 @@ _inboxctl() {
 
     case "${cmd}" in
         inboxctl)
-            opts="-v -q -h -V --format --verbose --quiet --help --version migrate inspect prune completions help"
+            opts="-v -q -h -V --format --verbose --quiet --help --version migrate inspect prune offsets compare completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__compare)
+            opts="-X -g -t -v -q -h -V --brokers --kafka-timeout --database-url --connect-timeout --group --topic --consumer --scan --event-id-from --show --format --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --consumer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --event-id-from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --show)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
@@ -122,8 +224,22 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__help)
-            opts="migrate inspect prune completions help"
+            opts="migrate inspect prune offsets compare completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__help__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -220,6 +336,48 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__help__subcmd__migrate__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__help__subcmd__offsets)
+            opts="show reset"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__help__subcmd__offsets__subcmd__reset)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__help__subcmd__offsets__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -451,8 +609,214 @@ _inboxctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        inboxctl__subcmd__offsets)
+            opts="-v -q -h -V --format --verbose --quiet --help --version show reset help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__offsets__subcmd__help)
+            opts="show reset help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__offsets__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__offsets__subcmd__help__subcmd__reset)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__offsets__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__offsets__subcmd__reset)
+            opts="-X -g -t -v -q -h -V --brokers --kafka-timeout --group --topic --to-earliest --to-latest --to-offset --to-datetime --by-duration --shift-by --to-inbox --from-file --consumer --database-url --connect-timeout --execute --export --undo-file --format --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to-datetime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --by-duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --shift-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --consumer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --export)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --undo-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__offsets__subcmd__show)
+            opts="-X -g -t -v -q -h -V --brokers --kafka-timeout --group --topic --format --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -g)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         inboxctl__subcmd__prune)
-            opts="-y -v -q -h -V --database-url --connect-timeout --older-than --before --consumer --batch-size --max-rows --dry-run --yes --format --verbose --quiet --help --version"
+            opts="-y -X -v -q -h -V --database-url --connect-timeout --older-than --before --consumer --batch-size --max-rows --dry-run --yes --group --brokers --kafka-timeout --format --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -483,6 +847,22 @@ _inboxctl() {
                     return 0
                     ;;
                 --max-rows)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

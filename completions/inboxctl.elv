@@ -30,6 +30,8 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand migrate 'Create, upgrade or downgrade the processed_messages table'
             cand inspect 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
             cand prune 'Delete rows older than a retention, in small batches'
+            cand offsets 'Show or reset a consumer group''s committed offsets'
+            cand compare 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -130,10 +132,113 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --consumer 'Only this consumer''s rows'
             cand --batch-size 'Rows deleted per transaction'
             cand --max-rows 'Stop after deleting this many rows in all'
+            cand --group 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); needs the brokers'
+            cand --brokers 'Bootstrap brokers, host:port[,host:port…]'
+            cand -X 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN'
+            cand --kafka-timeout 'Give up on any one broker call after this long'
             cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
             cand --dry-run 'Count what would be deleted and delete nothing'
             cand -y 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)'
             cand --yes 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;offsets'= {
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state'
+            cand reset 'Move the group''s committed offsets (dry run unless --execute)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'inboxctl;offsets;show'= {
+            cand --brokers 'Bootstrap brokers, host:port[,host:port…]'
+            cand -X 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN'
+            cand --kafka-timeout 'Give up on any one broker call after this long'
+            cand -g 'The consumer group'
+            cand --group 'The consumer group'
+            cand -t 'Only these topics (repeatable); default: every topic the group has offsets for'
+            cand --topic 'Only these topics (repeatable); default: every topic the group has offsets for'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;offsets;reset'= {
+            cand --brokers 'Bootstrap brokers, host:port[,host:port…]'
+            cand -X 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN'
+            cand --kafka-timeout 'Give up on any one broker call after this long'
+            cand -g 'The consumer group; it must have no active members'
+            cand --group 'The consumer group; it must have no active members'
+            cand -t 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file'
+            cand --topic 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file'
+            cand --to-offset 'To this offset in every partition named'
+            cand --to-datetime 'To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)'
+            cand --by-duration 'To the first message at or after this long ago (e.g. 30m, 2h)'
+            cand --shift-by 'Move each committed offset by N (negative: back)'
+            cand --from-file 'Apply a plan file: CSV with topic,partition,offset (as --export and undo files are)'
+            cand --consumer 'The inbox consumer for --to-inbox (default: the group name)'
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand --export 'Write the computed plan to this CSV file instead of applying it'
+            cand --undo-file 'Where --execute writes the undo plan (default: inboxctl-undo-GROUP-TIME.csv here)'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand --to-earliest 'To each partition''s log start'
+            cand --to-latest 'To each partition''s log end (skip everything not yet read)'
+            cand --to-inbox 'To the inbox''s position: highest processed offset + 1 per partition'
+            cand --execute 'Apply the new offsets (without it, only show them)'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'inboxctl;offsets;help'= {
+            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state'
+            cand reset 'Move the group''s committed offsets (dry run unless --execute)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'inboxctl;offsets;help;show'= {
+        }
+        &'inboxctl;offsets;help;reset'= {
+        }
+        &'inboxctl;offsets;help;help'= {
+        }
+        &'inboxctl;compare'= {
+            cand --brokers 'Bootstrap brokers, host:port[,host:port…]'
+            cand -X 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN'
+            cand --kafka-timeout 'Give up on any one broker call after this long'
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand -g 'The consumer group whose committed offsets are compared'
+            cand --group 'The consumer group whose committed offsets are compared'
+            cand -t 'The topic'
+            cand --topic 'The topic'
+            cand --consumer 'The inbox consumer (default: the group name)'
+            cand --event-id-from 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)'
+            cand --show 'Show at most this many offsets or events per finding in tables (JSON lists all)'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand --scan 'Read the topic from log start to log end: name each lost event, find duplicates, and match by event id (works on tables without coordinates)'
             cand -v 'Print more detail on stderr (repeat for more)'
             cand --verbose 'Print more detail on stderr (repeat for more)'
             cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
@@ -158,6 +263,8 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand migrate 'Create, upgrade or downgrade the processed_messages table'
             cand inspect 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
             cand prune 'Delete rows older than a retention, in small batches'
+            cand offsets 'Show or reset a consumer group''s committed offsets'
+            cand compare 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -175,6 +282,16 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
         &'inboxctl;help;inspect'= {
         }
         &'inboxctl;help;prune'= {
+        }
+        &'inboxctl;help;offsets'= {
+            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state'
+            cand reset 'Move the group''s committed offsets (dry run unless --execute)'
+        }
+        &'inboxctl;help;offsets;show'= {
+        }
+        &'inboxctl;help;offsets;reset'= {
+        }
+        &'inboxctl;help;compare'= {
         }
         &'inboxctl;help;completions'= {
         }

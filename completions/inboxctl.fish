@@ -34,6 +34,8 @@ complete -c inboxctl -n "__fish_inboxctl_needs_command" -s V -l version -d 'Prin
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "migrate" -d 'Create, upgrade or downgrade the processed_messages table'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "inspect" -d 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "offsets" -d 'Show or reset a consumer group\'s committed offsets'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "compare" -d 'Compare a group\'s committed offsets with the inbox: lost, pending redelivery, orphans'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
@@ -101,6 +103,10 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'D
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l consumer -d 'Only this consumer\'s rows' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l max-rows -d 'Stop after deleting this many rows in all' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l group -d 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); needs the brokers' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l kafka-timeout -d 'Give up on any one broker call after this long' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''
 csv\t''"
@@ -110,6 +116,75 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s v -l verbose
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s h -l help -d 'Print help'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -f -a "reset" -d 'Move the group\'s committed offsets (dry run unless --execute)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -l kafka-timeout -d 'Give up on any one broker call after this long' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s g -l group -d 'The consumer group' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s t -l topic -d 'Only these topics (repeatable); default: every topic the group has offsets for' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l kafka-timeout -d 'Give up on any one broker call after this long' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s g -l group -d 'The consumer group; it must have no active members' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s t -l topic -d 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-offset -d 'To this offset in every partition named' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-datetime -d 'To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l by-duration -d 'To the first message at or after this long ago (e.g. 30m, 2h)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l shift-by -d 'Move each committed offset by N (negative: back)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l from-file -d 'Apply a plan file: CSV with topic,partition,offset (as --export and undo files are)' -r -F
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l consumer -d 'The inbox consumer for --to-inbox (default: the group name)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l export -d 'Write the computed plan to this CSV file instead of applying it' -r -F
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l undo-file -d 'Where --execute writes the undo plan (default: inboxctl-undo-GROUP-TIME.csv here)' -r -F
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-earliest -d 'To each partition\'s log start'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-latest -d 'To each partition\'s log end (skip everything not yet read)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-inbox -d 'To the inbox\'s position: highest processed offset + 1 per partition'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l execute -d 'Apply the new offsets (without it, only show them)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from help" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from help" -f -a "reset" -d 'Move the group\'s committed offsets (dry run unless --execute)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l kafka-timeout -d 'Give up on any one broker call after this long' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s g -l group -d 'The consumer group whose committed offsets are compared' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s t -l topic -d 'The topic' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l consumer -d 'The inbox consumer (default: the group name)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l event-id-from -d 'Where a message\'s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l show -d 'Show at most this many offsets or events per finding in tables (JSON lists all)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l scan -d 'Read the topic from log start to log end: name each lost event, find duplicates, and match by event id (works on tables without coordinates)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s V -l version -d 'Print version'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''
 csv\t''"
@@ -117,11 +192,15 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s v -l v
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "migrate" -d 'Create, upgrade or downgrade the processed_messages table'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "inspect" -d 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "migrate" -d 'Create, upgrade or downgrade the processed_messages table'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "inspect" -d 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "offsets" -d 'Show or reset a consumer group\'s committed offsets'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "compare" -d 'Compare a group\'s committed offsets with the inbox: lost, pending redelivery, orphans'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "run" -d 'Apply every pending migration (creates the database file for SQLite)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations and whether each is applied'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "revert" -d 'Undo the last migration, or every migration above --to'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from offsets" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from offsets" -f -a "reset" -d 'Move the group\'s committed offsets (dry run unless --execute)'

@@ -5,6 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::kafka::KafkaOpts;
 use crate::time::{parse_duration, parse_timestamp};
 
 /// A count of rows: a whole number of at least 1.
@@ -62,6 +63,10 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Delete rows older than a retention, in small batches
     Prune(PruneArgs),
+    /// Show or reset a consumer group's committed offsets
+    Offsets(OffsetsArgs),
+    /// Compare a group's committed offsets with the inbox: lost, pending redelivery, orphans
+    Compare(CompareArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }
@@ -176,6 +181,14 @@ pub struct PruneArgs {
     /// Do not ask for confirmation (required when not on a terminal, e.g. from cron)
     #[arg(long, short = 'y')]
     pub yes: bool,
+
+    /// Keep every row this consumer group could still have redelivered (offset >= its
+    /// committed offset for that partition); needs the brokers
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+
+    #[command(flatten)]
+    pub kafka: KafkaOpts,
 }
 
 #[derive(Debug, Args)]
@@ -183,4 +196,161 @@ pub struct CompletionsArgs {
     /// The shell to generate the script for
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct OffsetsArgs {
+    #[command(subcommand)]
+    pub command: OffsetsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OffsetsCommand {
+    /// Committed offset, log start, log end and lag per partition, and the group's state
+    Show(OffsetsShowArgs),
+    /// Move the group's committed offsets (dry run unless --execute)
+    Reset(OffsetsResetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OffsetsShowArgs {
+    #[command(flatten)]
+    pub kafka: KafkaOpts,
+
+    /// The consumer group
+    #[arg(long, short = 'g', value_name = "GROUP")]
+    pub group: String,
+
+    /// Only these topics (repeatable); default: every topic the group has offsets for
+    #[arg(long, short = 't', value_name = "TOPIC")]
+    pub topic: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args([
+    "to_earliest", "to_latest", "to_offset", "to_datetime", "by_duration", "shift_by", "to_inbox", "from_file",
+])))]
+pub struct OffsetsResetArgs {
+    #[command(flatten)]
+    pub kafka: KafkaOpts,
+
+    /// The consumer group; it must have no active members
+    #[arg(long, short = 'g', value_name = "GROUP")]
+    pub group: String,
+
+    /// TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file
+    #[arg(long, short = 't', value_name = "TOPIC[:P,…]", value_parser = parse_topic_partitions)]
+    pub topic: Vec<TopicPartitions>,
+
+    /// To each partition's log start
+    #[arg(long)]
+    pub to_earliest: bool,
+    /// To each partition's log end (skip everything not yet read)
+    #[arg(long)]
+    pub to_latest: bool,
+    /// To this offset in every partition named
+    #[arg(long, value_name = "OFFSET")]
+    pub to_offset: Option<i64>,
+    /// To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)
+    #[arg(long, value_name = "TIMESTAMP", value_parser = parse_timestamp)]
+    pub to_datetime: Option<DateTime<Utc>>,
+    /// To the first message at or after this long ago (e.g. 30m, 2h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub by_duration: Option<Duration>,
+    /// Move each committed offset by N (negative: back)
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub shift_by: Option<i64>,
+    /// To the inbox's position: highest processed offset + 1 per partition
+    #[arg(long)]
+    pub to_inbox: bool,
+    /// Apply a plan file: CSV with topic,partition,offset (as --export and undo files are)
+    #[arg(long, value_name = "PLAN.csv")]
+    pub from_file: Option<std::path::PathBuf>,
+
+    /// The inbox consumer for --to-inbox (default: the group name)
+    #[arg(long, value_name = "CONSUMER", requires = "to_inbox")]
+    pub consumer: Option<String>,
+
+    #[command(flatten)]
+    pub database: DatabaseOpts,
+
+    /// Apply the new offsets (without it, only show them)
+    #[arg(long, conflicts_with = "export")]
+    pub execute: bool,
+
+    /// Write the computed plan to this CSV file instead of applying it
+    #[arg(long, value_name = "PLAN.csv")]
+    pub export: Option<std::path::PathBuf>,
+
+    /// Where --execute writes the undo plan (default: inboxctl-undo-GROUP-TIME.csv here)
+    #[arg(long, value_name = "PATH")]
+    pub undo_file: Option<std::path::PathBuf>,
+}
+
+/// A topic and, optionally, some of its partitions (`orders` or `orders:0,2`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicPartitions {
+    pub topic: String,
+    pub partitions: Option<Vec<i32>>,
+}
+
+pub fn parse_topic_partitions(text: &str) -> Result<TopicPartitions, String> {
+    let (topic, partitions) = match text.split_once(':') {
+        Some((topic, list)) => {
+            let partitions = list
+                .split(',')
+                .map(|p| {
+                    p.trim()
+                        .parse::<i32>()
+                        .ok()
+                        .filter(|p| *p >= 0)
+                        .ok_or_else(|| format!("'{p}' is not a partition number (expected TOPIC:P,P,… e.g. orders:0,2)"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            (topic, Some(partitions))
+        }
+        None => (text, None),
+    };
+    if topic.trim().is_empty() {
+        return Err("the topic name is empty (expected TOPIC or TOPIC:P,P,…)".to_string());
+    }
+    Ok(TopicPartitions {
+        topic: topic.trim().to_string(),
+        partitions,
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub kafka: KafkaOpts,
+
+    #[command(flatten)]
+    pub database: DatabaseOpts,
+
+    /// The consumer group whose committed offsets are compared
+    #[arg(long, short = 'g', value_name = "GROUP")]
+    pub group: String,
+
+    /// The topic
+    #[arg(long, short = 't', value_name = "TOPIC")]
+    pub topic: String,
+
+    /// The inbox consumer (default: the group name)
+    #[arg(long, value_name = "CONSUMER")]
+    pub consumer: Option<String>,
+
+    /// Read the topic from log start to log end: name each lost event, find duplicates, and
+    /// match by event id (works on tables without coordinates)
+    #[arg(long)]
+    pub scan: bool,
+
+    /// Where a message's event id is: header:NAME, json:/pointer, key, coordinates
+    /// (default: header event_id, then JSON field event_id)
+    #[arg(long, value_name = "SPEC", value_parser = crate::event_id::EventIdSource::parse)]
+    pub event_id_from: Option<crate::event_id::EventIdSource>,
+
+    /// Show at most this many offsets or events per finding in tables (JSON lists all)
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub show: usize,
 }

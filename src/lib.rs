@@ -6,7 +6,9 @@
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod event_id;
 pub mod exit;
+pub mod kafka;
 pub mod migrate;
 pub mod output;
 pub mod store;

@@ -3,7 +3,9 @@
 pub mod completions;
 pub mod inspect;
 pub mod migrate;
+pub mod offsets;
 pub mod prune;
+pub mod compare;
 
 use crate::cli::{Cli, Command, DatabaseOpts};
 use crate::exit::ExitStatus;
@@ -16,6 +18,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Migrate(args) => migrate::run(args, output).await,
         Command::Inspect(args) => inspect::run(args, output).await,
         Command::Prune(args) => prune::run(args, output).await,
+        Command::Offsets(args) => offsets::run(args, output).await,
+        Command::Compare(args) => compare::run(args, output).await,
         Command::Completions(args) => completions::run(args, output),
     }
 }

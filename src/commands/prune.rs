@@ -14,13 +14,18 @@ use crate::cli::{Format, PruneArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::output::{can_prompt, table, Output};
-use crate::store::{CreateMode, EARLIEST_TIMESTAMP, INBOX_TABLE};
+use crate::kafka::{Kafka, KafkaOpts};
+use crate::store::{CreateMode, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE};
 
 #[derive(Debug, Serialize)]
 struct ConsumerPrune {
     consumer: String,
     matched: u64,
     deleted: u64,
+    /// Rows older than the cutoff kept because the group could still redeliver them.
+    kept_for_redelivery: u64,
+    #[serde(skip)]
+    keep: Vec<KeepFrom>,
 }
 
 #[derive(Debug, Serialize)]
@@ -37,6 +42,8 @@ struct PruneReport {
     elapsed_ms: u128,
     rows_per_second: f64,
     interrupted: bool,
+    /// With --group: rows older than the cutoff kept because they may be redelivered.
+    rows_kept_for_redelivery: u64,
     consumers: Vec<ConsumerPrune>,
 }
 
@@ -57,15 +64,27 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 
     let mut consumers = Vec::new();
     for consumer in store.consumers(args.consumer.as_deref()).await? {
-        let matched = store.count_older(&consumer, cutoff).await?;
-        if matched > 0 {
+        let keep = match &args.group {
+            Some(group) => redeliverable(&store, &args.kafka, group, &consumer).await?,
+            None => Vec::new(),
+        };
+        let older = store.count_older(&consumer, cutoff, &[]).await?;
+        let matched = if keep.is_empty() {
+            older
+        } else {
+            store.count_older(&consumer, cutoff, &keep).await?
+        };
+        if older > 0 {
             consumers.push(ConsumerPrune {
                 consumer,
                 matched,
                 deleted: 0,
+                kept_for_redelivery: older - matched,
+                keep,
             });
         }
     }
+    let rows_kept_for_redelivery = consumers.iter().map(|c| c.kept_for_redelivery).sum();
     let rows_matched: u64 = consumers.iter().map(|c| c.matched).sum();
     let rows_planned = args
         .max_rows
@@ -81,6 +100,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         elapsed_ms: 0,
         rows_per_second: 0.0,
         interrupted: false,
+        rows_kept_for_redelivery,
         consumers,
     };
     if args.dry_run || rows_planned == 0 {
@@ -134,10 +154,10 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
             }
             let limit = args.batch_size.min(remaining);
             let next_from = store
-                .batch_upper_bound(&consumer.consumer, &from, cutoff, limit)
+                .batch_upper_bound(&consumer.consumer, &from, cutoff, &consumer.keep, limit)
                 .await?;
             let deleted = store
-                .delete_older_batch(&consumer.consumer, &from, cutoff, limit)
+                .delete_older_batch(&consumer.consumer, &from, cutoff, &consumer.keep, limit)
                 .await
                 .with_context(|| {
                     format!(
@@ -208,6 +228,7 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
             "Dry run: would delete {} rows{capped} processed before {cutoff}. Nothing was deleted.",
             report.rows_matched
         ));
+        print_kept(report, output);
         return Ok(());
     }
     if report.rows_planned == 0 {
@@ -232,5 +253,42 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         report.elapsed_ms as f64 / 1000.0,
         report.rows_per_second
     ));
+    print_kept(report, output);
     Ok(())
+}
+
+/// The partitions of this consumer's rows, each with the group's committed offset: rows at or
+/// above it may still be delivered again, so their inbox rows must stay to absorb that.
+async fn redeliverable(store: &Store, kafka: &KafkaOpts, group: &str, consumer: &str) -> anyhow::Result<Vec<KeepFrom>> {
+    let partitions: Vec<(String, i32)> = store
+        .partition_stats(Some(consumer))
+        .await?
+        .into_iter()
+        .filter_map(|s| Some((s.topic?, i32::try_from(s.partition?).ok()?)))
+        .collect();
+    if partitions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let kafka = Kafka::new(kafka);
+    let committed = tokio::task::block_in_place(|| {
+        let client = kafka.group_client(group)?;
+        kafka.committed(&client, &partitions)
+    })?;
+    Ok(partitions
+        .into_iter()
+        .map(|(topic, partition)| KeepFrom {
+            committed: committed.get(&(topic.clone(), partition)).copied().flatten(),
+            topic,
+            partition,
+        })
+        .collect())
+}
+
+fn print_kept(report: &PruneReport, output: &Output) {
+    if report.rows_kept_for_redelivery > 0 {
+        output.print(format!(
+            "Kept {} older rows at or above the group's committed offsets: they may still be redelivered.",
+            report.rows_kept_for_redelivery
+        ));
+    }
 }

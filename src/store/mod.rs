@@ -89,9 +89,10 @@ pub struct Dialect {
     pub consumers: &'static str,
     /// The planner's estimate of the inbox's row count, where the backend keeps one.
     pub estimated_rows: Option<&'static str>,
-    /// Deletes up to N rows of one consumer in `[from, cutoff)`, oldest first, through the
-    /// `(consumer, processed_at)` index. Parameters: consumer, from, cutoff, limit.
-    pub delete_older_batch: &'static str,
+    /// Wraps `<condition> ORDER BY processed_at LIMIT <n>` into a DELETE of that many rows,
+    /// found through the `(consumer, processed_at)` index: PostgreSQL by ctid, SQLite by rowid,
+    /// MySQL with its own `DELETE … ORDER BY … LIMIT`.
+    pub delete_batch: (&'static str, &'static str),
     pub migration_locking: MigrationLocking,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
@@ -258,6 +259,46 @@ fn sqlite_path(text: &str) -> &str {
         .or_else(|| text.strip_prefix("sqlite:"))
         .unwrap_or(text);
     rest.split('?').next().unwrap_or(rest)
+}
+
+/// A partition whose rows prune must keep from an offset on: those the group could still have
+/// redelivered (offset >= committed). Without a committed offset, every row of it is kept.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeepFrom {
+    pub topic: String,
+    pub partition: i32,
+    pub committed: Option<i64>,
+}
+
+/// Binding for the two query kinds the prune condition is used with.
+trait BindPrune<'q>: Sized {
+    fn bind_str(self, value: &'q str) -> Self;
+    fn bind_string(self, value: String) -> Self;
+    fn bind_i64(self, value: i64) -> Self;
+}
+
+impl<'q> BindPrune<'q> for sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    fn bind_str(self, value: &'q str) -> Self {
+        self.bind(value)
+    }
+    fn bind_string(self, value: String) -> Self {
+        self.bind(value)
+    }
+    fn bind_i64(self, value: i64) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q, O> BindPrune<'q> for sqlx::query::QueryScalar<'q, Any, O, sqlx::any::AnyArguments<'q>> {
+    fn bind_str(self, value: &'q str) -> Self {
+        self.bind(value)
+    }
+    fn bind_string(self, value: String) -> Self {
+        self.bind(value)
+    }
+    fn bind_i64(self, value: i64) -> Self {
+        self.bind(value)
+    }
 }
 
 /// One row of the inbox.
@@ -590,26 +631,23 @@ impl Store {
         Ok(found)
     }
 
-    /// Rows of one consumer processed strictly before `cutoff`.
-    pub async fn count_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<u64> {
+    /// Rows of one consumer processed strictly before `cutoff`, less those `keep` protects.
+    pub async fn count_older(&self, consumer: &str, cutoff: DateTime<Utc>, keep: &[KeepFrom]) -> anyhow::Result<u64> {
         let mut sql = self.sql();
-        sql.push(&format!(
-            "SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = "
-        ))
-        .param()
-        .push(" AND processed_at < ")
-        .timestamp_param();
-        let count: i64 = sqlx::query_scalar(&sql.build())
-            .bind(consumer)
-            .bind(self.timestamp_param(cutoff))
+        sql.push(&format!("SELECT COUNT(*) FROM {INBOX_TABLE} WHERE "));
+        self.push_prune_condition(&mut sql, keep);
+        let text = sql.build();
+        let query = sqlx::query_scalar::<_, i64>(&text);
+        let count = self
+            .bind_prune_condition(query, consumer, EARLIEST_TIMESTAMP, cutoff, keep)
             .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not count rows of consumer '{consumer}' to prune"))?;
         Ok(count as u64)
     }
 
-    /// The `processed_at` of the consumer's `limit`-th oldest row in `[from, cutoff)`, as the
-    /// store's own text: the lower bound of the next batch. `None` when fewer rows remain.
+    /// The `processed_at` of the consumer's `limit`-th oldest prunable row at or after `from`,
+    /// as the store's own text: the lower bound of the next batch. `None` when fewer remain.
     ///
     /// Starting each batch at this bound keeps every batch an index range scan from where the
     /// last one stopped, instead of stepping over the entries earlier batches left dead.
@@ -618,48 +656,195 @@ impl Store {
         consumer: &str,
         from: &str,
         cutoff: DateTime<Utc>,
+        keep: &[KeepFrom],
         limit: u64,
     ) -> anyhow::Result<Option<String>> {
         let mut sql = self.sql();
         sql.push(&format!(
-            "SELECT {} FROM {INBOX_TABLE} WHERE consumer = ",
+            "SELECT {} FROM {INBOX_TABLE} WHERE ",
             (self.dialect.timestamp_text)("processed_at")
-        ))
-        .param()
-        .push(" AND processed_at >= ")
-        .timestamp_param()
-        .push(" AND processed_at < ")
-        .timestamp_param()
-        .push(" ORDER BY processed_at LIMIT 1 OFFSET ")
-        .param();
-        sqlx::query_scalar(&sql.build())
-            .bind(consumer)
-            .bind(from)
-            .bind(self.timestamp_param(cutoff))
+        ));
+        self.push_prune_condition(&mut sql, keep);
+        sql.push(" ORDER BY processed_at LIMIT 1 OFFSET ").param();
+        let text = sql.build();
+        let query = sqlx::query_scalar::<_, String>(&text);
+        self.bind_prune_condition(query, consumer, from, cutoff, keep)
             .bind(limit as i64 - 1)
             .fetch_optional(&self.pool)
             .await
             .with_context(|| format!("could not find the next batch of consumer '{consumer}'"))
     }
 
-    /// Deletes up to `limit` of the consumer's oldest rows processed at or after `from` and
-    /// strictly before `cutoff`, in one short transaction of its own. Returns how many went.
+    /// Deletes up to `limit` of the consumer's oldest prunable rows (processed at or after
+    /// `from`, strictly before `cutoff`, not protected by `keep`), in one short transaction of
+    /// its own. Returns how many went.
     pub async fn delete_older_batch(
         &self,
         consumer: &str,
         from: &str,
         cutoff: DateTime<Utc>,
+        keep: &[KeepFrom],
         limit: u64,
     ) -> anyhow::Result<u64> {
-        let result = sqlx::query(self.dialect.delete_older_batch)
-            .bind(consumer)
-            .bind(from)
-            .bind(self.timestamp_param(cutoff))
+        let (prefix, suffix) = self.dialect.delete_batch;
+        let mut sql = self.sql();
+        sql.push(prefix);
+        self.push_prune_condition(&mut sql, keep);
+        sql.push(" ORDER BY processed_at LIMIT ").param().push(suffix);
+        let text = sql.build();
+        let query = sqlx::query(&text);
+        let result = self
+            .bind_prune_condition(query, consumer, from, cutoff, keep)
             .bind(limit as i64)
             .execute(&self.pool)
             .await
             .with_context(|| format!("could not delete a batch of consumer '{consumer}'"))?;
         Ok(result.rows_affected())
+    }
+
+    /// `consumer = ? AND processed_at >= ? AND processed_at < ?`, then one exclusion per
+    /// protected partition. Rows without coordinates are never protected.
+    fn push_prune_condition(&self, sql: &mut SqlBuilder, keep: &[KeepFrom]) {
+        let d = self.dialect;
+        sql.push("consumer = ")
+            .param()
+            .push(" AND processed_at >= ")
+            .timestamp_param()
+            .push(" AND processed_at < ")
+            .timestamp_param();
+        for protected in keep {
+            sql.push(" AND NOT (topic IS NOT NULL AND topic = ")
+                .param()
+                .push(&format!(" AND {} = ", d.quote("partition")))
+                .param();
+            if protected.committed.is_some() {
+                sql.push(&format!(" AND {} >= ", d.quote("offset"))).param();
+            }
+            sql.push(")");
+        }
+    }
+
+    fn bind_prune_condition<'q, Q: BindPrune<'q>>(
+        &self,
+        query: Q,
+        consumer: &'q str,
+        from: &'q str,
+        cutoff: DateTime<Utc>,
+        keep: &'q [KeepFrom],
+    ) -> Q {
+        let mut query = query
+            .bind_str(consumer)
+            .bind_str(from)
+            .bind_string(self.timestamp_param(cutoff));
+        for protected in keep {
+            query = query.bind_str(&protected.topic).bind_i64(i64::from(protected.partition));
+            if let Some(committed) = protected.committed {
+                query = query.bind_i64(committed);
+            }
+        }
+        query
+    }
+
+    /// Rows of a consumer at one topic partition with `from <= offset < to` (no upper bound
+    /// when `to` is `None`): their count and highest offset. Reads the coordinates index.
+    pub async fn offset_range_summary(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        to: Option<i64>,
+    ) -> anyhow::Result<(i64, Option<i64>)> {
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!("SELECT COUNT(*), {} FROM {INBOX_TABLE}", (d.bigint)(&format!("MAX({offset})"))));
+        self.push_coordinates_filter(&mut sql, to.is_some());
+        let text = sql.build();
+        let mut query = sqlx::query(&text).bind(consumer).bind(topic).bind(partition).bind(from);
+        if let Some(to) = to {
+            query = query.bind(to);
+        }
+        let row = query
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not read inbox rows of {topic}:{partition}"))?;
+        Ok((row.try_get(0)?, row.try_get(1)?))
+    }
+
+    /// The offsets of a consumer's rows at one topic partition with `from <= offset < to`.
+    pub async fn offsets_in_range(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        to: Option<i64>,
+    ) -> anyhow::Result<Vec<i64>> {
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!("SELECT {} FROM {INBOX_TABLE}", (d.bigint)(&offset)));
+        self.push_coordinates_filter(&mut sql, to.is_some());
+        sql.push(&format!(" ORDER BY {offset}"));
+        let text = sql.build();
+        let mut query = sqlx::query_scalar(&text).bind(consumer).bind(topic).bind(partition).bind(from);
+        if let Some(to) = to {
+            query = query.bind(to);
+        }
+        query
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))
+    }
+
+    fn push_coordinates_filter(&self, sql: &mut SqlBuilder, bounded: bool) {
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        sql.push(" WHERE consumer = ")
+            .param()
+            .push(" AND topic = ")
+            .param()
+            .push(&format!(" AND {} = ", d.quote("partition")))
+            .param()
+            .push(&format!(" AND {offset} >= "))
+            .param();
+        if bounded {
+            sql.push(&format!(" AND {offset} < ")).param();
+        }
+    }
+
+    /// Which of these event ids the consumer has processed. One query per call: callers pass
+    /// chunks of at most a few thousand ids.
+    pub async fn processed_ids(
+        &self,
+        consumer: &str,
+        event_ids: &[&str],
+    ) -> anyhow::Result<std::collections::HashSet<String>> {
+        if event_ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let mut sql = self.sql();
+        sql.push(&format!("SELECT event_id FROM {INBOX_TABLE} WHERE consumer = "))
+            .param()
+            .push(" AND event_id IN (");
+        for index in 0..event_ids.len() {
+            if index > 0 {
+                sql.push(", ");
+            }
+            sql.param();
+        }
+        sql.push(")");
+        let text = sql.build();
+        let mut query = sqlx::query_scalar::<_, String>(&text).bind(consumer);
+        for id in event_ids {
+            query = query.bind(*id);
+        }
+        let found = query
+            .fetch_all(&self.pool)
+            .await
+            .context("could not look up event ids in the inbox")?;
+        Ok(found.into_iter().collect())
     }
 
     pub async fn close(self) {

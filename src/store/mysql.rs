@@ -23,10 +23,7 @@ pub static DIALECT: Dialect = Dialect {
         "SELECT CAST(table_rows AS SIGNED) FROM information_schema.tables \
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
     ),
-    delete_older_batch: "DELETE FROM processed_messages \
-                         WHERE consumer = ? AND processed_at >= CAST(? AS DATETIME(6)) \
-                           AND processed_at < CAST(? AS DATETIME(6)) \
-                         ORDER BY processed_at LIMIT ?",
+    delete_batch: ("DELETE FROM processed_messages WHERE ", ""),
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(GET_LOCK('inboxctl_migrate', 600) AS SIGNED)",
         unlock: "SELECT CAST(RELEASE_LOCK('inboxctl_migrate') AS SIGNED)",

@@ -31,11 +31,10 @@ pub static DIALECT: Dialect = Dialect {
     ),
     // ctid: the batch is found through the (consumer, processed_at) index and deleted by
     // physical address, without a second index lookup.
-    delete_older_batch: "DELETE FROM processed_messages WHERE ctid = ANY(ARRAY( \
-                             SELECT ctid FROM processed_messages \
-                             WHERE consumer = $1 AND processed_at >= CAST($2 AS timestamptz) \
-                               AND processed_at < CAST($3 AS timestamptz) \
-                             ORDER BY processed_at LIMIT $4))",
+    delete_batch: (
+        "DELETE FROM processed_messages WHERE ctid = ANY(ARRAY(SELECT ctid FROM processed_messages WHERE ",
+        "))",
+    ),
     // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_lock(7597117852321281132)) AS l",

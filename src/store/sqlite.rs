@@ -24,10 +24,10 @@ pub static DIALECT: Dialect = Dialect {
                     FROM c WHERE c.consumer IS NOT NULL) \
                 SELECT consumer FROM c WHERE consumer IS NOT NULL",
     estimated_rows: None,
-    delete_older_batch: "DELETE FROM processed_messages WHERE rowid IN ( \
-                             SELECT rowid FROM processed_messages \
-                             WHERE consumer = ? AND processed_at >= ? AND processed_at < ? \
-                             ORDER BY processed_at LIMIT ?)",
+    delete_batch: (
+        "DELETE FROM processed_messages WHERE rowid IN (SELECT rowid FROM processed_messages WHERE ",
+        ")",
+    ),
     migration_locking: MigrationLocking::ExclusiveTransaction {
         begin: "BEGIN IMMEDIATE",
     },

@@ -1,0 +1,514 @@
+//! `compare`: the group's committed offsets against the inbox, per partition.
+//!
+//! - pending redelivery: processed (in the inbox) at or after the committed offset; the next
+//!   restart redelivers them and the inbox absorbs them;
+//! - lost: below the committed offset and not in the inbox (committed, never processed);
+//! - duplicate deliveries (with `--scan`): one event id at several offsets;
+//! - orphans: inbox rows at or past the log end (wrong cluster, recreated topic).
+//!
+//! Without `--scan` the comparison is by offset: an offset below the committed one with no
+//! inbox row counts as lost, so a producer duplicate (absorbed by the inbox under its first
+//! offset) also counts; `--scan` reads the topic and decides by event id.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use rdkafka::consumer::Consumer;
+use rdkafka::{Message, Offset, TopicPartitionList};
+use serde::Serialize;
+use tokio::task::block_in_place;
+
+use crate::cli::{CompareArgs, Format};
+use crate::commands::offsets::{group_offsets, PartitionOffsets};
+use crate::event_id::EventIdSource;
+use crate::exit::ExitStatus;
+use crate::kafka::Kafka;
+use crate::output::{or_dash, table, Output};
+use crate::store::{CreateMode, Store, INBOX_TABLE};
+
+/// Messages read per inbox lookup during a scan.
+const SCAN_CHUNK: usize = 1000;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LostEvent {
+    pub partition: i32,
+    pub offset: i64,
+    /// `None` without `--scan`: only the offset is known.
+    pub event_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionComparison {
+    pub partition: i32,
+    pub committed: Option<i64>,
+    pub log_start: i64,
+    pub log_end: i64,
+    /// Inbox rows of this consumer at this partition (by coordinates).
+    pub inbox_rows: i64,
+    pub max_inbox_offset: Option<i64>,
+    pub pending_redelivery: Vec<i64>,
+    pub lost_count: i64,
+    pub lost: Vec<LostEvent>,
+    pub orphans: Vec<i64>,
+    /// Messages in which no event id was found (with `--scan`).
+    pub missing_event_id: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Duplicate {
+    pub event_id: String,
+    /// (partition, offset) of every delivery, in the order read.
+    pub positions: Vec<(i32, i64)>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    pub group: String,
+    pub group_state: String,
+    pub consumer: String,
+    pub topic: String,
+    pub scan: bool,
+    pub partitions: Vec<PartitionComparison>,
+    pub duplicates: Vec<Duplicate>,
+    pub lost_total: i64,
+    pub pending_total: usize,
+    pub orphans_total: usize,
+    pub messages_scanned: u64,
+}
+
+pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    let kafka = Kafka::new(&args.kafka);
+    let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
+    let (state, offsets) = block_in_place(|| group_offsets(&kafka, &args.group, std::slice::from_ref(&args.topic)))?;
+    let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
+    if !store.table_exists(INBOX_TABLE).await? {
+        bail!(
+            "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",
+            store.url.endpoint
+        );
+    }
+    let has_coordinates = store.column_exists(INBOX_TABLE, "topic").await?;
+    if !has_coordinates && !args.scan {
+        bail!("{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan");
+    }
+    let started = Instant::now();
+    let mut partitions = Vec::new();
+    for p in &offsets {
+        partitions.push(compare_by_offsets(&store, &consumer, &args.topic, p, has_coordinates, args.scan).await?);
+    }
+    let mut duplicates = Vec::new();
+    let mut messages_scanned = 0;
+    if args.scan {
+        let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+        let scan = scan_topic(&kafka, &store, &consumer, &args.topic, &offsets, &source, &output).await?;
+        messages_scanned = scan.messages;
+        duplicates = scan.duplicates;
+        for partition in &mut partitions {
+            let found = scan.partitions.get(&partition.partition);
+            partition.pending_redelivery = found.map(|f| f.pending.clone()).unwrap_or_default();
+            partition.lost = found.map(|f| f.lost.clone()).unwrap_or_default();
+            partition.lost_count = partition.lost.len() as i64;
+            partition.missing_event_id = found.map_or(0, |f| f.missing_event_id);
+        }
+    }
+    store.close().await;
+    output.debug(format!("compared in {:.2}s", started.elapsed().as_secs_f64()));
+
+    let comparison = Comparison {
+        group: args.group.clone(),
+        group_state: state.state.clone(),
+        consumer,
+        topic: args.topic.clone(),
+        scan: args.scan,
+        lost_total: partitions.iter().map(|p| p.lost_count).sum(),
+        pending_total: partitions.iter().map(|p| p.pending_redelivery.len()).sum(),
+        orphans_total: partitions.iter().map(|p| p.orphans.len()).sum(),
+        partitions,
+        duplicates,
+        messages_scanned,
+    };
+    print(&comparison, args.show, &output)?;
+    if comparison.lost_total > 0 || comparison.orphans_total > 0 {
+        Ok(ExitStatus::Findings)
+    } else {
+        Ok(ExitStatus::Success)
+    }
+}
+
+/// What the inbox's coordinates say about one partition.
+async fn compare_by_offsets(
+    store: &Store,
+    consumer: &str,
+    topic: &str,
+    p: &PartitionOffsets,
+    has_coordinates: bool,
+    scan: bool,
+) -> anyhow::Result<PartitionComparison> {
+    let mut comparison = PartitionComparison {
+        partition: p.partition,
+        committed: p.committed,
+        log_start: p.log_start,
+        log_end: p.log_end,
+        inbox_rows: 0,
+        max_inbox_offset: None,
+        pending_redelivery: Vec::new(),
+        lost_count: 0,
+        lost: Vec::new(),
+        orphans: Vec::new(),
+        missing_event_id: 0,
+    };
+    if !has_coordinates {
+        return Ok(comparison);
+    }
+    let (rows, max) = store.offset_range_summary(consumer, topic, p.partition, 0, None).await?;
+    comparison.inbox_rows = rows;
+    comparison.max_inbox_offset = max;
+    comparison.orphans = store.offsets_in_range(consumer, topic, p.partition, p.log_end, None).await?;
+    // A group without a committed offset has committed nothing: nothing is lost, and all it
+    // has processed would be delivered again.
+    let committed = p.committed.unwrap_or(p.log_start).clamp(p.log_start, p.log_end);
+    if !scan {
+        comparison.pending_redelivery = store
+            .offsets_in_range(consumer, topic, p.partition, committed, Some(p.log_end))
+            .await?;
+        if committed > p.log_start {
+            let (accounted, _) = store
+                .offset_range_summary(consumer, topic, p.partition, p.log_start, Some(committed))
+                .await?;
+            comparison.lost_count = (committed - p.log_start - accounted).max(0);
+            if comparison.lost_count > 0 {
+                let present = store
+                    .offsets_in_range(consumer, topic, p.partition, p.log_start, Some(committed))
+                    .await?;
+                comparison.lost = missing_offsets(p.log_start, committed, &present, 10_000)
+                    .into_iter()
+                    .map(|offset| LostEvent {
+                        partition: p.partition,
+                        offset,
+                        event_id: None,
+                    })
+                    .collect();
+            }
+        }
+    }
+    Ok(comparison)
+}
+
+/// Offsets in `[from, to)` not in `present` (sorted), at most `limit` of them.
+pub fn missing_offsets(from: i64, to: i64, present: &[i64], limit: usize) -> Vec<i64> {
+    let mut missing = Vec::new();
+    let mut next = from;
+    for &offset in present.iter().filter(|o| **o >= from && **o < to) {
+        while next < offset && missing.len() < limit {
+            missing.push(next);
+            next += 1;
+        }
+        next = next.max(offset + 1);
+    }
+    while next < to && missing.len() < limit {
+        missing.push(next);
+        next += 1;
+    }
+    missing
+}
+
+#[derive(Default)]
+struct ScannedPartition {
+    pending: Vec<i64>,
+    lost: Vec<LostEvent>,
+    missing_event_id: i64,
+}
+
+struct Scan {
+    partitions: BTreeMap<i32, ScannedPartition>,
+    duplicates: Vec<Duplicate>,
+    messages: u64,
+}
+
+/// One message as the reader hands it over.
+struct Scanned {
+    partition: i32,
+    offset: i64,
+    event_id: Option<String>,
+}
+
+/// Reads every partition from log start to log end on a thread of its own while this task
+/// looks the event ids up in the inbox, a chunk at a time.
+async fn scan_topic(
+    kafka: &Kafka,
+    store: &Store,
+    consumer: &str,
+    topic: &str,
+    offsets: &[PartitionOffsets],
+    source: &EventIdSource,
+    output: &Output,
+) -> anyhow::Result<Scan> {
+    let total: i64 = offsets.iter().map(|p| p.log_end - p.log_start).sum();
+    let progress = output.progress(total.max(0) as u64, "messages");
+    let committed: HashMap<i32, i64> = offsets
+        .iter()
+        .map(|p| (p.partition, p.committed.unwrap_or(p.log_start)))
+        .collect();
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Scanned>>(4);
+    let reader = {
+        let client = kafka.reader(&[])?;
+        let ranges: Vec<(i32, i64, i64)> = offsets.iter().map(|p| (p.partition, p.log_start, p.log_end)).collect();
+        let topic = topic.to_string();
+        let source = source.clone();
+        let idle_limit = kafka.timeout();
+        tokio::task::spawn_blocking(move || read_range(client, &topic, &ranges, &source, idle_limit, sender))
+    };
+
+    let mut scan = Scan {
+        partitions: BTreeMap::new(),
+        duplicates: Vec::new(),
+        messages: 0,
+    };
+    // First position of every event id, by a 128-bit hash of it: memory stays small on large
+    // topics, and the id text is kept only for the duplicates found.
+    let mut first_seen: HashMap<u128, (i32, i64)> = HashMap::new();
+    let mut duplicates: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
+    while let Some(chunk) = receiver.recv().await {
+        let ids: Vec<&str> = chunk.iter().filter_map(|m| m.event_id.as_deref()).collect();
+        let processed = store.processed_ids(consumer, &ids).await?;
+        for message in &chunk {
+            scan.messages += 1;
+            let partition = scan.partitions.entry(message.partition).or_default();
+            let Some(event_id) = &message.event_id else {
+                partition.missing_event_id += 1;
+                continue;
+            };
+            let key = hash128(event_id);
+            match first_seen.get(&key) {
+                Some(first) => duplicates.entry(event_id.clone()).or_insert_with(|| vec![*first]).push((message.partition, message.offset)),
+                None => {
+                    first_seen.insert(key, (message.partition, message.offset));
+                }
+            }
+            let below_committed = message.offset < committed.get(&message.partition).copied().unwrap_or(0);
+            let in_inbox = processed.contains(event_id);
+            if below_committed && !in_inbox {
+                partition.lost.push(LostEvent {
+                    partition: message.partition,
+                    offset: message.offset,
+                    event_id: Some(event_id.clone()),
+                });
+            } else if !below_committed && in_inbox {
+                partition.pending.push(message.offset);
+            }
+        }
+        progress.inc(chunk.len() as u64);
+    }
+    progress.finish_and_clear();
+    reader.await.context("the topic reader stopped unexpectedly")??;
+    scan.duplicates = duplicates
+        .into_iter()
+        .map(|(event_id, positions)| Duplicate { event_id, positions })
+        .collect();
+    Ok(scan)
+}
+
+fn hash128(text: &str) -> u128 {
+    let mut first = DefaultHasher::new();
+    text.hash(&mut first);
+    let mut second = DefaultHasher::new();
+    (text, 0x5eed_u32).hash(&mut second);
+    (u128::from(first.finish()) << 64) | u128::from(second.finish())
+}
+
+/// Reads `[start, end)` of each partition with an assigned consumer that commits nothing.
+/// Stops when every partition's position reaches its end, so gaps and transaction markers
+/// (offsets never delivered) cannot make it wait forever.
+fn read_range(
+    client: rdkafka::consumer::BaseConsumer,
+    topic: &str,
+    ranges: &[(i32, i64, i64)],
+    source: &EventIdSource,
+    idle_limit: Duration,
+    sender: tokio::sync::mpsc::Sender<Vec<Scanned>>,
+) -> anyhow::Result<()> {
+    let mut assignment = TopicPartitionList::new();
+    let mut ends: HashMap<i32, i64> = HashMap::new();
+    for &(partition, start, end) in ranges {
+        if end > start {
+            assignment.add_partition_offset(topic, partition, Offset::Offset(start))?;
+            ends.insert(partition, end);
+        }
+    }
+    if ends.is_empty() {
+        return Ok(());
+    }
+    client.assign(&assignment).context("could not assign the partitions to read")?;
+    let mut chunk = Vec::with_capacity(SCAN_CHUNK);
+    let mut last_progress = Instant::now();
+    while !ends.is_empty() {
+        match client.poll(Duration::from_millis(100)) {
+            Some(Ok(message)) => {
+                last_progress = Instant::now();
+                let partition = message.partition();
+                let Some(&end) = ends.get(&partition) else {
+                    continue;
+                };
+                if message.offset() >= end {
+                    ends.remove(&partition);
+                    continue;
+                }
+                chunk.push(Scanned {
+                    partition,
+                    offset: message.offset(),
+                    event_id: source.extract(&message),
+                });
+                if message.offset() + 1 >= end {
+                    ends.remove(&partition);
+                }
+                if chunk.len() >= SCAN_CHUNK {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(SCAN_CHUNK));
+                    if sender.blocking_send(full).is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            Some(Err(error)) => return Err(anyhow::Error::new(error).context(format!("could not read {topic}"))),
+            None => {
+                // Nothing delivered: partitions whose position passed their end are done.
+                if let Ok(positions) = client.position() {
+                    for element in positions.elements() {
+                        if let Offset::Offset(position) = element.offset() {
+                            if ends.get(&element.partition()).is_some_and(|end| position >= *end) {
+                                ends.remove(&element.partition());
+                            }
+                        }
+                    }
+                }
+                if !ends.is_empty() && last_progress.elapsed() > idle_limit {
+                    let waiting: Vec<String> = ends.keys().map(|p| format!("{topic}:{p}")).collect();
+                    bail!(
+                        "no messages arrived for {} while reading {}; the brokers stopped answering",
+                        humantime::format_duration(idle_limit),
+                        waiting.join(", ")
+                    );
+                }
+            }
+        }
+    }
+    if !chunk.is_empty() {
+        let _ = sender.blocking_send(chunk);
+    }
+    Ok(())
+}
+
+fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
+    if output.format == Format::Json {
+        return output.print_json(c);
+    }
+    let limited = |items: Vec<String>| -> String {
+        let total = items.len();
+        let mut shown: Vec<String> = items.into_iter().take(show).collect();
+        if total > show {
+            shown.push(format!("… and {} more", total - show));
+        }
+        shown.join(", ")
+    };
+    output.print(format!(
+        "Group '{}' ({}) against inbox consumer '{}' on topic '{}'{}",
+        c.group,
+        c.group_state,
+        c.consumer,
+        c.topic,
+        if c.scan { format!(", {} messages scanned", c.messages_scanned) } else { String::new() }
+    ));
+    let mut t = table(
+        &["PARTITION", "COMMITTED", "LOG-START", "LOG-END", "INBOX ROWS", "MAX INBOX OFFSET", "PENDING", "LOST", "ORPHANS"],
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+    );
+    for p in &c.partitions {
+        t.add_row(vec![
+            p.partition.to_string(),
+            or_dash(p.committed),
+            p.log_start.to_string(),
+            p.log_end.to_string(),
+            p.inbox_rows.to_string(),
+            or_dash(p.max_inbox_offset),
+            p.pending_redelivery.len().to_string(),
+            p.lost_count.to_string(),
+            p.orphans.len().to_string(),
+        ]);
+    }
+    output.print(t.to_string());
+    for p in &c.partitions {
+        if !p.lost.is_empty() || p.lost_count > 0 {
+            let items = p
+                .lost
+                .iter()
+                .map(|l| match &l.event_id {
+                    Some(id) => format!("{} ({id})", l.offset),
+                    None => l.offset.to_string(),
+                })
+                .collect();
+            output.print(format!("Lost in partition {} (committed, never processed): {}", p.partition, limited(items)));
+        }
+        if !p.pending_redelivery.is_empty() {
+            output.print(format!(
+                "Pending redelivery in partition {} (processed, not committed): offsets {}",
+                p.partition,
+                limited(p.pending_redelivery.iter().map(i64::to_string).collect())
+            ));
+        }
+        if !p.orphans.is_empty() {
+            output.print(format!(
+                "Orphans in partition {} (inbox rows at or past the log end {}): offsets {}",
+                p.partition,
+                p.log_end,
+                limited(p.orphans.iter().map(i64::to_string).collect())
+            ));
+        }
+        if p.missing_event_id > 0 {
+            output.print(format!("{} message(s) in partition {} carry no event id", p.missing_event_id, p.partition));
+        }
+    }
+    if !c.duplicates.is_empty() {
+        let items = c
+            .duplicates
+            .iter()
+            .map(|d| {
+                let at: Vec<String> = d.positions.iter().map(|(p, o)| format!("{p}:{o}")).collect();
+                format!("{} at {}", d.event_id, at.join(" "))
+            })
+            .collect();
+        output.print(format!("Duplicate deliveries ({}): {}", c.duplicates.len(), limited(items)));
+    }
+    let verdict = if c.lost_total > 0 || c.orphans_total > 0 {
+        format!("FINDINGS: {} lost, {} orphaned", c.lost_total, c.orphans_total)
+    } else {
+        "OK: nothing lost".to_string()
+    };
+    output.print(format!(
+        "{verdict}; {} pending redelivery; {} duplicate event id(s){}",
+        c.pending_total,
+        c.duplicates.len(),
+        if c.scan { "" } else { " (duplicates need --scan; without it, lost counts offsets with no inbox row)" }
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_offsets_are_the_gaps() {
+        assert_eq!(missing_offsets(0, 6, &[0, 2, 3, 5], 100), vec![1, 4]);
+        assert_eq!(missing_offsets(3, 6, &[], 100), vec![3, 4, 5]);
+        assert_eq!(missing_offsets(3, 6, &[1, 3, 4, 5, 9], 100), Vec::<i64>::new());
+        assert_eq!(missing_offsets(0, 100, &[], 3), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn hashes_tell_ids_apart() {
+        assert_eq!(hash128("evt-1"), hash128("evt-1"));
+        assert_ne!(hash128("evt-1"), hash128("evt-2"));
+    }
+}

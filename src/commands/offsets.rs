@@ -1,0 +1,516 @@
+//! `offsets show` and `offsets reset`: the group's committed offsets against the log, and
+//! moving them with the vocabulary of kafka-consumer-groups.sh (dry run unless --execute).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use chrono::Utc;
+use serde::Serialize;
+use serde_json::json;
+use tokio::task::block_in_place;
+
+use crate::cli::{Format, OffsetsArgs, OffsetsCommand, OffsetsResetArgs, OffsetsShowArgs};
+use crate::exit::ExitStatus;
+use crate::kafka::{GroupState, Kafka, Watermarks};
+use crate::output::{or_dash, table, Output};
+use crate::store::CreateMode;
+
+pub async fn run(args: OffsetsArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    match args.command {
+        OffsetsCommand::Show(args) => show(args, output),
+        OffsetsCommand::Reset(args) => reset(args, output).await,
+    }
+}
+
+/// One partition as `offsets show` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionOffsets {
+    pub topic: String,
+    pub partition: i32,
+    pub committed: Option<i64>,
+    pub log_start: i64,
+    pub log_end: i64,
+    /// Messages after the committed offset; `None` without a committed offset.
+    pub lag: Option<i64>,
+}
+
+/// The group's committed offsets for these topics (all of its topics when empty), with the
+/// log's bounds. Fails for a group the cluster does not know.
+pub fn group_offsets(
+    kafka: &Kafka,
+    group: &str,
+    topics: &[String],
+) -> anyhow::Result<(GroupState, Vec<PartitionOffsets>)> {
+    let client = kafka.group_client(group)?;
+    let state = kafka.group_state(&client, group)?;
+    let candidates: Vec<(String, i32)> = if topics.is_empty() {
+        kafka
+            .all_topics(&client)?
+            .into_iter()
+            .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
+            .collect()
+    } else {
+        let mut list = Vec::new();
+        for topic in topics {
+            for partition in kafka.partitions(&client, topic)? {
+                list.push((topic.clone(), partition));
+            }
+        }
+        list
+    };
+    let committed = kafka.committed(&client, &candidates)?;
+    // Without --topic, only the topics where the group has committed something.
+    let with_offsets: std::collections::BTreeSet<&String> = committed
+        .iter()
+        .filter(|(_, offset)| offset.is_some())
+        .map(|((topic, _), _)| topic)
+        .collect();
+    if with_offsets.is_empty() && state.is_unknown() {
+        bail!("consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator)", kafka.brokers());
+    }
+    let mut rows = Vec::new();
+    for (topic, partition) in &candidates {
+        if topics.is_empty() && !with_offsets.contains(topic) {
+            continue;
+        }
+        let Watermarks { log_start, log_end } = kafka.watermarks(&client, topic, *partition)?;
+        let committed = committed.get(&(topic.clone(), *partition)).copied().flatten();
+        rows.push(PartitionOffsets {
+            topic: topic.clone(),
+            partition: *partition,
+            committed,
+            log_start,
+            log_end,
+            lag: committed.map(|c| (log_end - c).max(0)),
+        });
+    }
+    Ok((state, rows))
+}
+
+fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    let kafka = Kafka::new(&args.kafka);
+    let (state, rows) = block_in_place(|| group_offsets(&kafka, &args.group, &args.topic))?;
+    let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
+    for row in &rows {
+        *totals.entry(&row.topic).or_default() += row.lag.unwrap_or(0);
+    }
+    match output.format {
+        Format::Json => output.print_json(&json!({
+            "group": args.group,
+            "state": state.state,
+            "members": state.members,
+            "partitions": rows,
+            "topics": totals.iter().map(|(topic, lag)| json!({"topic": topic, "lag": lag})).collect::<Vec<_>>(),
+        }))?,
+        Format::Csv => output.print_csv(
+            &["topic", "partition", "committed", "log_start", "log_end", "lag"],
+            &rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.topic.clone(),
+                        r.partition.to_string(),
+                        r.committed.map(|v| v.to_string()).unwrap_or_default(),
+                        r.log_start.to_string(),
+                        r.log_end.to_string(),
+                        r.lag.map(|v| v.to_string()).unwrap_or_default(),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        )?,
+        Format::Table => {
+            output.print(format!(
+                "Group '{}': {}, {} member(s)",
+                args.group, state.state, state.members
+            ));
+            let mut t = table(&["TOPIC", "PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG"], &[1, 2, 3, 4, 5]);
+            for r in &rows {
+                t.add_row(vec![
+                    r.topic.clone(),
+                    r.partition.to_string(),
+                    or_dash(r.committed),
+                    r.log_start.to_string(),
+                    r.log_end.to_string(),
+                    or_dash(r.lag),
+                ]);
+            }
+            output.print(t.to_string());
+            for (topic, lag) in &totals {
+                output.print(format!("Total lag of {topic}: {lag}"));
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// One partition of a reset plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub current: Option<i64>,
+    pub new: i64,
+    pub log_start: i64,
+    pub log_end: i64,
+    /// Set when the wanted offset was outside the log and was moved to its edge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clamped_from: Option<i64>,
+}
+
+/// Where each partition should go before clamping; `None` keeps the current offset.
+enum Target {
+    Earliest,
+    Latest,
+    Offset(i64),
+    Time(i64),
+    Shift(i64),
+    Inbox(BTreeMap<(String, i32), i64>),
+    Plan(BTreeMap<(String, i32), i64>),
+}
+
+async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    let kafka = Kafka::new(&args.kafka);
+    let target = if args.to_earliest {
+        Target::Earliest
+    } else if args.to_latest {
+        Target::Latest
+    } else if let Some(offset) = args.to_offset {
+        if offset < 0 {
+            return Err(crate::error::usage(format!("--to-offset must be 0 or more, not {offset}")));
+        }
+        Target::Offset(offset)
+    } else if let Some(at) = args.to_datetime {
+        Target::Time(at.timestamp_millis())
+    } else if let Some(ago) = args.by_duration {
+        let ago = chrono::Duration::from_std(ago).map_err(|_| crate::error::usage("--by-duration is too large"))?;
+        Target::Time((Utc::now() - ago).timestamp_millis())
+    } else if let Some(shift) = args.shift_by {
+        Target::Shift(shift)
+    } else if let Some(path) = &args.from_file {
+        Target::Plan(read_plan(path)?)
+    } else {
+        Target::Inbox(inbox_positions(&args, &output).await?)
+    };
+
+    // The partitions: named on the command line, or those in the plan file.
+    let mut named: Vec<crate::cli::TopicPartitions> = args.topic.clone();
+    if let Target::Plan(plan) = &target {
+        if named.is_empty() {
+            let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+            for (topic, partition) in plan.keys() {
+                by_topic.entry(topic.clone()).or_default().push(*partition);
+            }
+            named = by_topic
+                .into_iter()
+                .map(|(topic, partitions)| crate::cli::TopicPartitions {
+                    topic,
+                    partitions: Some(partitions),
+                })
+                .collect();
+        }
+    }
+    if named.is_empty() {
+        return Err(crate::error::usage("name the partitions to reset with --topic TOPIC[:P,…]"));
+    }
+
+    let (state, plan) = block_in_place(|| -> anyhow::Result<(GroupState, Vec<PlannedOffset>)> {
+        let client = kafka.group_client(&args.group)?;
+        let state = kafka.group_state(&client, &args.group)?;
+        let mut partitions = Vec::new();
+        for entry in &named {
+            let existing = kafka.partitions(&client, &entry.topic)?;
+            let chosen = match &entry.partitions {
+                None => existing.clone(),
+                Some(chosen) => {
+                    for partition in chosen {
+                        if !existing.contains(partition) {
+                            bail!(
+                                "partition {partition} of topic '{}' does not exist (it has partitions 0-{})",
+                                entry.topic,
+                                existing.len().saturating_sub(1)
+                            );
+                        }
+                    }
+                    chosen.clone()
+                }
+            };
+            partitions.extend(chosen.into_iter().map(|p| (entry.topic.clone(), p)));
+        }
+        let committed = kafka.committed(&client, &partitions)?;
+        let mut by_time: BTreeMap<(String, i32), Option<i64>> = BTreeMap::new();
+        if let Target::Time(at) = target {
+            let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+            for (topic, partition) in &partitions {
+                topics.entry(topic).or_default().push(*partition);
+            }
+            for (topic, list) in topics {
+                for (partition, offset) in kafka.offsets_for_time(&client, topic, &list, at)? {
+                    by_time.insert((topic.to_string(), partition), offset);
+                }
+            }
+        }
+        let mut plan = Vec::new();
+        for (topic, partition) in partitions {
+            let key = (topic.clone(), partition);
+            let Watermarks { log_start, log_end } = kafka.watermarks(&client, &topic, partition)?;
+            let current = committed.get(&key).copied().flatten();
+            let wanted = match &target {
+                Target::Earliest => Some(log_start),
+                Target::Latest => Some(log_end),
+                Target::Offset(offset) => Some(*offset),
+                // No message that late: the end, as Kafka does.
+                Target::Time(_) => Some(by_time.get(&key).copied().flatten().unwrap_or(log_end)),
+                Target::Shift(shift) => match current {
+                    Some(current) => Some(current.saturating_add(*shift)),
+                    None => bail!("{topic}:{partition} has no committed offset to shift from; use --to-offset or --to-earliest"),
+                },
+                Target::Inbox(positions) | Target::Plan(positions) => positions.get(&key).copied(),
+            };
+            let Some(wanted) = wanted else {
+                continue;
+            };
+            let new = wanted.clamp(log_start, log_end);
+            plan.push(PlannedOffset {
+                topic,
+                partition,
+                current,
+                new,
+                log_start,
+                log_end,
+                clamped_from: (new != wanted).then_some(wanted),
+            });
+        }
+        Ok((state, plan))
+    })?;
+
+    for p in plan.iter().filter(|p| p.clamped_from.is_some()) {
+        output.warn(format!(
+            "{}:{}: offset {} is outside the log [{}, {}]; using {}",
+            p.topic,
+            p.partition,
+            p.clamped_from.unwrap_or_default(),
+            p.log_start,
+            p.log_end,
+            p.new
+        ));
+    }
+    if let Target::Inbox(positions) = &target {
+        if positions.is_empty() {
+            output.warn("the inbox has no rows with coordinates for these partitions; nothing to move");
+        }
+    }
+
+    if let Some(path) = &args.export {
+        write_plan(path, plan.iter().map(|p| (p.topic.as_str(), p.partition, p.new)))?;
+        output.note(format!("Wrote the plan for {} partition(s) to {}", plan.len(), path.display()));
+        print_plan(&args.group, &plan, false, &output)?;
+        return Ok(ExitStatus::Success);
+    }
+    if !args.execute {
+        print_plan(&args.group, &plan, false, &output)?;
+        if state.is_active() {
+            output.warn(format!(
+                "group '{}' is {} with active members: --execute would be refused until its consumers stop",
+                args.group, state.state
+            ));
+        }
+        output.note("Dry run: nothing changed. Add --execute to apply.");
+        return Ok(ExitStatus::Success);
+    }
+    if state.is_active() {
+        bail!(
+            "refusing to reset offsets of group '{}': it is {} with active members ({}); stop its consumers and retry",
+            args.group,
+            state.state,
+            state.members
+        );
+    }
+    if plan.is_empty() {
+        output.note("Nothing to reset.");
+        return Ok(ExitStatus::Success);
+    }
+
+    // The undo plan is written before anything changes.
+    let undo_path = args.undo_file.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "inboxctl-undo-{}-{}.csv",
+            sanitize(&args.group),
+            Utc::now().format("%Y%m%dT%H%M%SZ")
+        ))
+    });
+    let restorable: Vec<(&str, i32, i64)> = plan
+        .iter()
+        .filter_map(|p| p.current.map(|c| (p.topic.as_str(), p.partition, c)))
+        .collect();
+    write_plan(&undo_path, restorable.iter().copied())
+        .with_context(|| format!("could not write the undo plan to {}; nothing changed", undo_path.display()))?;
+    output.note(format!(
+        "Undo plan written to {} (apply it with: inboxctl offsets reset --group {} --from-file {} --execute)",
+        undo_path.display(),
+        args.group,
+        undo_path.display()
+    ));
+    if restorable.len() < plan.len() {
+        output.warn("some partitions had no committed offset; the undo plan cannot restore 'none' for them");
+    }
+
+    let offsets: Vec<(String, i32, i64)> = plan.iter().map(|p| (p.topic.clone(), p.partition, p.new)).collect();
+    let after = block_in_place(|| -> anyhow::Result<BTreeMap<(String, i32), Option<i64>>> {
+        let client = kafka.group_client(&args.group)?;
+        kafka.commit(&client, &offsets).with_context(|| {
+            format!(
+                "could not commit the new offsets of group '{}' (is a consumer still in the group?)",
+                args.group
+            )
+        })?;
+        let keys: Vec<(String, i32)> = plan.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+        kafka.committed(&client, &keys)
+    })?;
+    let applied: Vec<PlannedOffset> = plan
+        .iter()
+        .map(|p| PlannedOffset {
+            new: after.get(&(p.topic.clone(), p.partition)).copied().flatten().unwrap_or(-1),
+            ..p.clone()
+        })
+        .collect();
+    print_plan(&args.group, &applied, true, &output)?;
+    if let Some(p) = applied.iter().zip(&plan).find(|(a, p)| a.new != p.new) {
+        bail!(
+            "the committed offset of {}:{} reads back as {}, not {}",
+            p.0.topic,
+            p.0.partition,
+            p.0.new,
+            p.1.new
+        );
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .collect()
+}
+
+/// Highest inbox offset + 1 per partition of the named topics, for `--to-inbox`.
+async fn inbox_positions(args: &OffsetsResetArgs, output: &Output) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
+    let store = super::connect(&args.database, CreateMode::MustExist, output).await?;
+    store.require_inbox().await?;
+    let stats = store.partition_stats(Some(&consumer)).await?;
+    store.close().await;
+    let topics: Vec<&str> = args.topic.iter().map(|t| t.topic.as_str()).collect();
+    Ok(stats
+        .into_iter()
+        .filter_map(|s| {
+            let topic = s.topic?;
+            let partition = i32::try_from(s.partition?).ok()?;
+            let max = s.max_offset?;
+            topics.contains(&topic.as_str()).then_some(((topic, partition), max + 1))
+        })
+        .collect())
+}
+
+/// Reads `topic,partition,offset` lines (a header line is allowed).
+pub fn read_plan(path: &Path) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .trim(csv::Trim::All)
+        .from_path(path)
+        .with_context(|| format!("could not open the plan file {}", path.display()))?;
+    let mut plan = BTreeMap::new();
+    for (index, record) in reader.records().enumerate() {
+        let line = index + 1;
+        let record = record.with_context(|| format!("{}:{line}: not valid CSV", path.display()))?;
+        if line == 1 && record.get(0) == Some("topic") {
+            continue;
+        }
+        if record.len() != 3 {
+            bail!(
+                "{}:{line}: expected topic,partition,offset but found {} field(s)",
+                path.display(),
+                record.len()
+            );
+        }
+        let partition: i32 = record[1]
+            .parse()
+            .ok()
+            .filter(|p: &i32| *p >= 0)
+            .with_context(|| format!("{}:{line}: '{}' is not a partition number", path.display(), &record[1]))?;
+        let offset: i64 = record[2]
+            .parse()
+            .ok()
+            .filter(|o: &i64| *o >= 0)
+            .with_context(|| format!("{}:{line}: '{}' is not an offset", path.display(), &record[2]))?;
+        plan.insert((record[0].to_string(), partition), offset);
+    }
+    if plan.is_empty() {
+        bail!("the plan file {} names no partitions", path.display());
+    }
+    Ok(plan)
+}
+
+pub fn write_plan<'a>(path: &Path, rows: impl Iterator<Item = (&'a str, i32, i64)>) -> anyhow::Result<()> {
+    let mut writer = csv::Writer::from_path(path).with_context(|| format!("could not create {}", path.display()))?;
+    writer.write_record(["topic", "partition", "offset"])?;
+    for (topic, partition, offset) in rows {
+        writer.write_record([topic.to_string(), partition.to_string(), offset.to_string()])?;
+    }
+    writer.flush().with_context(|| format!("could not write {}", path.display()))?;
+    Ok(())
+}
+
+fn print_plan(group: &str, plan: &[PlannedOffset], applied: bool, output: &Output) -> anyhow::Result<()> {
+    let (before, after) = if applied { ("BEFORE", "AFTER") } else { ("CURRENT", "NEW") };
+    match output.format {
+        Format::Json => output.print_json(&json!({ "group": group, "applied": applied, "partitions": plan })),
+        Format::Csv => output.print_csv(
+            &["topic", "partition", "offset"],
+            &plan.iter().map(|p| vec![p.topic.clone(), p.partition.to_string(), p.new.to_string()]).collect::<Vec<_>>(),
+        ),
+        Format::Table => {
+            let mut t = table(&["TOPIC", "PARTITION", before, after, "LOG-START", "LOG-END"], &[1, 2, 3, 4, 5]);
+            for p in plan {
+                t.add_row(vec![
+                    p.topic.clone(),
+                    p.partition.to_string(),
+                    or_dash(p.current),
+                    p.new.to_string(),
+                    p.log_start.to_string(),
+                    p.log_end.to_string(),
+                ]);
+            }
+            output.print(t.to_string());
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_round_trip_through_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.csv");
+        write_plan(&path, [("orders", 0, 5), ("orders", 2, 0)].into_iter()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "topic,partition,offset\norders,0,5\norders,2,0\n");
+        let plan = read_plan(&path).unwrap();
+        assert_eq!(plan.get(&("orders".to_string(), 0)), Some(&5));
+        assert_eq!(plan.len(), 2);
+    }
+
+    #[test]
+    fn bad_plan_lines_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.csv");
+        std::fs::write(&path, "orders,0,5\norders,x,1\n").unwrap();
+        let message = format!("{:#}", read_plan(&path).unwrap_err());
+        assert!(message.contains("plan.csv:2: 'x' is not a partition number"), "{message}");
+        std::fs::write(&path, "orders,0\n").unwrap();
+        let message = format!("{:#}", read_plan(&path).unwrap_err());
+        assert!(message.contains("expected topic,partition,offset but found 2 field(s)"), "{message}");
+    }
+}

@@ -1,0 +1,142 @@
+//! Where a message's event id comes from. `compare --scan` and `replay` share this one
+//! extraction, so both agree on what "the same event" means.
+
+use std::fmt;
+
+use rdkafka::message::{BorrowedMessage, Headers, Message};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventIdSource {
+    /// A message header, e.g. `header:event_id`.
+    Header(String),
+    /// A JSON pointer into the payload, e.g. `json:/meta/id`.
+    Json(String),
+    /// The message key.
+    Key,
+    /// `topic:partition:offset`, for consumers that dedupe by position.
+    Coordinates,
+    /// Header `event_id`, then JSON field `/event_id`.
+    Default,
+}
+
+impl EventIdSource {
+    pub fn parse(text: &str) -> Result<EventIdSource, String> {
+        let expected = "expected header:NAME, json:/pointer, key or coordinates";
+        match text.split_once(':') {
+            Some(("header", name)) if !name.is_empty() => Ok(EventIdSource::Header(name.to_string())),
+            Some(("json", pointer)) if pointer.starts_with('/') => Ok(EventIdSource::Json(pointer.to_string())),
+            Some(("json", pointer)) => Err(format!(
+                "'{pointer}' is not a JSON pointer; it starts with '/', e.g. json:/event_id"
+            )),
+            None if text == "key" => Ok(EventIdSource::Key),
+            None if text == "coordinates" => Ok(EventIdSource::Coordinates),
+            _ => Err(format!("'{text}' is not an event id source; {expected}")),
+        }
+    }
+
+    /// The event id of a message, or `None` when it has none where this source looks.
+    pub fn extract(&self, message: &BorrowedMessage<'_>) -> Option<String> {
+        self.extract_parts(
+            message.topic(),
+            message.partition(),
+            message.offset(),
+            message.key(),
+            |name| header(message, name),
+            message.payload(),
+        )
+    }
+
+    /// The extraction on plain parts, so it can be tested without a broker.
+    pub fn extract_parts<'h>(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        key: Option<&[u8]>,
+        header: impl Fn(&str) -> Option<&'h [u8]>,
+        payload: Option<&[u8]>,
+    ) -> Option<String> {
+        let text = |bytes: &[u8]| std::str::from_utf8(bytes).ok().map(str::to_string).filter(|s| !s.is_empty());
+        match self {
+            EventIdSource::Header(name) => header(name).and_then(text),
+            EventIdSource::Json(pointer) => json_field(payload?, pointer),
+            EventIdSource::Key => key.and_then(text),
+            EventIdSource::Coordinates => Some(format!("{topic}:{partition}:{offset}")),
+            EventIdSource::Default => header("event_id")
+                .and_then(text)
+                .or_else(|| payload.and_then(|p| json_field(p, "/event_id"))),
+        }
+    }
+}
+
+fn header<'a>(message: &'a BorrowedMessage<'_>, name: &str) -> Option<&'a [u8]> {
+    let headers = message.headers()?;
+    headers.iter().find(|h| h.key == name).and_then(|h| h.value)
+}
+
+fn json_field(payload: &[u8], pointer: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    match value.pointer(pointer)? {
+        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+impl fmt::Display for EventIdSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EventIdSource::Header(name) => write!(f, "header:{name}"),
+            EventIdSource::Json(pointer) => write!(f, "json:{pointer}"),
+            EventIdSource::Key => f.write_str("key"),
+            EventIdSource::Coordinates => f.write_str("coordinates"),
+            EventIdSource::Default => f.write_str("header:event_id, then json:/event_id"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extract(source: &str, header_value: Option<&'static [u8]>, payload: &[u8]) -> Option<String> {
+        let source = if source == "default" {
+            EventIdSource::Default
+        } else {
+            EventIdSource::parse(source).unwrap()
+        };
+        source.extract_parts(
+            "orders",
+            2,
+            41,
+            Some(b"key-7"),
+            |name| if name == "event_id" || name == "id" { header_value } else { None },
+            Some(payload),
+        )
+    }
+
+    #[test]
+    fn each_source_reads_its_place() {
+        let body = br#"{"event_id":"from-body","meta":{"id":42}}"#;
+        assert_eq!(extract("header:id", Some(b"h-1"), body).as_deref(), Some("h-1"));
+        assert_eq!(extract("json:/meta/id", None, body).as_deref(), Some("42"));
+        assert_eq!(extract("key", None, body).as_deref(), Some("key-7"));
+        assert_eq!(extract("coordinates", None, body).as_deref(), Some("orders:2:41"));
+    }
+
+    #[test]
+    fn default_prefers_the_header_then_the_body() {
+        let body = br#"{"event_id":"from-body"}"#;
+        assert_eq!(extract("default", Some(b"from-header"), body).as_deref(), Some("from-header"));
+        assert_eq!(extract("default", None, body).as_deref(), Some("from-body"));
+        assert_eq!(extract("default", None, b"not json"), None);
+        assert_eq!(extract("default", Some(b""), b"{}"), None);
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_expected() {
+        assert!(EventIdSource::parse("headers:x").unwrap_err().contains("expected header:NAME"));
+        assert!(EventIdSource::parse("json:event_id").unwrap_err().contains("starts with '/'"));
+        assert!(EventIdSource::parse("header:").is_err());
+    }
+}

@@ -1,0 +1,311 @@
+//! The Kafka side: one place that builds librdkafka clients from `--brokers` and `-X`, and the
+//! few broker calls the commands need, each bounded by `--kafka-timeout`.
+//!
+//! Every call here blocks (librdkafka's own threads do the I/O); async callers wrap them in
+//! [`tokio::task::block_in_place`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use serde::Serialize;
+
+use crate::error::usage;
+use crate::output::register_secret;
+use crate::time::parse_duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct KafkaOpts {
+    /// Bootstrap brokers, host:port[,host:port…]
+    #[arg(long, env = "KAFKA_BROKERS", default_value = "localhost:9092")]
+    pub brokers: String,
+
+    /// A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN
+    #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub properties: Vec<(String, String)>,
+
+    /// Give up on any one broker call after this long
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub kafka_timeout: Duration,
+}
+
+/// `key=value`, as kcat takes it.
+pub fn parse_property(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        _ => Err(format!(
+            "'{text}' is not a librdkafka property; expected KEY=VALUE, e.g. -X security.protocol=SASL_SSL"
+        )),
+    }
+}
+
+/// A consumer group's state as the coordinator reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupState {
+    pub group: String,
+    /// `Stable`, `Empty`, `PreparingRebalance`, `CompletingRebalance`, `Dead`, or `Unknown`.
+    pub state: String,
+    pub members: usize,
+}
+
+impl GroupState {
+    /// Whether consumers are in the group. DescribeGroups may list no members for a Stable
+    /// group (the test broker does), so the state decides, as kafka-consumer-groups.sh does.
+    pub fn is_active(&self) -> bool {
+        !matches!(self.state.as_str(), "Empty" | "Dead" | "" | "Unknown") || self.members > 0
+    }
+
+    /// A group the coordinator has never heard of.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self.state.as_str(), "Dead" | "" | "Unknown") && self.members == 0
+    }
+}
+
+/// Log start and end of one partition: the offsets of its first message and of the next one
+/// to be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Watermarks {
+    pub log_start: i64,
+    pub log_end: i64,
+}
+
+pub struct Kafka {
+    options: KafkaOpts,
+}
+
+impl Kafka {
+    pub fn new(options: &KafkaOpts) -> Kafka {
+        for (key, value) in &options.properties {
+            if key.contains("password") || key.contains("secret") {
+                register_secret(value);
+            }
+        }
+        Kafka {
+            options: options.clone(),
+        }
+    }
+
+    pub fn brokers(&self) -> &str {
+        &self.options.brokers
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.options.kafka_timeout
+    }
+
+    /// The configuration every client starts from: brokers, then `-X` (which may override).
+    pub fn config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &self.options.brokers)
+            .set("socket.timeout.ms", self.timeout().as_millis().max(10).to_string())
+            .set("enable.auto.commit", "false")
+            .set("enable.partition.eof", "false")
+            .set("allow.auto.create.topics", "false");
+        for (key, value) in &self.options.properties {
+            config.set(key, value);
+        }
+        config
+    }
+
+    /// A consumer that never joins a group: it reads group offsets, commits admin-style
+    /// (allowed only while the group is empty, as in Kafka) and reads metadata.
+    pub fn group_client(&self, group: &str) -> anyhow::Result<BaseConsumer> {
+        let mut config = self.config();
+        config.set("group.id", group);
+        config.create().map_err(|error| self.client_error(error))
+    }
+
+    /// A consumer for reading topics by assignment; its group id is throwaway and it commits
+    /// nothing anywhere.
+    pub fn reader(&self, extra: &[(&str, &str)]) -> anyhow::Result<BaseConsumer> {
+        let mut config = self.config();
+        config
+            .set("group.id", format!("inboxctl-reader-{}", std::process::id()))
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", "error");
+        for (key, value) in extra {
+            config.set(*key, *value);
+        }
+        config.create().map_err(|error| self.client_error(error))
+    }
+
+    fn client_error(&self, error: KafkaError) -> anyhow::Error {
+        match error {
+            KafkaError::ClientCreation(message) => {
+                usage(format!("invalid Kafka client configuration (-X): {message}"))
+            }
+            other => anyhow::Error::new(other).context("could not create a Kafka client"),
+        }
+    }
+
+    fn unreachable(&self, error: KafkaError) -> anyhow::Error {
+        anyhow::Error::new(error).context(format!(
+            "could not reach the Kafka brokers {} within {} (see --brokers / KAFKA_BROKERS, --kafka-timeout)",
+            self.options.brokers,
+            humantime::format_duration(self.timeout())
+        ))
+    }
+
+    /// The partition ids of a topic, in order. Unknown topics are an error that says so.
+    pub fn partitions(&self, client: &BaseConsumer, topic: &str) -> anyhow::Result<Vec<i32>> {
+        let metadata = client
+            .fetch_metadata(Some(topic), self.timeout())
+            .map_err(|error| self.unreachable(error))?;
+        let Some(found) = metadata.topics().iter().find(|t| t.name() == topic) else {
+            bail!("topic '{topic}' does not exist on {}", self.options.brokers);
+        };
+        if let Some(error) = found.error() {
+            let code = RDKafkaErrorCode::from(error);
+            if code == RDKafkaErrorCode::UnknownTopicOrPartition || code == RDKafkaErrorCode::UnknownTopic {
+                bail!("topic '{topic}' does not exist on {}", self.options.brokers);
+            }
+            bail!("the brokers report an error for topic '{topic}': {code}");
+        }
+        let mut partitions: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
+        partitions.sort_unstable();
+        if partitions.is_empty() {
+            bail!("topic '{topic}' does not exist on {}", self.options.brokers);
+        }
+        Ok(partitions)
+    }
+
+    /// Every topic in the cluster (internal ones excluded), with its partitions.
+    pub fn all_topics(&self, client: &BaseConsumer) -> anyhow::Result<BTreeMap<String, Vec<i32>>> {
+        let metadata = client
+            .fetch_metadata(None, self.timeout())
+            .map_err(|error| self.unreachable(error))?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .filter(|t| !t.name().starts_with("__") && t.error().is_none())
+            .map(|t| {
+                let mut partitions: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
+                partitions.sort_unstable();
+                (t.name().to_string(), partitions)
+            })
+            .collect())
+    }
+
+    pub fn watermarks(&self, client: &BaseConsumer, topic: &str, partition: i32) -> anyhow::Result<Watermarks> {
+        let (log_start, log_end) = client
+            .fetch_watermarks(topic, partition, self.timeout())
+            .with_context(|| format!("could not read the log start and end of {topic}:{partition}"))?;
+        Ok(Watermarks { log_start, log_end })
+    }
+
+    /// The group's committed offset per (topic, partition); `None` where it has none.
+    pub fn committed(
+        &self,
+        client: &BaseConsumer,
+        partitions: &[(String, i32)],
+    ) -> anyhow::Result<BTreeMap<(String, i32), Option<i64>>> {
+        let mut list = TopicPartitionList::new();
+        for (topic, partition) in partitions {
+            list.add_partition(topic, *partition);
+        }
+        let committed = client
+            .committed_offsets(list, self.timeout())
+            .map_err(|error| self.unreachable(error))
+            .context("could not read the group's committed offsets")?;
+        let mut offsets = BTreeMap::new();
+        for element in committed.elements() {
+            let offset = match element.offset() {
+                Offset::Offset(offset) => Some(offset),
+                _ => None,
+            };
+            offsets.insert((element.topic().to_string(), element.partition()), offset);
+        }
+        Ok(offsets)
+    }
+
+    pub fn group_state(&self, client: &BaseConsumer, group: &str) -> anyhow::Result<GroupState> {
+        let list = client
+            .fetch_group_list(Some(group), self.timeout())
+            .map_err(|error| self.unreachable(error))
+            .with_context(|| format!("could not describe group '{group}'"))?;
+        let info = list.groups().iter().find(|g| g.name() == group);
+        Ok(GroupState {
+            group: group.to_string(),
+            state: info.map_or_else(|| "Unknown".to_string(), |g| g.state().to_string()),
+            members: info.map_or(0, |g| g.members().len()),
+        })
+    }
+
+    /// For each partition, the first offset whose timestamp is at or after `timestamp_ms`;
+    /// `None` when no message is that late (Kafka answers -1 / end).
+    pub fn offsets_for_time(
+        &self,
+        client: &BaseConsumer,
+        topic: &str,
+        partitions: &[i32],
+        timestamp_ms: i64,
+    ) -> anyhow::Result<BTreeMap<i32, Option<i64>>> {
+        let mut list = TopicPartitionList::new();
+        for partition in partitions {
+            list.add_partition_offset(topic, *partition, Offset::Offset(timestamp_ms))?;
+        }
+        let answer = client
+            .offsets_for_times(list, self.timeout())
+            .map_err(|error| self.unreachable(error))
+            .with_context(|| format!("could not look up offsets by time in '{topic}'"))?;
+        Ok(answer
+            .elements()
+            .iter()
+            .map(|e| {
+                let offset = match e.offset() {
+                    Offset::Offset(offset) if offset >= 0 => Some(offset),
+                    _ => None,
+                };
+                (e.partition(), offset)
+            })
+            .collect())
+    }
+
+    /// Commits offsets for the group without joining it. Kafka refuses this while the group
+    /// has members (UNKNOWN_MEMBER_ID), which is the protection we want.
+    pub fn commit(&self, client: &BaseConsumer, offsets: &[(String, i32, i64)]) -> anyhow::Result<()> {
+        let mut list = TopicPartitionList::new();
+        for (topic, partition, offset) in offsets {
+            list.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+        }
+        client
+            .commit(&list, CommitMode::Sync)
+            .context("the group coordinator refused the new offsets")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_are_key_equals_value() {
+        assert_eq!(
+            parse_property("sasl.password=a=b").unwrap(),
+            ("sasl.password".to_string(), "a=b".to_string())
+        );
+        assert!(parse_property("security.protocol").unwrap_err().contains("expected KEY=VALUE"));
+        assert!(parse_property("=x").is_err());
+    }
+
+    #[test]
+    fn activity_is_judged_by_state() {
+        let state = |state: &str, members| GroupState {
+            group: "g".into(),
+            state: state.into(),
+            members,
+        };
+        assert!(state("Stable", 0).is_active());
+        assert!(state("PreparingRebalance", 0).is_active());
+        assert!(!state("Empty", 0).is_active());
+        assert!(!state("Dead", 0).is_active());
+        assert!(state("Dead", 0).is_unknown());
+        assert!(!state("Empty", 0).is_unknown());
+    }
+}
