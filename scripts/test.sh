@@ -11,9 +11,10 @@ cd "$(dirname "$0")/.."
 log() { printf '==> %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# System packages for the build (TLS for the database drivers).
+# System packages for the build: TLS for the database drivers; SSL and SASL for librdkafka,
+# which rdkafka builds from source; cmake for the test broker's build.
 missing=()
-for package in pkg-config libssl-dev; do
+for package in pkg-config libssl-dev libsasl2-dev cmake; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -45,6 +46,16 @@ if [ -z "${INBOXCTL_TEST_MYSQL_URL:-}" ]; then
         as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
         wait_for MariaDB mysqladmin ping -h 127.0.0.1 -P 3306 -u root --silent
     fi
+fi
+
+# The Kafka-protocol test broker (no JVM here). Built once, ~16 minutes on 2 cores, then
+# found in ~/.cargo/bin; the tests start it on a free port in a temporary folder.
+NISSHI_VERSION=0.8.1
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! nisshi --version 2>/dev/null | grep -q "$NISSHI_VERSION"; then
+    log "installing the nisshi $NISSHI_VERSION test broker (about 16 minutes the first time)"
+    cargo install nisshi --version "$NISSHI_VERSION" --locked --ignore-rust-version \
+        --no-default-features --features dynostore,libsql
 fi
 
 log "cargo fmt --check"

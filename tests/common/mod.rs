@@ -12,6 +12,8 @@ use sqlx::{AnyPool, Row};
 
 pub use inboxctl::store::Backend;
 
+pub mod kafka;
+
 const POSTGRES_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/test";
 const MYSQL_ADMIN: &str = "mysql://root@127.0.0.1:3306/test";
 

@@ -1,0 +1,282 @@
+//! The nisshi test broker (a Kafka-protocol broker in Rust), started once per test binary on
+//! a free port in a temporary folder, and helpers that create topics and produce events the
+//! way a real producer does, returning where each event landed.
+
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+pub struct Broker {
+    pub address: String,
+}
+
+static BROKER: OnceLock<Broker> = OnceLock::new();
+
+fn nisshi_binary() -> String {
+    if let Ok(path) = std::env::var("NISSHI_BIN") {
+        return path;
+    }
+    let home_bin = format!("{}/.cargo/bin/nisshi", std::env::var("HOME").unwrap_or_default());
+    if std::path::Path::new(&home_bin).exists() {
+        return home_bin;
+    }
+    "nisshi".to_string()
+}
+
+/// The broker shared by this test binary's tests; they keep apart by random topic and group
+/// names. It stops when the test process exits (a watchdog shell waits on our pid).
+pub fn broker() -> &'static Broker {
+    BROKER.get_or_init(|| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = tempfile::Builder::new().prefix("inboxctl-nisshi-").tempdir().unwrap().keep();
+        let script = r#"cd "$1" || exit 1
+"$2" broker --storage-engine sqlite://broker.db \
+    --listener-url "tcp://127.0.0.1:$3" --advertised-listener-url "tcp://127.0.0.1:$3" > broker.log 2>&1 &
+broker=$!
+while kill -0 "$4" 2>/dev/null && kill -0 "$broker" 2>/dev/null; do sleep 0.5; done
+kill "$broker" 2>/dev/null; wait "$broker" 2>/dev/null
+rm -rf "$1""#;
+        Command::new("bash")
+            .args(["-c", script, "nisshi-watchdog"])
+            .arg(&dir)
+            .arg(nisshi_binary())
+            .arg(port.to_string())
+            .arg(std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the nisshi broker (installed by scripts/test.sh)");
+        let address = format!("127.0.0.1:{port}");
+        let client: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &address)
+            .set("group.id", "inboxctl-test-probe")
+            .create()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if client.fetch_metadata(None, Duration::from_secs(1)).is_ok() {
+                break;
+            }
+            let log = std::fs::read_to_string(dir.join("broker.log")).unwrap_or_default();
+            assert!(
+                Instant::now() < deadline,
+                "nisshi did not answer on {address} within 60s; its log:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Broker { address }
+    })
+}
+
+/// A name no other test uses.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{prefix}-{}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst),
+        chrono::Utc::now().timestamp_subsec_nanos()
+    )
+}
+
+/// Where a produced event landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    pub event_id: String,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+impl Broker {
+    pub fn config(&self) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config.set("bootstrap.servers", &self.address);
+        config
+    }
+
+    pub async fn create_topic(&self, name: &str, partitions: i32) {
+        let admin: AdminClient<DefaultClientContext> = self.config().create().unwrap();
+        let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+        let results = admin
+            .create_topics(&[topic], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))))
+            .await
+            .expect("create topic");
+        for result in results {
+            result.unwrap_or_else(|(topic, error)| panic!("create topic {topic}: {error}"));
+        }
+        // Wait until metadata shows every partition.
+        let client: BaseConsumer = self.config().set("group.id", "probe").create().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(metadata) = client.fetch_metadata(Some(name), Duration::from_secs(2)) {
+                if metadata.topics().iter().any(|t| t.name() == name && t.error().is_none() && t.partitions().len() == partitions as usize) {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "topic {name} never showed {partitions} partitions");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Produces each (partition, event id) as a message with an `event_id` header and a JSON
+    /// body `{"event_id", "amount"}`, in order, and returns where each landed.
+    pub async fn produce(&self, topic: &str, events: &[(i32, String)]) -> Vec<Delivered> {
+        let producer: FutureProducer = self
+            .config()
+            .set("linger.ms", "0")
+            .set("message.timeout.ms", "30000")
+            .create()
+            .unwrap();
+        let mut delivered = Vec::new();
+        for (index, (partition, event_id)) in events.iter().enumerate() {
+            let body = serde_json::json!({"event_id": event_id, "amount": index + 1}).to_string();
+            let record = FutureRecord::to(topic)
+                .partition(*partition)
+                .key(event_id.as_str())
+                .payload(&body)
+                .headers(OwnedHeaders::new().insert(Header {
+                    key: "event_id",
+                    value: Some(event_id.as_bytes()),
+                }));
+            let rdkafka::producer::future_producer::Delivery { partition, offset, .. } = producer
+                .send(record, Duration::from_secs(30))
+                .await
+                .unwrap_or_else(|(error, _)| panic!("produce to {topic}: {error}"));
+            delivered.push(Delivered {
+                event_id: event_id.clone(),
+                partition,
+                offset,
+            });
+        }
+        delivered
+    }
+
+    /// The group's committed offsets, read back as a separate client would.
+    pub fn committed(&self, group: &str, topic: &str, partitions: i32) -> Vec<Option<i64>> {
+        let client: BaseConsumer = self.config().set("group.id", group).create().unwrap();
+        let mut list = TopicPartitionList::new();
+        for partition in 0..partitions {
+            list.add_partition(topic, partition);
+        }
+        let committed = client.committed_offsets(list, Duration::from_secs(10)).unwrap();
+        (0..partitions)
+            .map(|p| match committed.find_partition(topic, p).unwrap().offset() {
+                Offset::Offset(offset) => Some(offset),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Commits offsets for a group as a consumer of it does (the group must be empty).
+    pub fn commit(&self, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+        let client: BaseConsumer = self.config().set("group.id", group).create().unwrap();
+        let mut list = TopicPartitionList::new();
+        for (partition, offset) in offsets {
+            list.add_partition_offset(topic, *partition, Offset::Offset(*offset)).unwrap();
+        }
+        client.commit(&list, CommitMode::Sync).expect("commit offsets");
+    }
+}
+
+/// What the service in a test does with one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The inbox pattern done right: inbox insert (and effect) in one transaction, then commit.
+    ProcessThenCommit,
+    /// Crash between effect and commit: the inbox row is written, the offset never committed.
+    ProcessNoCommit,
+    /// The at-most-once bug: commit first, then crash before the effect.
+    CommitNoProcess,
+}
+
+/// A message as the service saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub event_id: String,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// A consumer of `group` subscribed to `topic`, as a real service runs: it reads until it has
+/// seen `expected` messages, asks `decide` what to do with each, and hands the messages to
+/// `process` (which writes the inbox). Offsets are committed one message at a time after
+/// processing, or before it for `CommitNoProcess`. Once a partition has a step other than
+/// `ProcessThenCommit`, the service stops committing that partition, as a crashed one would.
+pub async fn run_service<D, P, F>(
+    broker: &Broker,
+    group: &str,
+    topic: &str,
+    expected: usize,
+    mut decide: D,
+    mut process: P,
+) -> Vec<Seen>
+where
+    D: FnMut(&Seen) -> Step,
+    P: FnMut(Seen) -> F,
+    F: std::future::Future<Output = ()>,
+{
+    let consumer: BaseConsumer = broker
+        .config()
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let mut seen = Vec::new();
+    let mut crashed: std::collections::HashSet<i32> = Default::default();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while seen.len() < expected {
+        assert!(Instant::now() < deadline, "the service saw {} of {expected} messages", seen.len());
+        let Some(message) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        let message = message.expect("consume");
+        let event_id = message
+            .headers()
+            .and_then(|h| h.iter().find(|h| h.key == "event_id").and_then(|h| h.value))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .expect("every test event has an event_id header");
+        let item = Seen {
+            event_id,
+            partition: message.partition(),
+            offset: message.offset(),
+        };
+        let step = if crashed.contains(&item.partition) {
+            Step::ProcessNoCommit
+        } else {
+            decide(&item)
+        };
+        let mut commit = TopicPartitionList::new();
+        commit
+            .add_partition_offset(topic, item.partition, Offset::Offset(item.offset + 1))
+            .unwrap();
+        match step {
+            Step::ProcessThenCommit => {
+                process(item.clone()).await;
+                consumer.commit(&commit, CommitMode::Sync).expect("commit");
+            }
+            Step::ProcessNoCommit => {
+                crashed.insert(item.partition);
+                process(item.clone()).await;
+            }
+            Step::CommitNoProcess => {
+                consumer.commit(&commit, CommitMode::Sync).expect("commit");
+            }
+        }
+        seen.push(item);
+    }
+    consumer.unsubscribe();
+    drop(consumer);
+    seen
+}

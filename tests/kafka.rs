@@ -1,0 +1,355 @@
+//! The Kafka side against the nisshi broker: offsets show, compare, safe prune and bad input.
+//! Each scenario is produced by a consumer loop doing what a real service does.
+
+mod common;
+
+use common::kafka::*;
+use common::*;
+use sqlx::AnyPool;
+
+/// The service's half of the inbox pattern: insert the event's row (with its coordinates when
+/// `coordinates`), ignoring a duplicate, which is the inbox absorbing a redelivery.
+async fn record(pool: AnyPool, backend: Backend, consumer: String, topic: String, seen: Seen, coordinates: bool) {
+    let d = backend.dialect();
+    let mut sql = inboxctl::store::SqlBuilder::new(d);
+    let result = if coordinates {
+        sql.push(&format!(
+            "INSERT INTO processed_messages (consumer, event_id, topic, {}, {}) VALUES (",
+            d.quote("partition"),
+            d.quote("offset")
+        ))
+        .param()
+        .push(", ")
+        .param()
+        .push(", ")
+        .param()
+        .push(", ")
+        .param()
+        .push(", ")
+        .param()
+        .push(")");
+        sqlx::query(&sql.build())
+            .bind(consumer)
+            .bind(seen.event_id)
+            .bind(topic)
+            .bind(seen.partition)
+            .bind(seen.offset)
+            .execute(&pool)
+            .await
+    } else {
+        sql.push("INSERT INTO processed_messages (consumer, event_id) VALUES (")
+            .param()
+            .push(", ")
+            .param()
+            .push(")");
+        sqlx::query(&sql.build()).bind(consumer).bind(seen.event_id).execute(&pool).await
+    };
+    match result {
+        Ok(_) => {}
+        Err(error) if error.as_database_error().is_some_and(|e| e.is_unique_violation()) => {}
+        Err(error) => panic!("inbox insert: {error}"),
+    }
+}
+
+fn events(prefix: &str, partitions: i32, per_partition: usize) -> Vec<(i32, String)> {
+    let mut list = Vec::new();
+    for n in 0..per_partition {
+        for partition in 0..partitions {
+            list.push((partition, format!("{prefix}-p{partition}-{n}")));
+        }
+    }
+    list
+}
+
+fn inboxctl(db: &TestDb, broker: &Broker, args: &[&str]) -> Run {
+    let mut command = db.cmd();
+    command.env("KAFKA_BROKERS", &broker.address).args(args);
+    Run::from(command.output().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_show_equals_what_the_consumer_committed() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    broker.produce(&topic, &events("e", 3, 10)).await;
+    // A real consumer of the group reads everything and commits part of each partition.
+    run_service(broker, &group, &topic, 30, |_| Step::ProcessThenCommit, |_| async {}).await;
+    broker.commit(&group, &topic, &[(0, 4), (1, 7), (2, 10)]);
+
+    let json = inboxctl(&db, broker, &["offsets", "show", "--group", &group, "--format", "json"]).ok().json();
+    assert_eq!(json["group"], group.as_str());
+    let rows: Vec<(String, i64, i64, i64, i64, i64)> = json["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["topic"].as_str().unwrap().to_string(),
+                p["partition"].as_i64().unwrap(),
+                p["committed"].as_i64().unwrap(),
+                p["log_start"].as_i64().unwrap(),
+                p["log_end"].as_i64().unwrap(),
+                p["lag"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (topic.clone(), 0, 4, 0, 10, 6),
+            (topic.clone(), 1, 7, 0, 10, 3),
+            (topic.clone(), 2, 10, 0, 10, 0),
+        ]
+    );
+    assert_eq!(json["topics"][0]["lag"], 9);
+    assert_eq!(json["state"], "Empty");
+
+    let table = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-t", &topic]).ok();
+    assert_eq!(table.table_rows()[1], [topic.as_str(), "1", "7", "0", "10", "3"]);
+    assert!(table.stdout.contains(&format!("Total lag of {topic}: 9")), "{}", table.stdout);
+}
+
+/// Produces 3 partitions × 8 events and runs the service with `decide`; returns what it saw.
+async fn scenario<D: FnMut(&Seen) -> Step>(
+    db: &mut TestDb,
+    topic: &str,
+    group: &str,
+    extra: &[(i32, String)],
+    coordinates: bool,
+    decide: D,
+) -> Vec<Seen> {
+    let broker = broker();
+    db.run(&["migrate", "run"]).ok();
+    broker.create_topic(topic, 3).await;
+    let mut all = events(topic, 3, 8);
+    all.extend_from_slice(extra);
+    broker.produce(topic, &all).await;
+    let pool = db.pool().await;
+    let backend = db.backend;
+    let (consumer, topic_name) = (group.to_string(), topic.to_string());
+    run_service(broker, group, topic, all.len(), decide, move |seen| {
+        record(pool.clone(), backend, consumer.clone(), topic_name.clone(), seen, coordinates)
+    })
+    .await
+}
+
+async fn compare_clean_run_exits_zero(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    scenario(&mut db, &topic, &group, &[], true, |_| Step::ProcessThenCommit).await;
+    for scan in [false, true] {
+        let mut args = vec!["compare", "--group", &group, "--topic", &topic, "--format", "json"];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker(), &args).code(0).json();
+        assert_eq!((json["lost_total"].as_i64(), json["pending_total"].as_i64(), json["orphans_total"].as_i64()), (Some(0), Some(0), Some(0)));
+        for p in json["partitions"].as_array().unwrap() {
+            assert_eq!((p["committed"].as_i64(), p["inbox_rows"].as_i64(), p["max_inbox_offset"].as_i64()), (Some(8), Some(8), Some(7)));
+        }
+    }
+    let table = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic]).code(0);
+    assert!(table.stdout.contains("OK: nothing lost"), "{}", table.stdout);
+}
+
+async fn compare_crash_between_effect_and_commit_is_pending_redelivery(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    // Partition 1 crashes after the effect of offset 5: offsets 5, 6, 7 are processed but
+    // never committed.
+    scenario(&mut db, &topic, &group, &[], true, |seen| {
+        if seen.partition == 1 && seen.offset >= 5 {
+            Step::ProcessNoCommit
+        } else {
+            Step::ProcessThenCommit
+        }
+    })
+    .await;
+    for scan in [false, true] {
+        let mut args = vec!["compare", "--group", &group, "--topic", &topic, "--format", "json"];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker(), &args).code(0).json();
+        assert_eq!(json["lost_total"], 0);
+        let p1 = &json["partitions"][1];
+        assert_eq!(p1["committed"], 5);
+        assert_eq!(p1["pending_redelivery"], serde_json::json!([5, 6, 7]), "scan: {scan}");
+        assert_eq!(json["partitions"][0]["pending_redelivery"], serde_json::json!([]));
+    }
+}
+
+async fn compare_commit_before_effect_names_the_lost_events(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    let seen = scenario(&mut db, &topic, &group, &[], true, |seen| {
+        if seen.partition == 2 && (seen.offset == 3 || seen.offset == 6) {
+            Step::CommitNoProcess
+        } else {
+            Step::ProcessThenCommit
+        }
+    })
+    .await;
+    let lost_ids: Vec<&str> = seen
+        .iter()
+        .filter(|s| s.partition == 2 && (s.offset == 3 || s.offset == 6))
+        .map(|s| s.event_id.as_str())
+        .collect();
+
+    let by_offset = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
+    assert_eq!(by_offset["lost_total"], 2);
+    let offsets: Vec<i64> = by_offset["partitions"][2]["lost"].as_array().unwrap().iter().map(|l| l["offset"].as_i64().unwrap()).collect();
+    assert_eq!(offsets, vec![3, 6]);
+
+    let scanned = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan", "--format", "json"]).code(3).json();
+    let lost: Vec<(i64, String)> = scanned["partitions"][2]["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["offset"].as_i64().unwrap(), l["event_id"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(lost, vec![(3, lost_ids[0].to_string()), (6, lost_ids[1].to_string())]);
+    assert_eq!(scanned["messages_scanned"], 24);
+
+    let table = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan"]).code(3);
+    assert!(table.stdout.contains(&format!("Lost in partition 2 (committed, never processed): 3 ({}), 6 ({})", lost_ids[0], lost_ids[1])), "{}", table.stdout);
+    assert!(table.stdout.contains("FINDINGS: 2 lost, 0 orphaned"), "{}", table.stdout);
+}
+
+async fn compare_scan_finds_producer_duplicates(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    // The producer retried: the same event id again, later in partition 0 and in partition 1.
+    let first = format!("{topic}-p0-2");
+    let extra = vec![(0, first.clone()), (1, first.clone())];
+    scenario(&mut db, &topic, &group, &extra, true, |_| Step::ProcessThenCommit).await;
+
+    let json = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan", "--format", "json"]).code(0).json();
+    assert_eq!(json["lost_total"], 0);
+    assert_eq!(json["duplicates"], serde_json::json!([{"event_id": first, "positions": [[0, 2], [0, 8], [1, 8]]}]));
+    // Without --scan, the offsets the inbox absorbed have no row of their own: counted lost.
+    let by_offset = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
+    assert_eq!(by_offset["lost_total"], 2);
+}
+
+async fn compare_scan_on_rows_without_coordinates(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    // A consumer that records no coordinates: one event lost, two processed but not committed.
+    let seen = scenario(&mut db, &topic, &group, &[], false, |seen| match (seen.partition, seen.offset) {
+        (0, 4) => Step::CommitNoProcess,
+        (1, 6) | (1, 7) => Step::ProcessNoCommit,
+        _ => Step::ProcessThenCommit,
+    })
+    .await;
+    let lost_id = seen.iter().find(|s| s.partition == 0 && s.offset == 4).unwrap().event_id.clone();
+    let json = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan", "--format", "json"]).code(3).json();
+    assert_eq!(json["lost_total"], 1);
+    assert_eq!(json["partitions"][0]["lost"][0]["event_id"], lost_id.as_str());
+    assert_eq!(json["partitions"][1]["pending_redelivery"], serde_json::json!([6, 7]));
+    assert_eq!(json["partitions"][0]["inbox_rows"], 0, "rows have no coordinates");
+    // And by offsets alone nothing can be said: the rows have no offsets. It says so.
+    let by_offset = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
+    assert_eq!(by_offset["lost_total"], 24 - 2 - 1, "every committed offset lacks a row with coordinates");
+}
+
+async fn compare_finds_orphans_after_the_topic_is_recreated(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    scenario(&mut db, &topic, &group, &[], true, |_| Step::ProcessThenCommit).await;
+    // The topic is deleted and created again, empty: the inbox now points past its end.
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> = broker().config().create().unwrap();
+    let deleted = admin.delete_topics(&[&topic], &rdkafka::admin::AdminOptions::new()).await.unwrap();
+    deleted[0].as_ref().expect("delete topic");
+    broker().create_topic(&topic, 3).await;
+    broker().produce(&topic, &[(0, "fresh-0".to_string())]).await;
+
+    let json = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
+    assert_eq!(json["partitions"][0]["log_end"], 1);
+    assert_eq!(json["partitions"][0]["orphans"], serde_json::json!([1, 2, 3, 4, 5, 6, 7]));
+    assert_eq!(json["partitions"][1]["orphans"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
+    assert_eq!(json["orphans_total"], 7 + 8 + 8);
+}
+
+async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    // Partition 0 committed through offset 4 only; 5..7 processed, not committed.
+    scenario(&mut db, &topic, &group, &[], true, |seen| {
+        if seen.partition == 0 && seen.offset >= 5 {
+            Step::ProcessNoCommit
+        } else {
+            Step::ProcessThenCommit
+        }
+    })
+    .await;
+    // Everything is older than the cutoff: "--older-than 0s".
+    let json = inboxctl(
+        &db,
+        broker(),
+        &["prune", "--older-than", "0s", "--group", &group, "--consumer", &group, "--yes", "--format", "json"],
+    )
+    .ok()
+    .json();
+    assert_eq!(json["rows_kept_for_redelivery"], 3);
+    assert_eq!(json["rows_deleted"], 21);
+    let pool = db.pool().await;
+    let left: Vec<(i64, i64)> = sqlx::query_as(&format!(
+        "SELECT {p}, {o} FROM processed_messages ORDER BY {p}, {o}",
+        p = (backend.dialect().bigint)(&backend.dialect().quote("partition")),
+        o = (backend.dialect().bigint)(&backend.dialect().quote("offset"))
+    ))
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(left, vec![(0, 5), (0, 6), (0, 7)]);
+}
+
+each_backend!(
+    compare_clean_run_exits_zero,
+    compare_crash_between_effect_and_commit_is_pending_redelivery,
+    compare_commit_before_effect_names_the_lost_events,
+    compare_scan_finds_producer_duplicates,
+    compare_scan_on_rows_without_coordinates,
+    compare_finds_orphans_after_the_topic_is_recreated,
+    safe_prune_keeps_what_may_be_redelivered,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_errors_are_specific() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    broker.produce(&topic, &events("e", 2, 2)).await;
+    broker.commit(&group, &topic, &[(0, 1)]);
+
+    let malformed = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-X", "security.protocol"]).code(2);
+    assert!(malformed.stderr.contains("expected KEY=VALUE"), "{}", malformed.stderr);
+    let unknown_property = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-X", "no.such.property=1"]).code(2);
+    assert!(unknown_property.stderr.contains("invalid Kafka client configuration"), "{}", unknown_property.stderr);
+
+    let no_topic = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-t", "no-such-topic"]).code(1);
+    assert!(no_topic.stderr.contains("topic 'no-such-topic' does not exist"), "{}", no_topic.stderr);
+
+    let no_group = inboxctl(&db, broker, &["offsets", "show", "-g", "no-such-group"]).code(1);
+    assert!(no_group.stderr.contains("consumer group 'no-such-group' does not exist"), "{}", no_group.stderr);
+
+    let partition = format!("{topic}:0,5");
+    let out_of_range = inboxctl(&db, broker, &["offsets", "reset", "-g", &group, "-t", &partition, "--to-earliest"]).code(1);
+    assert!(out_of_range.stderr.contains(&format!("partition 5 of topic '{topic}' does not exist (it has partitions 0-1)")), "{}", out_of_range.stderr);
+
+    let started = std::time::Instant::now();
+    let unreachable = Run::from(
+        db.cmd()
+            .args(["offsets", "show", "-g", &group, "--brokers", "127.0.0.1:1", "--kafka-timeout", "2s"])
+            .output()
+            .unwrap(),
+    )
+    .code(1);
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(unreachable.stderr.contains("could not reach the Kafka brokers 127.0.0.1:1 within 2s"), "{}", unreachable.stderr);
+    assert!(!unreachable.stderr.contains("panicked"));
+}
