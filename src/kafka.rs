@@ -102,7 +102,10 @@ impl Kafka {
         let mut config = ClientConfig::new();
         config
             .set("bootstrap.servers", &self.options.brokers)
-            .set("socket.timeout.ms", self.timeout().as_millis().max(10).to_string())
+            .set(
+                "socket.timeout.ms",
+                self.timeout().as_millis().max(10).to_string(),
+            )
             .set("enable.auto.commit", "false")
             .set("enable.partition.eof", "false")
             .set("allow.auto.create.topics", "false");
@@ -125,7 +128,10 @@ impl Kafka {
     pub fn reader(&self, extra: &[(&str, &str)]) -> anyhow::Result<BaseConsumer> {
         let mut config = self.config();
         config
-            .set("group.id", format!("inboxctl-reader-{}", std::process::id()))
+            .set(
+                "group.id",
+                format!("inboxctl-reader-{}", std::process::id()),
+            )
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "error");
         for (key, value) in extra {
@@ -136,9 +142,12 @@ impl Kafka {
 
     fn client_error(&self, error: KafkaError) -> anyhow::Error {
         match error {
-            KafkaError::ClientCreation(message) => {
-                usage(format!("invalid Kafka client configuration (-X): {message}"))
-            }
+            KafkaError::ClientConfig(_, description, key, value) => usage(format!(
+                "invalid Kafka client configuration -X {key}={value}: {description}"
+            )),
+            KafkaError::ClientCreation(message) => usage(format!(
+                "invalid Kafka client configuration (-X): {message}"
+            )),
             other => anyhow::Error::new(other).context("could not create a Kafka client"),
         }
     }
@@ -161,7 +170,9 @@ impl Kafka {
         };
         if let Some(error) = found.error() {
             let code = RDKafkaErrorCode::from(error);
-            if code == RDKafkaErrorCode::UnknownTopicOrPartition || code == RDKafkaErrorCode::UnknownTopic {
+            if code == RDKafkaErrorCode::UnknownTopicOrPartition
+                || code == RDKafkaErrorCode::UnknownTopic
+            {
                 bail!("topic '{topic}' does not exist on {}", self.options.brokers);
             }
             bail!("the brokers report an error for topic '{topic}': {code}");
@@ -191,10 +202,17 @@ impl Kafka {
             .collect())
     }
 
-    pub fn watermarks(&self, client: &BaseConsumer, topic: &str, partition: i32) -> anyhow::Result<Watermarks> {
+    pub fn watermarks(
+        &self,
+        client: &BaseConsumer,
+        topic: &str,
+        partition: i32,
+    ) -> anyhow::Result<Watermarks> {
         let (log_start, log_end) = client
             .fetch_watermarks(topic, partition, self.timeout())
-            .with_context(|| format!("could not read the log start and end of {topic}:{partition}"))?;
+            .with_context(|| {
+                format!("could not read the log start and end of {topic}:{partition}")
+            })?;
         Ok(Watermarks { log_start, log_end })
     }
 
@@ -268,7 +286,11 @@ impl Kafka {
 
     /// Commits offsets for the group without joining it. Kafka refuses this while the group
     /// has members (UNKNOWN_MEMBER_ID), which is the protection we want.
-    pub fn commit(&self, client: &BaseConsumer, offsets: &[(String, i32, i64)]) -> anyhow::Result<()> {
+    pub fn commit(
+        &self,
+        client: &BaseConsumer,
+        offsets: &[(String, i32, i64)],
+    ) -> anyhow::Result<()> {
         let mut list = TopicPartitionList::new();
         for (topic, partition, offset) in offsets {
             list.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
@@ -290,7 +312,9 @@ mod tests {
             parse_property("sasl.password=a=b").unwrap(),
             ("sasl.password".to_string(), "a=b".to_string())
         );
-        assert!(parse_property("security.protocol").unwrap_err().contains("expected KEY=VALUE"));
+        assert!(parse_property("security.protocol")
+            .unwrap_err()
+            .contains("expected KEY=VALUE"));
         assert!(parse_property("=x").is_err());
     }
 

@@ -9,7 +9,14 @@ use sqlx::AnyPool;
 
 /// The service's half of the inbox pattern: insert the event's row (with its coordinates when
 /// `coordinates`), ignoring a duplicate, which is the inbox absorbing a redelivery.
-async fn record(pool: AnyPool, backend: Backend, consumer: String, topic: String, seen: Seen, coordinates: bool) {
+async fn record(
+    pool: AnyPool,
+    backend: Backend,
+    consumer: String,
+    topic: String,
+    seen: Seen,
+    coordinates: bool,
+) {
     let d = backend.dialect();
     let mut sql = inboxctl::store::SqlBuilder::new(d);
     let result = if coordinates {
@@ -42,11 +49,18 @@ async fn record(pool: AnyPool, backend: Backend, consumer: String, topic: String
             .push(", ")
             .param()
             .push(")");
-        sqlx::query(&sql.build()).bind(consumer).bind(seen.event_id).execute(&pool).await
+        sqlx::query(&sql.build())
+            .bind(consumer)
+            .bind(seen.event_id)
+            .execute(&pool)
+            .await
     };
     match result {
         Ok(_) => {}
-        Err(error) if error.as_database_error().is_some_and(|e| e.is_unique_violation()) => {}
+        Err(error)
+            if error
+                .as_database_error()
+                .is_some_and(|e| e.is_unique_violation()) => {}
         Err(error) => panic!("inbox insert: {error}"),
     }
 }
@@ -75,10 +89,24 @@ async fn offsets_show_equals_what_the_consumer_committed() {
     broker.create_topic(&topic, 3).await;
     broker.produce(&topic, &events("e", 3, 10)).await;
     // A real consumer of the group reads everything and commits part of each partition.
-    run_service(broker, &group, &topic, 30, |_| Step::ProcessThenCommit, |_| async {}).await;
+    run_service(
+        broker,
+        &group,
+        &topic,
+        30,
+        |_| Step::ProcessThenCommit,
+        |_| async {},
+    )
+    .await;
     broker.commit(&group, &topic, &[(0, 4), (1, 7), (2, 10)]);
 
-    let json = inboxctl(&db, broker, &["offsets", "show", "--group", &group, "--format", "json"]).ok().json();
+    let json = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "--group", &group, "--format", "json"],
+    )
+    .ok()
+    .json();
     assert_eq!(json["group"], group.as_str());
     let rows: Vec<(String, i64, i64, i64, i64, i64)> = json["partitions"]
         .as_array()
@@ -106,9 +134,21 @@ async fn offsets_show_equals_what_the_consumer_committed() {
     assert_eq!(json["topics"][0]["lag"], 9);
     assert_eq!(json["state"], "Empty");
 
-    let table = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-t", &topic]).ok();
-    assert_eq!(table.table_rows()[1], [topic.as_str(), "1", "7", "0", "10", "3"]);
-    assert!(table.stdout.contains(&format!("Total lag of {topic}: 9")), "{}", table.stdout);
+    let table = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "-g", &group, "-t", &topic],
+    )
+    .ok();
+    assert_eq!(
+        table.table_rows()[1],
+        [topic.as_str(), "1", "7", "0", "10", "3"]
+    );
+    assert!(
+        table.stdout.contains(&format!("Total lag of {topic}: 9")),
+        "{}",
+        table.stdout
+    );
 }
 
 /// Produces 3 partitions × 8 events and runs the service with `decide`; returns what it saw.
@@ -130,7 +170,14 @@ async fn scenario<D: FnMut(&Seen) -> Step>(
     let backend = db.backend;
     let (consumer, topic_name) = (group.to_string(), topic.to_string());
     run_service(broker, group, topic, all.len(), decide, move |seen| {
-        record(pool.clone(), backend, consumer.clone(), topic_name.clone(), seen, coordinates)
+        record(
+            pool.clone(),
+            backend,
+            consumer.clone(),
+            topic_name.clone(),
+            seen,
+            coordinates,
+        )
     })
     .await
 }
@@ -138,20 +185,43 @@ async fn scenario<D: FnMut(&Seen) -> Step>(
 async fn compare_clean_run_exits_zero(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let (topic, group) = (unique("orders"), unique("billing"));
-    scenario(&mut db, &topic, &group, &[], true, |_| Step::ProcessThenCommit).await;
+    scenario(&mut db, &topic, &group, &[], true, |_| {
+        Step::ProcessThenCommit
+    })
+    .await;
     for scan in [false, true] {
-        let mut args = vec!["compare", "--group", &group, "--topic", &topic, "--format", "json"];
+        let mut args = vec![
+            "compare", "--group", &group, "--topic", &topic, "--format", "json",
+        ];
         if scan {
             args.push("--scan");
         }
         let json = inboxctl(&db, broker(), &args).code(0).json();
-        assert_eq!((json["lost_total"].as_i64(), json["pending_total"].as_i64(), json["orphans_total"].as_i64()), (Some(0), Some(0), Some(0)));
+        assert_eq!(
+            (
+                json["lost_total"].as_i64(),
+                json["pending_total"].as_i64(),
+                json["orphans_total"].as_i64()
+            ),
+            (Some(0), Some(0), Some(0))
+        );
         for p in json["partitions"].as_array().unwrap() {
-            assert_eq!((p["committed"].as_i64(), p["inbox_rows"].as_i64(), p["max_inbox_offset"].as_i64()), (Some(8), Some(8), Some(7)));
+            assert_eq!(
+                (
+                    p["committed"].as_i64(),
+                    p["inbox_rows"].as_i64(),
+                    p["max_inbox_offset"].as_i64()
+                ),
+                (Some(8), Some(8), Some(7))
+            );
         }
     }
     let table = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic]).code(0);
-    assert!(table.stdout.contains("OK: nothing lost"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("OK: nothing lost"),
+        "{}",
+        table.stdout
+    );
 }
 
 async fn compare_crash_between_effect_and_commit_is_pending_redelivery(backend: Backend) {
@@ -168,7 +238,9 @@ async fn compare_crash_between_effect_and_commit_is_pending_redelivery(backend: 
     })
     .await;
     for scan in [false, true] {
-        let mut args = vec!["compare", "--group", &group, "--topic", &topic, "--format", "json"];
+        let mut args = vec![
+            "compare", "--group", &group, "--topic", &topic, "--format", "json",
+        ];
         if scan {
             args.push("--scan");
         }
@@ -176,8 +248,15 @@ async fn compare_crash_between_effect_and_commit_is_pending_redelivery(backend: 
         assert_eq!(json["lost_total"], 0);
         let p1 = &json["partitions"][1];
         assert_eq!(p1["committed"], 5);
-        assert_eq!(p1["pending_redelivery"], serde_json::json!([5, 6, 7]), "scan: {scan}");
-        assert_eq!(json["partitions"][0]["pending_redelivery"], serde_json::json!([]));
+        assert_eq!(
+            p1["pending_redelivery"],
+            serde_json::json!([5, 6, 7]),
+            "scan: {scan}"
+        );
+        assert_eq!(
+            json["partitions"][0]["pending_redelivery"],
+            serde_json::json!([])
+        );
     }
 }
 
@@ -198,24 +277,67 @@ async fn compare_commit_before_effect_names_the_lost_events(backend: Backend) {
         .map(|s| s.event_id.as_str())
         .collect();
 
-    let by_offset = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
+    let by_offset = inboxctl(
+        &db,
+        broker(),
+        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+    )
+    .code(3)
+    .json();
     assert_eq!(by_offset["lost_total"], 2);
-    let offsets: Vec<i64> = by_offset["partitions"][2]["lost"].as_array().unwrap().iter().map(|l| l["offset"].as_i64().unwrap()).collect();
+    let offsets: Vec<i64> = by_offset["partitions"][2]["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["offset"].as_i64().unwrap())
+        .collect();
     assert_eq!(offsets, vec![3, 6]);
 
-    let scanned = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan", "--format", "json"]).code(3).json();
+    let scanned = inboxctl(
+        &db,
+        broker(),
+        &[
+            "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
+        ],
+    )
+    .code(3)
+    .json();
     let lost: Vec<(i64, String)> = scanned["partitions"][2]["lost"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|l| (l["offset"].as_i64().unwrap(), l["event_id"].as_str().unwrap().to_string()))
+        .map(|l| {
+            (
+                l["offset"].as_i64().unwrap(),
+                l["event_id"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    assert_eq!(lost, vec![(3, lost_ids[0].to_string()), (6, lost_ids[1].to_string())]);
+    assert_eq!(
+        lost,
+        vec![(3, lost_ids[0].to_string()), (6, lost_ids[1].to_string())]
+    );
     assert_eq!(scanned["messages_scanned"], 24);
 
-    let table = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan"]).code(3);
-    assert!(table.stdout.contains(&format!("Lost in partition 2 (committed, never processed): 3 ({}), 6 ({})", lost_ids[0], lost_ids[1])), "{}", table.stdout);
-    assert!(table.stdout.contains("FINDINGS: 2 lost, 0 orphaned"), "{}", table.stdout);
+    let table = inboxctl(
+        &db,
+        broker(),
+        &["compare", "-g", &group, "-t", &topic, "--scan"],
+    )
+    .code(3);
+    assert!(
+        table.stdout.contains(&format!(
+            "Lost in partition 2 (committed, never processed): 3 ({}), 6 ({})",
+            lost_ids[0], lost_ids[1]
+        )),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("FINDINGS: 2 lost, 0 orphaned"),
+        "{}",
+        table.stdout
+    );
 }
 
 async fn compare_scan_finds_producer_duplicates(backend: Backend) {
@@ -224,13 +346,33 @@ async fn compare_scan_finds_producer_duplicates(backend: Backend) {
     // The producer retried: the same event id again, later in partition 0 and in partition 1.
     let first = format!("{topic}-p0-2");
     let extra = vec![(0, first.clone()), (1, first.clone())];
-    scenario(&mut db, &topic, &group, &extra, true, |_| Step::ProcessThenCommit).await;
+    scenario(&mut db, &topic, &group, &extra, true, |_| {
+        Step::ProcessThenCommit
+    })
+    .await;
 
-    let json = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan", "--format", "json"]).code(0).json();
+    let json = inboxctl(
+        &db,
+        broker(),
+        &[
+            "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
+        ],
+    )
+    .code(0)
+    .json();
     assert_eq!(json["lost_total"], 0);
-    assert_eq!(json["duplicates"], serde_json::json!([{"event_id": first, "positions": [[0, 2], [0, 8], [1, 8]]}]));
+    assert_eq!(
+        json["duplicates"],
+        serde_json::json!([{"event_id": first, "positions": [[0, 2], [0, 8], [1, 8]]}])
+    );
     // Without --scan, the offsets the inbox absorbed have no row of their own: counted lost.
-    let by_offset = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
+    let by_offset = inboxctl(
+        &db,
+        broker(),
+        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+    )
+    .code(3)
+    .json();
     assert_eq!(by_offset["lost_total"], 2);
 }
 
@@ -238,38 +380,93 @@ async fn compare_scan_on_rows_without_coordinates(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let (topic, group) = (unique("orders"), unique("billing"));
     // A consumer that records no coordinates: one event lost, two processed but not committed.
-    let seen = scenario(&mut db, &topic, &group, &[], false, |seen| match (seen.partition, seen.offset) {
-        (0, 4) => Step::CommitNoProcess,
-        (1, 6) | (1, 7) => Step::ProcessNoCommit,
-        _ => Step::ProcessThenCommit,
+    let seen = scenario(&mut db, &topic, &group, &[], false, |seen| {
+        match (seen.partition, seen.offset) {
+            (0, 4) => Step::CommitNoProcess,
+            (1, 6) | (1, 7) => Step::ProcessNoCommit,
+            _ => Step::ProcessThenCommit,
+        }
     })
     .await;
-    let lost_id = seen.iter().find(|s| s.partition == 0 && s.offset == 4).unwrap().event_id.clone();
-    let json = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--scan", "--format", "json"]).code(3).json();
+    let lost_id = seen
+        .iter()
+        .find(|s| s.partition == 0 && s.offset == 4)
+        .unwrap()
+        .event_id
+        .clone();
+    let json = inboxctl(
+        &db,
+        broker(),
+        &[
+            "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
+        ],
+    )
+    .code(3)
+    .json();
     assert_eq!(json["lost_total"], 1);
-    assert_eq!(json["partitions"][0]["lost"][0]["event_id"], lost_id.as_str());
-    assert_eq!(json["partitions"][1]["pending_redelivery"], serde_json::json!([6, 7]));
-    assert_eq!(json["partitions"][0]["inbox_rows"], 0, "rows have no coordinates");
+    assert_eq!(
+        json["partitions"][0]["lost"][0]["event_id"],
+        lost_id.as_str()
+    );
+    assert_eq!(
+        json["partitions"][1]["pending_redelivery"],
+        serde_json::json!([6, 7])
+    );
+    assert_eq!(
+        json["partitions"][0]["inbox_rows"], 0,
+        "rows have no coordinates"
+    );
     // And by offsets alone nothing can be said: the rows have no offsets. It says so.
-    let by_offset = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
-    assert_eq!(by_offset["lost_total"], 24 - 2 - 1, "every committed offset lacks a row with coordinates");
+    let by_offset = inboxctl(
+        &db,
+        broker(),
+        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+    )
+    .code(3)
+    .json();
+    // Committed: 8 + 6 + 8 offsets, none with a row that has coordinates.
+    assert_eq!(
+        by_offset["lost_total"], 22,
+        "every committed offset lacks a row with coordinates"
+    );
 }
 
 async fn compare_finds_orphans_after_the_topic_is_recreated(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let (topic, group) = (unique("orders"), unique("billing"));
-    scenario(&mut db, &topic, &group, &[], true, |_| Step::ProcessThenCommit).await;
+    scenario(&mut db, &topic, &group, &[], true, |_| {
+        Step::ProcessThenCommit
+    })
+    .await;
     // The topic is deleted and created again, empty: the inbox now points past its end.
-    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> = broker().config().create().unwrap();
-    let deleted = admin.delete_topics(&[&topic], &rdkafka::admin::AdminOptions::new()).await.unwrap();
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        broker().config().create().unwrap();
+    let deleted = admin
+        .delete_topics(&[&topic], &rdkafka::admin::AdminOptions::new())
+        .await
+        .unwrap();
     deleted[0].as_ref().expect("delete topic");
     broker().create_topic(&topic, 3).await;
-    broker().produce(&topic, &[(0, "fresh-0".to_string())]).await;
+    broker()
+        .produce(&topic, &[(0, "fresh-0".to_string())])
+        .await;
 
-    let json = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic, "--format", "json"]).code(3).json();
+    let json = inboxctl(
+        &db,
+        broker(),
+        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+    )
+    .code(3)
+    .json();
     assert_eq!(json["partitions"][0]["log_end"], 1);
-    assert_eq!(json["partitions"][0]["orphans"], serde_json::json!([1, 2, 3, 4, 5, 6, 7]));
-    assert_eq!(json["partitions"][1]["orphans"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
+    assert_eq!(
+        json["partitions"][0]["orphans"],
+        serde_json::json!([1, 2, 3, 4, 5, 6, 7])
+    );
+    assert_eq!(
+        json["partitions"][1]["orphans"],
+        serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
+    );
     assert_eq!(json["orphans_total"], 7 + 8 + 8);
 }
 
@@ -289,7 +486,18 @@ async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
     let json = inboxctl(
         &db,
         broker(),
-        &["prune", "--older-than", "0s", "--group", &group, "--consumer", &group, "--yes", "--format", "json"],
+        &[
+            "prune",
+            "--older-than",
+            "0s",
+            "--group",
+            &group,
+            "--consumer",
+            &group,
+            "--yes",
+            "--format",
+            "json",
+        ],
     )
     .ok()
     .json();
@@ -326,30 +534,105 @@ async fn kafka_errors_are_specific() {
     broker.produce(&topic, &events("e", 2, 2)).await;
     broker.commit(&group, &topic, &[(0, 1)]);
 
-    let malformed = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-X", "security.protocol"]).code(2);
-    assert!(malformed.stderr.contains("expected KEY=VALUE"), "{}", malformed.stderr);
-    let unknown_property = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-X", "no.such.property=1"]).code(2);
-    assert!(unknown_property.stderr.contains("invalid Kafka client configuration"), "{}", unknown_property.stderr);
+    let malformed = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "-g", &group, "-X", "security.protocol"],
+    )
+    .code(2);
+    assert!(
+        malformed.stderr.contains("expected KEY=VALUE"),
+        "{}",
+        malformed.stderr
+    );
+    let unknown_property = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "-g", &group, "-X", "no.such.property=1"],
+    )
+    .code(2);
+    assert!(
+        unknown_property
+            .stderr
+            .contains("invalid Kafka client configuration"),
+        "{}",
+        unknown_property.stderr
+    );
 
-    let no_topic = inboxctl(&db, broker, &["offsets", "show", "-g", &group, "-t", "no-such-topic"]).code(1);
-    assert!(no_topic.stderr.contains("topic 'no-such-topic' does not exist"), "{}", no_topic.stderr);
+    let no_topic = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "-g", &group, "-t", "no-such-topic"],
+    )
+    .code(1);
+    assert!(
+        no_topic
+            .stderr
+            .contains("topic 'no-such-topic' does not exist"),
+        "{}",
+        no_topic.stderr
+    );
 
     let no_group = inboxctl(&db, broker, &["offsets", "show", "-g", "no-such-group"]).code(1);
-    assert!(no_group.stderr.contains("consumer group 'no-such-group' does not exist"), "{}", no_group.stderr);
+    assert!(
+        no_group
+            .stderr
+            .contains("consumer group 'no-such-group' does not exist"),
+        "{}",
+        no_group.stderr
+    );
 
     let partition = format!("{topic}:0,5");
-    let out_of_range = inboxctl(&db, broker, &["offsets", "reset", "-g", &group, "-t", &partition, "--to-earliest"]).code(1);
-    assert!(out_of_range.stderr.contains(&format!("partition 5 of topic '{topic}' does not exist (it has partitions 0-1)")), "{}", out_of_range.stderr);
+    let out_of_range = inboxctl(
+        &db,
+        broker,
+        &[
+            "offsets",
+            "reset",
+            "-g",
+            &group,
+            "-t",
+            &partition,
+            "--to-earliest",
+        ],
+    )
+    .code(1);
+    assert!(
+        out_of_range.stderr.contains(&format!(
+            "partition 5 of topic '{topic}' does not exist (it has partitions 0-1)"
+        )),
+        "{}",
+        out_of_range.stderr
+    );
 
     let started = std::time::Instant::now();
     let unreachable = Run::from(
         db.cmd()
-            .args(["offsets", "show", "-g", &group, "--brokers", "127.0.0.1:1", "--kafka-timeout", "2s"])
+            .args([
+                "offsets",
+                "show",
+                "-g",
+                &group,
+                "--brokers",
+                "127.0.0.1:1",
+                "--kafka-timeout",
+                "2s",
+            ])
             .output()
             .unwrap(),
     )
     .code(1);
-    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
-    assert!(unreachable.stderr.contains("could not reach the Kafka brokers 127.0.0.1:1 within 2s"), "{}", unreachable.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        unreachable
+            .stderr
+            .contains("could not reach the Kafka brokers 127.0.0.1:1 within 2s"),
+        "{}",
+        unreachable.stderr
+    );
     assert!(!unreachable.stderr.contains("panicked"));
 }

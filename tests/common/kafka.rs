@@ -23,7 +23,10 @@ fn nisshi_binary() -> String {
     if let Ok(path) = std::env::var("NISSHI_BIN") {
         return path;
     }
-    let home_bin = format!("{}/.cargo/bin/nisshi", std::env::var("HOME").unwrap_or_default());
+    let home_bin = format!(
+        "{}/.cargo/bin/nisshi",
+        std::env::var("HOME").unwrap_or_default()
+    );
     if std::path::Path::new(&home_bin).exists() {
         return home_bin;
     }
@@ -34,16 +37,28 @@ fn nisshi_binary() -> String {
 /// names. It stops when the test process exits (a watchdog shell waits on our pid).
 pub fn broker() -> &'static Broker {
     BROKER.get_or_init(|| {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let dir = tempfile::Builder::new().prefix("inboxctl-nisshi-").tempdir().unwrap().keep();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::Builder::new()
+            .prefix("inboxctl-nisshi-")
+            .tempdir()
+            .unwrap()
+            .keep();
         let script = r#"cd "$1" || exit 1
 "$2" broker --storage-engine sqlite://broker.db \
-    --listener-url "tcp://127.0.0.1:$3" --advertised-listener-url "tcp://127.0.0.1:$3" > broker.log 2>&1 &
+    --listener-url "tcp://127.0.0.1:$3" --advertised-listener-url "tcp://127.0.0.1:$3" \
+    --group-initial-rebalance-delay 0s > broker.log 2>&1 &
 broker=$!
 while kill -0 "$4" 2>/dev/null && kill -0 "$broker" 2>/dev/null; do sleep 0.5; done
 kill "$broker" 2>/dev/null; wait "$broker" 2>/dev/null
 rm -rf "$1""#;
-        Command::new("bash")
+        // The watchdog outlives this process by design (it cleans up after it), so it is
+        // never waited for.
+        #[allow(clippy::zombie_processes)]
+        let _watchdog = Command::new("bash")
             .args(["-c", script, "nisshi-watchdog"])
             .arg(&dir)
             .arg(nisshi_binary())
@@ -107,7 +122,10 @@ impl Broker {
         let admin: AdminClient<DefaultClientContext> = self.config().create().unwrap();
         let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
         let results = admin
-            .create_topics(&[topic], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))))
+            .create_topics(
+                &[topic],
+                &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+            )
             .await
             .expect("create topic");
         for result in results {
@@ -118,11 +136,18 @@ impl Broker {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(metadata) = client.fetch_metadata(Some(name), Duration::from_secs(2)) {
-                if metadata.topics().iter().any(|t| t.name() == name && t.error().is_none() && t.partitions().len() == partitions as usize) {
+                if metadata.topics().iter().any(|t| {
+                    t.name() == name
+                        && t.error().is_none()
+                        && t.partitions().len() == partitions as usize
+                }) {
                     return;
                 }
             }
-            assert!(Instant::now() < deadline, "topic {name} never showed {partitions} partitions");
+            assert!(
+                Instant::now() < deadline,
+                "topic {name} never showed {partitions} partitions"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -147,7 +172,9 @@ impl Broker {
                     key: "event_id",
                     value: Some(event_id.as_bytes()),
                 }));
-            let rdkafka::producer::future_producer::Delivery { partition, offset, .. } = producer
+            let rdkafka::producer::future_producer::Delivery {
+                partition, offset, ..
+            } = producer
                 .send(record, Duration::from_secs(30))
                 .await
                 .unwrap_or_else(|(error, _)| panic!("produce to {topic}: {error}"));
@@ -167,12 +194,16 @@ impl Broker {
         for partition in 0..partitions {
             list.add_partition(topic, partition);
         }
-        let committed = client.committed_offsets(list, Duration::from_secs(10)).unwrap();
+        let committed = client
+            .committed_offsets(list, Duration::from_secs(10))
+            .unwrap();
         (0..partitions)
-            .map(|p| match committed.find_partition(topic, p).unwrap().offset() {
-                Offset::Offset(offset) => Some(offset),
-                _ => None,
-            })
+            .map(
+                |p| match committed.find_partition(topic, p).unwrap().offset() {
+                    Offset::Offset(offset) => Some(offset),
+                    _ => None,
+                },
+            )
             .collect()
     }
 
@@ -181,9 +212,12 @@ impl Broker {
         let client: BaseConsumer = self.config().set("group.id", group).create().unwrap();
         let mut list = TopicPartitionList::new();
         for (partition, offset) in offsets {
-            list.add_partition_offset(topic, *partition, Offset::Offset(*offset)).unwrap();
+            list.add_partition_offset(topic, *partition, Offset::Offset(*offset))
+                .unwrap();
         }
-        client.commit(&list, CommitMode::Sync).expect("commit offsets");
+        client
+            .commit(&list, CommitMode::Sync)
+            .expect("commit offsets");
     }
 }
 
@@ -237,7 +271,11 @@ where
     let mut crashed: std::collections::HashSet<i32> = Default::default();
     let deadline = Instant::now() + Duration::from_secs(90);
     while seen.len() < expected {
-        assert!(Instant::now() < deadline, "the service saw {} of {expected} messages", seen.len());
+        assert!(
+            Instant::now() < deadline,
+            "the service saw {} of {expected} messages",
+            seen.len()
+        );
         let Some(message) = consumer.poll(Duration::from_millis(100)) else {
             continue;
         };
