@@ -23,8 +23,12 @@ impl EventIdSource {
     pub fn parse(text: &str) -> Result<EventIdSource, String> {
         let expected = "expected header:NAME, json:/pointer, key or coordinates";
         match text.split_once(':') {
-            Some(("header", name)) if !name.is_empty() => Ok(EventIdSource::Header(name.to_string())),
-            Some(("json", pointer)) if pointer.starts_with('/') => Ok(EventIdSource::Json(pointer.to_string())),
+            Some(("header", name)) if !name.is_empty() => {
+                Ok(EventIdSource::Header(name.to_string()))
+            }
+            Some(("json", pointer)) if pointer.starts_with('/') => {
+                Ok(EventIdSource::Json(pointer.to_string()))
+            }
             Some(("json", pointer)) => Err(format!(
                 "'{pointer}' is not a JSON pointer; it starts with '/', e.g. json:/event_id"
             )),
@@ -56,7 +60,12 @@ impl EventIdSource {
         header: impl Fn(&str) -> Option<&'h [u8]>,
         payload: Option<&[u8]>,
     ) -> Option<String> {
-        let text = |bytes: &[u8]| std::str::from_utf8(bytes).ok().map(str::to_string).filter(|s| !s.is_empty());
+        let text = |bytes: &[u8]| {
+            std::str::from_utf8(bytes)
+                .ok()
+                .map(str::to_string)
+                .filter(|s| !s.is_empty())
+        };
         match self {
             EventIdSource::Header(name) => header(name).and_then(text),
             EventIdSource::Json(pointer) => json_field(payload?, pointer),
@@ -99,7 +108,11 @@ impl fmt::Display for EventIdSource {
 mod tests {
     use super::*;
 
-    fn extract(source: &str, header_value: Option<&'static [u8]>, payload: &[u8]) -> Option<String> {
+    fn extract(
+        source: &str,
+        header_value: Option<&'static [u8]>,
+        payload: &[u8],
+    ) -> Option<String> {
         let source = if source == "default" {
             EventIdSource::Default
         } else {
@@ -110,7 +123,13 @@ mod tests {
             2,
             41,
             Some(b"key-7"),
-            |name| if name == "event_id" || name == "id" { header_value } else { None },
+            |name| {
+                if name == "event_id" || name == "id" {
+                    header_value
+                } else {
+                    None
+                }
+            },
             Some(payload),
         )
     }
@@ -118,16 +137,25 @@ mod tests {
     #[test]
     fn each_source_reads_its_place() {
         let body = br#"{"event_id":"from-body","meta":{"id":42}}"#;
-        assert_eq!(extract("header:id", Some(b"h-1"), body).as_deref(), Some("h-1"));
+        assert_eq!(
+            extract("header:id", Some(b"h-1"), body).as_deref(),
+            Some("h-1")
+        );
         assert_eq!(extract("json:/meta/id", None, body).as_deref(), Some("42"));
         assert_eq!(extract("key", None, body).as_deref(), Some("key-7"));
-        assert_eq!(extract("coordinates", None, body).as_deref(), Some("orders:2:41"));
+        assert_eq!(
+            extract("coordinates", None, body).as_deref(),
+            Some("orders:2:41")
+        );
     }
 
     #[test]
     fn default_prefers_the_header_then_the_body() {
         let body = br#"{"event_id":"from-body"}"#;
-        assert_eq!(extract("default", Some(b"from-header"), body).as_deref(), Some("from-header"));
+        assert_eq!(
+            extract("default", Some(b"from-header"), body).as_deref(),
+            Some("from-header")
+        );
         assert_eq!(extract("default", None, body).as_deref(), Some("from-body"));
         assert_eq!(extract("default", None, b"not json"), None);
         assert_eq!(extract("default", Some(b""), b"{}"), None);
@@ -135,8 +163,12 @@ mod tests {
 
     #[test]
     fn bad_specs_say_what_is_expected() {
-        assert!(EventIdSource::parse("headers:x").unwrap_err().contains("expected header:NAME"));
-        assert!(EventIdSource::parse("json:event_id").unwrap_err().contains("starts with '/'"));
+        assert!(EventIdSource::parse("headers:x")
+            .unwrap_err()
+            .contains("expected header:NAME"));
+        assert!(EventIdSource::parse("json:event_id")
+            .unwrap_err()
+            .contains("starts with '/'"));
         assert!(EventIdSource::parse("header:").is_err());
     }
 }

@@ -82,7 +82,8 @@ pub struct Comparison {
 pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let kafka = Kafka::new(&args.kafka);
     let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
-    let (state, offsets) = block_in_place(|| group_offsets(&kafka, &args.group, std::slice::from_ref(&args.topic)))?;
+    let (state, offsets) =
+        block_in_place(|| group_offsets(&kafka, &args.group, std::slice::from_ref(&args.topic)))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     if !store.table_exists(INBOX_TABLE).await? {
         bail!(
@@ -92,18 +93,39 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     }
     let has_coordinates = store.column_exists(INBOX_TABLE, "topic").await?;
     if !has_coordinates && !args.scan {
-        bail!("{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan");
+        bail!(
+            "{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan"
+        );
     }
     let started = Instant::now();
     let mut partitions = Vec::new();
     for p in &offsets {
-        partitions.push(compare_by_offsets(&store, &consumer, &args.topic, p, has_coordinates, args.scan).await?);
+        partitions.push(
+            compare_by_offsets(
+                &store,
+                &consumer,
+                &args.topic,
+                p,
+                has_coordinates,
+                args.scan,
+            )
+            .await?,
+        );
     }
     let mut duplicates = Vec::new();
     let mut messages_scanned = 0;
     if args.scan {
         let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
-        let scan = scan_topic(&kafka, &store, &consumer, &args.topic, &offsets, &source, &output).await?;
+        let scan = scan_topic(
+            &kafka,
+            &store,
+            &consumer,
+            &args.topic,
+            &offsets,
+            &source,
+            &output,
+        )
+        .await?;
         messages_scanned = scan.messages;
         duplicates = scan.duplicates;
         for partition in &mut partitions {
@@ -115,7 +137,10 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         }
     }
     store.close().await;
-    output.debug(format!("compared in {:.2}s", started.elapsed().as_secs_f64()));
+    output.debug(format!(
+        "compared in {:.2}s",
+        started.elapsed().as_secs_f64()
+    ));
 
     let comparison = Comparison {
         group: args.group.clone(),
@@ -163,13 +188,20 @@ async fn compare_by_offsets(
     if !has_coordinates {
         return Ok(comparison);
     }
-    let (rows, max) = store.offset_range_summary(consumer, topic, p.partition, 0, None).await?;
+    let (rows, max) = store
+        .offset_range_summary(consumer, topic, p.partition, 0, None)
+        .await?;
     comparison.inbox_rows = rows;
     comparison.max_inbox_offset = max;
-    comparison.orphans = store.offsets_in_range(consumer, topic, p.partition, p.log_end, None).await?;
+    comparison.orphans = store
+        .offsets_in_range(consumer, topic, p.partition, p.log_end, None)
+        .await?;
     // A group without a committed offset has committed nothing: nothing is lost, and all it
     // has processed would be delivered again.
-    let committed = p.committed.unwrap_or(p.log_start).clamp(p.log_start, p.log_end);
+    let committed = p
+        .committed
+        .unwrap_or(p.log_start)
+        .clamp(p.log_start, p.log_end);
     if !scan {
         comparison.pending_redelivery = store
             .offsets_in_range(consumer, topic, p.partition, committed, Some(p.log_end))
@@ -255,11 +287,16 @@ async fn scan_topic(
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Scanned>>(4);
     let reader = {
         let client = kafka.reader(&[])?;
-        let ranges: Vec<(i32, i64, i64)> = offsets.iter().map(|p| (p.partition, p.log_start, p.log_end)).collect();
+        let ranges: Vec<(i32, i64, i64)> = offsets
+            .iter()
+            .map(|p| (p.partition, p.log_start, p.log_end))
+            .collect();
         let topic = topic.to_string();
         let source = source.clone();
         let idle_limit = kafka.timeout();
-        tokio::task::spawn_blocking(move || read_range(client, &topic, &ranges, &source, idle_limit, sender))
+        tokio::task::spawn_blocking(move || {
+            read_range(client, &topic, &ranges, &source, idle_limit, sender)
+        })
     };
 
     let mut scan = Scan {
@@ -283,12 +320,16 @@ async fn scan_topic(
             };
             let key = hash128(event_id);
             match first_seen.get(&key) {
-                Some(first) => duplicates.entry(event_id.clone()).or_insert_with(|| vec![*first]).push((message.partition, message.offset)),
+                Some(first) => duplicates
+                    .entry(event_id.clone())
+                    .or_insert_with(|| vec![*first])
+                    .push((message.partition, message.offset)),
                 None => {
                     first_seen.insert(key, (message.partition, message.offset));
                 }
             }
-            let below_committed = message.offset < committed.get(&message.partition).copied().unwrap_or(0);
+            let below_committed =
+                message.offset < committed.get(&message.partition).copied().unwrap_or(0);
             let in_inbox = processed.contains(event_id);
             if below_committed && !in_inbox {
                 partition.lost.push(LostEvent {
@@ -303,10 +344,15 @@ async fn scan_topic(
         progress.inc(chunk.len() as u64);
     }
     progress.finish_and_clear();
-    reader.await.context("the topic reader stopped unexpectedly")??;
+    reader
+        .await
+        .context("the topic reader stopped unexpectedly")??;
     scan.duplicates = duplicates
         .into_iter()
-        .map(|(event_id, positions)| Duplicate { event_id, positions })
+        .map(|(event_id, positions)| Duplicate {
+            event_id,
+            positions,
+        })
         .collect();
     Ok(scan)
 }
@@ -341,7 +387,9 @@ fn read_range(
     if ends.is_empty() {
         return Ok(());
     }
-    client.assign(&assignment).context("could not assign the partitions to read")?;
+    client
+        .assign(&assignment)
+        .context("could not assign the partitions to read")?;
     let mut chunk = Vec::with_capacity(SCAN_CHUNK);
     let mut last_progress = Instant::now();
     while !ends.is_empty() {
@@ -371,20 +419,26 @@ fn read_range(
                     }
                 }
             }
-            Some(Err(error)) => return Err(anyhow::Error::new(error).context(format!("could not read {topic}"))),
+            Some(Err(error)) => {
+                return Err(anyhow::Error::new(error).context(format!("could not read {topic}")))
+            }
             None => {
                 // Nothing delivered: partitions whose position passed their end are done.
                 if let Ok(positions) = client.position() {
                     for element in positions.elements() {
                         if let Offset::Offset(position) = element.offset() {
-                            if ends.get(&element.partition()).is_some_and(|end| position >= *end) {
+                            if ends
+                                .get(&element.partition())
+                                .is_some_and(|end| position >= *end)
+                            {
                                 ends.remove(&element.partition());
                             }
                         }
                     }
                 }
                 if !ends.is_empty() && last_progress.elapsed() > idle_limit {
-                    let waiting: Vec<String> = ends.keys().map(|p| format!("{topic}:{p}")).collect();
+                    let waiting: Vec<String> =
+                        ends.keys().map(|p| format!("{topic}:{p}")).collect();
                     bail!(
                         "no messages arrived for {} while reading {}; the brokers stopped answering",
                         humantime::format_duration(idle_limit),
@@ -418,10 +472,24 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
         c.group_state,
         c.consumer,
         c.topic,
-        if c.scan { format!(", {} messages scanned", c.messages_scanned) } else { String::new() }
+        if c.scan {
+            format!(", {} messages scanned", c.messages_scanned)
+        } else {
+            String::new()
+        }
     ));
     let mut t = table(
-        &["PARTITION", "COMMITTED", "LOG-START", "LOG-END", "INBOX ROWS", "MAX INBOX OFFSET", "PENDING", "LOST", "ORPHANS"],
+        &[
+            "PARTITION",
+            "COMMITTED",
+            "LOG-START",
+            "LOG-END",
+            "INBOX ROWS",
+            "MAX INBOX OFFSET",
+            "PENDING",
+            "LOST",
+            "ORPHANS",
+        ],
         &[0, 1, 2, 3, 4, 5, 6, 7, 8],
     );
     for p in &c.partitions {
@@ -448,7 +516,11 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
                     None => l.offset.to_string(),
                 })
                 .collect();
-            output.print(format!("Lost in partition {} (committed, never processed): {}", p.partition, limited(items)));
+            output.print(format!(
+                "Lost in partition {} (committed, never processed): {}",
+                p.partition,
+                limited(items)
+            ));
         }
         if !p.pending_redelivery.is_empty() {
             output.print(format!(
@@ -466,7 +538,10 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
             ));
         }
         if p.missing_event_id > 0 {
-            output.print(format!("{} message(s) in partition {} carry no event id", p.missing_event_id, p.partition));
+            output.print(format!(
+                "{} message(s) in partition {} carry no event id",
+                p.missing_event_id, p.partition
+            ));
         }
     }
     if !c.duplicates.is_empty() {
@@ -474,14 +549,25 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
             .duplicates
             .iter()
             .map(|d| {
-                let at: Vec<String> = d.positions.iter().map(|(p, o)| format!("{p}:{o}")).collect();
+                let at: Vec<String> = d
+                    .positions
+                    .iter()
+                    .map(|(p, o)| format!("{p}:{o}"))
+                    .collect();
                 format!("{} at {}", d.event_id, at.join(" "))
             })
             .collect();
-        output.print(format!("Duplicate deliveries ({}): {}", c.duplicates.len(), limited(items)));
+        output.print(format!(
+            "Duplicate deliveries ({}): {}",
+            c.duplicates.len(),
+            limited(items)
+        ));
     }
     let verdict = if c.lost_total > 0 || c.orphans_total > 0 {
-        format!("FINDINGS: {} lost, {} orphaned", c.lost_total, c.orphans_total)
+        format!(
+            "FINDINGS: {} lost, {} orphaned",
+            c.lost_total, c.orphans_total
+        )
     } else {
         "OK: nothing lost".to_string()
     };
@@ -489,7 +575,11 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
         "{verdict}; {} pending redelivery; {} duplicate event id(s){}",
         c.pending_total,
         c.duplicates.len(),
-        if c.scan { "" } else { " (duplicates need --scan; without it, lost counts offsets with no inbox row)" }
+        if c.scan {
+            ""
+        } else {
+            " (duplicates need --scan; without it, lost counts offsets with no inbox row)"
+        }
     ));
     Ok(())
 }
@@ -502,7 +592,10 @@ mod tests {
     fn missing_offsets_are_the_gaps() {
         assert_eq!(missing_offsets(0, 6, &[0, 2, 3, 5], 100), vec![1, 4]);
         assert_eq!(missing_offsets(3, 6, &[], 100), vec![3, 4, 5]);
-        assert_eq!(missing_offsets(3, 6, &[1, 3, 4, 5, 9], 100), Vec::<i64>::new());
+        assert_eq!(
+            missing_offsets(3, 6, &[1, 3, 4, 5, 9], 100),
+            Vec::<i64>::new()
+        );
         assert_eq!(missing_offsets(0, 100, &[], 3), vec![0, 1, 2]);
     }
 

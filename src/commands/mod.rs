@@ -1,11 +1,11 @@
 //! One module per command group; [`run`] is the one dispatch.
 
+pub mod compare;
 pub mod completions;
 pub mod inspect;
 pub mod migrate;
 pub mod offsets;
 pub mod prune;
-pub mod compare;
 
 use crate::cli::{Cli, Command, DatabaseOpts};
 use crate::exit::ExitStatus;

@@ -13,8 +13,8 @@ use serde::Serialize;
 use crate::cli::{Format, PruneArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
-use crate::output::{can_prompt, table, Output};
 use crate::kafka::{Kafka, KafkaOpts};
+use crate::output::{can_prompt, table, Output};
 use crate::store::{CreateMode, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE};
 
 #[derive(Debug, Serialize)]
@@ -259,7 +259,12 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
 
 /// The partitions of this consumer's rows, each with the group's committed offset: rows at or
 /// above it may still be delivered again, so their inbox rows must stay to absorb that.
-async fn redeliverable(store: &Store, kafka: &KafkaOpts, group: &str, consumer: &str) -> anyhow::Result<Vec<KeepFrom>> {
+async fn redeliverable(
+    store: &Store,
+    kafka: &KafkaOpts,
+    group: &str,
+    consumer: &str,
+) -> anyhow::Result<Vec<KeepFrom>> {
     let partitions: Vec<(String, i32)> = store
         .partition_stats(Some(consumer))
         .await?
@@ -277,7 +282,10 @@ async fn redeliverable(store: &Store, kafka: &KafkaOpts, group: &str, consumer: 
     Ok(partitions
         .into_iter()
         .map(|(topic, partition)| KeepFrom {
-            committed: committed.get(&(topic.clone(), partition)).copied().flatten(),
+            committed: committed
+                .get(&(topic.clone(), partition))
+                .copied()
+                .flatten(),
             topic,
             partition,
         })

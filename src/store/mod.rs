@@ -632,7 +632,12 @@ impl Store {
     }
 
     /// Rows of one consumer processed strictly before `cutoff`, less those `keep` protects.
-    pub async fn count_older(&self, consumer: &str, cutoff: DateTime<Utc>, keep: &[KeepFrom]) -> anyhow::Result<u64> {
+    pub async fn count_older(
+        &self,
+        consumer: &str,
+        cutoff: DateTime<Utc>,
+        keep: &[KeepFrom],
+    ) -> anyhow::Result<u64> {
         let mut sql = self.sql();
         sql.push(&format!("SELECT COUNT(*) FROM {INBOX_TABLE} WHERE "));
         self.push_prune_condition(&mut sql, keep);
@@ -690,7 +695,9 @@ impl Store {
         let mut sql = self.sql();
         sql.push(prefix);
         self.push_prune_condition(&mut sql, keep);
-        sql.push(" ORDER BY processed_at LIMIT ").param().push(suffix);
+        sql.push(" ORDER BY processed_at LIMIT ")
+            .param()
+            .push(suffix);
         let text = sql.build();
         let query = sqlx::query(&text);
         let result = self
@@ -737,7 +744,9 @@ impl Store {
             .bind_str(from)
             .bind_string(self.timestamp_param(cutoff));
         for protected in keep {
-            query = query.bind_str(&protected.topic).bind_i64(i64::from(protected.partition));
+            query = query
+                .bind_str(&protected.topic)
+                .bind_i64(i64::from(protected.partition));
             if let Some(committed) = protected.committed {
                 query = query.bind_i64(committed);
             }
@@ -758,10 +767,17 @@ impl Store {
         let d = self.dialect;
         let offset = d.quote("offset");
         let mut sql = self.sql();
-        sql.push(&format!("SELECT COUNT(*), {} FROM {INBOX_TABLE}", (d.bigint)(&format!("MAX({offset})"))));
+        sql.push(&format!(
+            "SELECT COUNT(*), {} FROM {INBOX_TABLE}",
+            (d.bigint)(&format!("MAX({offset})"))
+        ));
         self.push_coordinates_filter(&mut sql, to.is_some());
         let text = sql.build();
-        let mut query = sqlx::query(&text).bind(consumer).bind(topic).bind(partition).bind(from);
+        let mut query = sqlx::query(&text)
+            .bind(consumer)
+            .bind(topic)
+            .bind(partition)
+            .bind(from);
         if let Some(to) = to {
             query = query.bind(to);
         }
@@ -784,11 +800,18 @@ impl Store {
         let d = self.dialect;
         let offset = d.quote("offset");
         let mut sql = self.sql();
-        sql.push(&format!("SELECT {} FROM {INBOX_TABLE}", (d.bigint)(&offset)));
+        sql.push(&format!(
+            "SELECT {} FROM {INBOX_TABLE}",
+            (d.bigint)(&offset)
+        ));
         self.push_coordinates_filter(&mut sql, to.is_some());
         sql.push(&format!(" ORDER BY {offset}"));
         let text = sql.build();
-        let mut query = sqlx::query_scalar(&text).bind(consumer).bind(topic).bind(partition).bind(from);
+        let mut query = sqlx::query_scalar(&text)
+            .bind(consumer)
+            .bind(topic)
+            .bind(partition)
+            .bind(from);
         if let Some(to) = to {
             query = query.bind(to);
         }
@@ -825,9 +848,11 @@ impl Store {
             return Ok(Default::default());
         }
         let mut sql = self.sql();
-        sql.push(&format!("SELECT event_id FROM {INBOX_TABLE} WHERE consumer = "))
-            .param()
-            .push(" AND event_id IN (");
+        sql.push(&format!(
+            "SELECT event_id FROM {INBOX_TABLE} WHERE consumer = "
+        ))
+        .param()
+        .push(" AND event_id IN (");
         for index in 0..event_ids.len() {
             if index > 0 {
                 sql.push(", ");
