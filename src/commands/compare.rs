@@ -31,6 +31,17 @@ use crate::store::{CreateMode, Store, INBOX_TABLE};
 
 /// Messages read per inbox lookup during a scan.
 const SCAN_CHUNK: usize = 1000;
+/// Up to this many inbox rows, a scan loads the consumer's event ids (as 16-byte hashes, so
+/// 10M rows take ~300 MB at most) instead of asking the database about every chunk.
+/// `INBOXCTL_SCAN_LOAD_LIMIT` overrides it (the tests use 0 to exercise chunked lookups).
+const LOAD_INBOX_UP_TO: i64 = 10_000_000;
+
+fn load_limit() -> i64 {
+    std::env::var("INBOXCTL_SCAN_LOAD_LIMIT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(LOAD_INBOX_UP_TO)
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LostEvent {
@@ -284,6 +295,19 @@ async fn scan_topic(
         .iter()
         .map(|p| (p.partition, p.committed.unwrap_or(p.log_start)))
         .collect();
+    // A set of the inbox's ids turns a million lookups into one streamed read.
+    let loaded: Option<std::collections::HashSet<u128>> =
+        if store.consumer_rows(consumer).await? <= load_limit() {
+            let mut ids = std::collections::HashSet::new();
+            store
+                .for_each_event_id(consumer, |id| {
+                    ids.insert(hash128(id));
+                })
+                .await?;
+            Some(ids)
+        } else {
+            None
+        };
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Scanned>>(4);
     let reader = {
         let client = kafka.reader(&[])?;
@@ -309,8 +333,13 @@ async fn scan_topic(
     let mut first_seen: HashMap<u128, (i32, i64)> = HashMap::new();
     let mut duplicates: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
     while let Some(chunk) = receiver.recv().await {
-        let ids: Vec<&str> = chunk.iter().filter_map(|m| m.event_id.as_deref()).collect();
-        let processed = store.processed_ids(consumer, &ids).await?;
+        let processed = match &loaded {
+            Some(_) => Default::default(),
+            None => {
+                let ids: Vec<&str> = chunk.iter().filter_map(|m| m.event_id.as_deref()).collect();
+                store.processed_ids(consumer, &ids).await?
+            }
+        };
         for message in &chunk {
             scan.messages += 1;
             let partition = scan.partitions.entry(message.partition).or_default();
@@ -330,7 +359,10 @@ async fn scan_topic(
             }
             let below_committed =
                 message.offset < committed.get(&message.partition).copied().unwrap_or(0);
-            let in_inbox = processed.contains(event_id);
+            let in_inbox = match &loaded {
+                Some(ids) => ids.contains(&key),
+                None => processed.contains(event_id),
+            };
             if below_committed && !in_inbox {
                 partition.lost.push(LostEvent {
                     partition: message.partition,

@@ -837,6 +837,46 @@ impl Store {
         }
     }
 
+    /// How many rows the consumer has (read through the primary key).
+    pub async fn consumer_rows(&self, consumer: &str) -> anyhow::Result<i64> {
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = "
+        ))
+        .param();
+        sqlx::query_scalar(&sql.build())
+            .bind(consumer)
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not count the rows of consumer '{consumer}'"))
+    }
+
+    /// Calls `each` with every event id the consumer has processed, streaming (in key order).
+    pub async fn for_each_event_id(
+        &self,
+        consumer: &str,
+        mut each: impl FnMut(&str),
+    ) -> anyhow::Result<()> {
+        use futures_util::TryStreamExt;
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT event_id FROM {INBOX_TABLE} WHERE consumer = "
+        ))
+        .param();
+        let text = sql.build();
+        let mut rows = sqlx::query_scalar::<_, String>(&text)
+            .bind(consumer)
+            .fetch(&self.pool);
+        while let Some(event_id) = rows
+            .try_next()
+            .await
+            .context("could not read the inbox's event ids")?
+        {
+            each(&event_id);
+        }
+        Ok(())
+    }
+
     /// Which of these event ids the consumer has processed. One query per call: callers pass
     /// chunks of at most a few thousand ids.
     pub async fn processed_ids(

@@ -1,0 +1,142 @@
+//! Helper for bench/compare.sh: fills a topic, commits a group's offsets, and reads a topic
+//! the plainest way librdkafka allows (counting messages), to compare `inboxctl compare --scan`
+//! against.
+//!
+//! kafka_bench produce BROKERS TOPIC PARTITIONS MESSAGES
+//! kafka_bench commit-end BROKERS TOPIC GROUP
+//! kafka_bench count BROKERS TOPIC
+
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn config(brokers: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", brokers);
+    config
+}
+
+fn partitions(brokers: &str, topic: &str) -> Vec<(i32, i64, i64)> {
+    let client: BaseConsumer = config(brokers)
+        .set("group.id", "kafka-bench")
+        .create()
+        .unwrap();
+    let metadata = client.fetch_metadata(Some(topic), TIMEOUT).unwrap();
+    let ids: Vec<i32> = metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| p.id())
+        .collect();
+    ids.into_iter()
+        .map(|p| {
+            let (low, high) = client.fetch_watermarks(topic, p, TIMEOUT).unwrap();
+            (p, low, high)
+        })
+        .collect()
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["produce", brokers, topic, count, messages] => {
+            let count: i32 = count.parse().unwrap();
+            let messages: u64 = messages.parse().unwrap();
+            let admin: AdminClient<DefaultClientContext> = config(brokers).create().unwrap();
+            let created = admin
+                .create_topics(
+                    &[NewTopic::new(topic, count, TopicReplication::Fixed(1))],
+                    &AdminOptions::new(),
+                )
+                .await
+                .unwrap();
+            created[0].as_ref().expect("create topic");
+            let producer: BaseProducer = config(brokers)
+                .set("linger.ms", "20")
+                .set("batch.num.messages", "10000")
+                .set("queue.buffering.max.messages", "1000000")
+                .set("compression.type", "none")
+                .create()
+                .unwrap();
+            let started = Instant::now();
+            for n in 0..messages {
+                let id = format!("evt-{n}");
+                let body = format!(r#"{{"event_id":"{id}","account":{},"amount":1}}"#, n % 1000);
+                let mut record = BaseRecord::to(topic)
+                    .partition((n % count as u64) as i32)
+                    .key(&id)
+                    .payload(&body)
+                    .headers(OwnedHeaders::new().insert(Header {
+                        key: "event_id",
+                        value: Some(id.as_bytes()),
+                    }));
+                loop {
+                    match producer.send(record) {
+                        Ok(()) => break,
+                        Err((_, returned)) => {
+                            producer.poll(Duration::from_millis(10));
+                            record = returned;
+                        }
+                    }
+                }
+                producer.poll(Duration::ZERO);
+            }
+            producer.flush(Duration::from_secs(300)).unwrap();
+            println!(
+                "produced {messages} messages in {:.2}s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        ["commit-end", brokers, topic, group] => {
+            let client: BaseConsumer = config(brokers).set("group.id", *group).create().unwrap();
+            let mut list = TopicPartitionList::new();
+            for (p, _, high) in partitions(brokers, topic) {
+                list.add_partition_offset(topic, p, Offset::Offset(high))
+                    .unwrap();
+            }
+            client.commit(&list, CommitMode::Sync).unwrap();
+            println!("committed the log end of every partition for {group}");
+        }
+        ["count", brokers, topic] => {
+            let consumer: BaseConsumer = config(brokers)
+                .set("group.id", "kafka-bench-count")
+                .set("enable.auto.commit", "false")
+                .create()
+                .unwrap();
+            let ranges = partitions(brokers, topic);
+            let mut list = TopicPartitionList::new();
+            let mut remaining: i64 = 0;
+            for (p, low, high) in &ranges {
+                list.add_partition_offset(topic, *p, Offset::Offset(*low))
+                    .unwrap();
+                remaining += high - low;
+            }
+            let total = remaining;
+            let started = Instant::now();
+            consumer.assign(&list).unwrap();
+            while remaining > 0 {
+                if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+                    message.unwrap();
+                    remaining -= 1;
+                }
+            }
+            println!("{total} {:.3}", started.elapsed().as_secs_f64());
+        }
+        _ => {
+            eprintln!("usage: kafka_bench produce BROKERS TOPIC PARTITIONS MESSAGES | commit-end BROKERS TOPIC GROUP | count BROKERS TOPIC");
+            std::process::exit(2);
+        }
+    }
+}
