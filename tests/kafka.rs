@@ -318,6 +318,20 @@ async fn compare_commit_before_effect_names_the_lost_events(backend: Backend) {
         vec![(3, lost_ids[0].to_string()), (6, lost_ids[1].to_string())]
     );
     assert_eq!(scanned["messages_scanned"], 24);
+    // The same answer when the inbox is asked chunk by chunk instead of loaded.
+    let chunked = Run::from(
+        db.cmd()
+            .env("KAFKA_BROKERS", &broker().address)
+            .env("INBOXCTL_SCAN_LOAD_LIMIT", "0")
+            .args([
+                "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
+            ])
+            .output()
+            .unwrap(),
+    )
+    .code(3)
+    .json();
+    assert_eq!(chunked["partitions"], scanned["partitions"]);
 
     let table = inboxctl(
         &db,
