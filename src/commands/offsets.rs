@@ -75,7 +75,10 @@ pub fn group_offsets(
             continue;
         }
         let Watermarks { log_start, log_end } = kafka.watermarks(&client, topic, *partition)?;
-        let committed = committed.get(&(topic.clone(), *partition)).copied().flatten();
+        let committed = committed
+            .get(&(topic.clone(), *partition))
+            .copied()
+            .flatten();
         rows.push(PartitionOffsets {
             topic: topic.clone(),
             partition: *partition,
@@ -177,14 +180,20 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         Target::Latest
     } else if let Some(offset) = args.to_offset {
         if offset < 0 {
-            return Err(crate::error::usage(format!("--to-offset must be 0 or more, not {offset}")));
+            return Err(crate::error::usage(format!(
+                "--to-offset must be 0 or more, not {offset}"
+            )));
         }
         Target::Offset(offset)
     } else if let Some(at) = args.to_datetime {
         Target::Time(at.timestamp_millis())
     } else if let Some(ago) = args.by_duration {
-        let ago = chrono::Duration::from_std(ago).map_err(|_| crate::error::usage("--by-duration is too large"))?;
-        Target::Time((Utc::now() - ago).timestamp_millis())
+        // Subtracting would panic before year -262143; say what is wrong instead.
+        let at = chrono::Duration::from_std(ago)
+            .ok()
+            .and_then(|ago| Utc::now().checked_sub_signed(ago))
+            .ok_or_else(|| crate::error::usage("--by-duration is too large"))?;
+        Target::Time(at.timestamp_millis())
     } else if let Some(shift) = args.shift_by {
         Target::Shift(shift)
     } else if let Some(path) = &args.from_file {
@@ -211,7 +220,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         }
     }
     if named.is_empty() {
-        return Err(crate::error::usage("name the partitions to reset with --topic TOPIC[:P,…]"));
+        return Err(crate::error::usage(
+            "name the partitions to reset with --topic TOPIC[:P,…]",
+        ));
     }
 
     let (state, plan) = block_in_place(|| -> anyhow::Result<(GroupState, Vec<PlannedOffset>)> {
@@ -235,7 +246,13 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                     chosen.clone()
                 }
             };
-            partitions.extend(chosen.into_iter().map(|p| (entry.topic.clone(), p)));
+            // A partition named twice (`-t orders -t orders:0`) is planned once.
+            for partition in chosen {
+                let key = (entry.topic.clone(), partition);
+                if !partitions.contains(&key) {
+                    partitions.push(key);
+                }
+            }
         }
         let committed = kafka.committed(&client, &partitions)?;
         let mut by_time: BTreeMap<(String, i32), Option<i64>> = BTreeMap::new();
@@ -297,13 +314,22 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
     if let Target::Inbox(positions) = &target {
         if positions.is_empty() {
-            output.warn("the inbox has no rows with coordinates for these partitions; nothing to move");
+            output.warn(
+                "the inbox has no rows with coordinates for these partitions; nothing to move",
+            );
         }
     }
 
     if let Some(path) = &args.export {
-        write_plan(path, plan.iter().map(|p| (p.topic.as_str(), p.partition, p.new)))?;
-        output.note(format!("Wrote the plan for {} partition(s) to {}", plan.len(), path.display()));
+        write_plan(
+            path,
+            plan.iter().map(|p| (p.topic.as_str(), p.partition, p.new)),
+        )?;
+        output.note(format!(
+            "Wrote the plan for {} partition(s) to {}",
+            plan.len(),
+            path.display()
+        ));
         print_plan(&args.group, &plan, false, &output)?;
         return Ok(ExitStatus::Success);
     }
@@ -319,11 +345,15 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         return Ok(ExitStatus::Success);
     }
     if state.is_active() {
+        // Some coordinators list no members for a Stable group: no "(0)" then.
+        let count = match state.members {
+            0 => String::new(),
+            n => format!(" ({n})"),
+        };
         bail!(
-            "refusing to reset offsets of group '{}': it is {} with active members ({}); stop its consumers and retry",
+            "refusing to reset offsets of group '{}': it is {} with active members{count}; stop its consumers and retry",
             args.group,
             state.state,
-            state.members
         );
     }
     if plan.is_empty() {
@@ -332,19 +362,20 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
 
     // The undo plan is written before anything changes.
-    let undo_path = args.undo_file.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "inboxctl-undo-{}-{}.csv",
-            sanitize(&args.group),
-            Utc::now().format("%Y%m%dT%H%M%SZ")
-        ))
-    });
+    let undo_path = args
+        .undo_file
+        .clone()
+        .unwrap_or_else(|| default_undo_path(&args.group));
     let restorable: Vec<(&str, i32, i64)> = plan
         .iter()
         .filter_map(|p| p.current.map(|c| (p.topic.as_str(), p.partition, c)))
         .collect();
-    write_plan(&undo_path, restorable.iter().copied())
-        .with_context(|| format!("could not write the undo plan to {}; nothing changed", undo_path.display()))?;
+    write_plan(&undo_path, restorable.iter().copied()).with_context(|| {
+        format!(
+            "could not write the undo plan to {}; nothing changed",
+            undo_path.display()
+        )
+    })?;
     output.note(format!(
         "Undo plan written to {} (apply it with: inboxctl offsets reset --group {} --from-file {} --execute)",
         undo_path.display(),
@@ -352,10 +383,15 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         undo_path.display()
     ));
     if restorable.len() < plan.len() {
-        output.warn("some partitions had no committed offset; the undo plan cannot restore 'none' for them");
+        output.warn(
+            "some partitions had no committed offset; the undo plan cannot restore 'none' for them",
+        );
     }
 
-    let offsets: Vec<(String, i32, i64)> = plan.iter().map(|p| (p.topic.clone(), p.partition, p.new)).collect();
+    let offsets: Vec<(String, i32, i64)> = plan
+        .iter()
+        .map(|p| (p.topic.clone(), p.partition, p.new))
+        .collect();
     let after = block_in_place(|| -> anyhow::Result<BTreeMap<(String, i32), Option<i64>>> {
         let client = kafka.group_client(&args.group)?;
         kafka.commit(&client, &offsets).with_context(|| {
@@ -364,13 +400,20 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 args.group
             )
         })?;
-        let keys: Vec<(String, i32)> = plan.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+        let keys: Vec<(String, i32)> = plan
+            .iter()
+            .map(|p| (p.topic.clone(), p.partition))
+            .collect();
         kafka.committed(&client, &keys)
     })?;
     let applied: Vec<PlannedOffset> = plan
         .iter()
         .map(|p| PlannedOffset {
-            new: after.get(&(p.topic.clone(), p.partition)).copied().flatten().unwrap_or(-1),
+            new: after
+                .get(&(p.topic.clone(), p.partition))
+                .copied()
+                .flatten()
+                .unwrap_or(-1),
             ..p.clone()
         })
         .collect();
@@ -387,14 +430,40 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     Ok(ExitStatus::Success)
 }
 
+/// `inboxctl-undo-GROUP-TIME.csv` in the working folder; a second reset of the group within
+/// the same second gets `-2`, `-3`, … rather than overwriting the first one's undo plan.
+fn default_undo_path(group: &str) -> PathBuf {
+    let stem = format!(
+        "inboxctl-undo-{}-{}",
+        sanitize(group),
+        Utc::now().format("%Y%m%dT%H%M%SZ")
+    );
+    let mut path = PathBuf::from(format!("{stem}.csv"));
+    let mut next = 2;
+    while path.exists() {
+        path = PathBuf::from(format!("{stem}-{next}.csv"));
+        next += 1;
+    }
+    path
+}
+
 fn sanitize(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
 /// Highest inbox offset + 1 per partition of the named topics, for `--to-inbox`.
-async fn inbox_positions(args: &OffsetsResetArgs, output: &Output) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+async fn inbox_positions(
+    args: &OffsetsResetArgs,
+    output: &Output,
+) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
     let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
     let store = super::connect(&args.database, CreateMode::MustExist, output).await?;
     store.require_inbox().await?;
@@ -407,23 +476,48 @@ async fn inbox_positions(args: &OffsetsResetArgs, output: &Output) -> anyhow::Re
             let topic = s.topic?;
             let partition = i32::try_from(s.partition?).ok()?;
             let max = s.max_offset?;
-            topics.contains(&topic.as_str()).then_some(((topic, partition), max + 1))
+            topics
+                .contains(&topic.as_str())
+                .then_some(((topic, partition), max + 1))
         })
         .collect())
 }
 
-/// Reads `topic,partition,offset` lines (a header line is allowed).
+/// Reads `topic,partition,offset` lines (a header line is allowed). Errors name the line of
+/// the file, blank lines included.
 pub fn read_plan(path: &Path) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+    let text = std::fs::read(path)
+        .with_context(|| format!("could not open the plan file {}", path.display()))?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
+        // Lines of the wrong length get this function's own message, not the reader's.
+        .flexible(true)
         .trim(csv::Trim::All)
-        .from_path(path)
-        .with_context(|| format!("could not open the plan file {}", path.display()))?;
+        .from_reader(text.as_slice());
+    // The line a record is on, counted in the file: the reader places a record where the
+    // previous one ended, before the line ends and blank lines it skips.
+    let line_of = |position: Option<&csv::Position>, index: usize| -> usize {
+        let Some(position) = position else {
+            return index + 1;
+        };
+        let mut start = usize::try_from(position.byte()).map_or(text.len(), |b| b.min(text.len()));
+        while start < text.len() && matches!(text[start], b'\r' | b'\n') {
+            start += 1;
+        }
+        1 + text[..start].iter().filter(|b| **b == b'\n').count()
+    };
     let mut plan = BTreeMap::new();
     for (index, record) in reader.records().enumerate() {
-        let line = index + 1;
-        let record = record.with_context(|| format!("{}:{line}: not valid CSV", path.display()))?;
-        if line == 1 && record.get(0) == Some("topic") {
+        let record = match record {
+            Ok(record) => record,
+            Err(error) => {
+                let line = line_of(error.position(), index);
+                return Err(anyhow::Error::new(error)
+                    .context(format!("{}:{line}: not valid CSV", path.display())));
+            }
+        };
+        let line = line_of(record.position(), index);
+        if index == 0 && record.get(0) == Some("topic") {
             continue;
         }
         if record.len() != 3 {
@@ -437,12 +531,24 @@ pub fn read_plan(path: &Path) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
             .parse()
             .ok()
             .filter(|p: &i32| *p >= 0)
-            .with_context(|| format!("{}:{line}: '{}' is not a partition number", path.display(), &record[1]))?;
+            .with_context(|| {
+                format!(
+                    "{}:{line}: '{}' is not a partition number",
+                    path.display(),
+                    &record[1]
+                )
+            })?;
         let offset: i64 = record[2]
             .parse()
             .ok()
             .filter(|o: &i64| *o >= 0)
-            .with_context(|| format!("{}:{line}: '{}' is not an offset", path.display(), &record[2]))?;
+            .with_context(|| {
+                format!(
+                    "{}:{line}: '{}' is not an offset",
+                    path.display(),
+                    &record[2]
+                )
+            })?;
         plan.insert((record[0].to_string(), partition), offset);
     }
     if plan.is_empty() {
@@ -451,26 +557,49 @@ pub fn read_plan(path: &Path) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
     Ok(plan)
 }
 
-pub fn write_plan<'a>(path: &Path, rows: impl Iterator<Item = (&'a str, i32, i64)>) -> anyhow::Result<()> {
-    let mut writer = csv::Writer::from_path(path).with_context(|| format!("could not create {}", path.display()))?;
+pub fn write_plan<'a>(
+    path: &Path,
+    rows: impl Iterator<Item = (&'a str, i32, i64)>,
+) -> anyhow::Result<()> {
+    let mut writer = csv::Writer::from_path(path)
+        .with_context(|| format!("could not create {}", path.display()))?;
     writer.write_record(["topic", "partition", "offset"])?;
     for (topic, partition, offset) in rows {
         writer.write_record([topic.to_string(), partition.to_string(), offset.to_string()])?;
     }
-    writer.flush().with_context(|| format!("could not write {}", path.display()))?;
+    writer
+        .flush()
+        .with_context(|| format!("could not write {}", path.display()))?;
     Ok(())
 }
 
-fn print_plan(group: &str, plan: &[PlannedOffset], applied: bool, output: &Output) -> anyhow::Result<()> {
-    let (before, after) = if applied { ("BEFORE", "AFTER") } else { ("CURRENT", "NEW") };
+fn print_plan(
+    group: &str,
+    plan: &[PlannedOffset],
+    applied: bool,
+    output: &Output,
+) -> anyhow::Result<()> {
+    let (before, after) = if applied {
+        ("BEFORE", "AFTER")
+    } else {
+        ("CURRENT", "NEW")
+    };
     match output.format {
-        Format::Json => output.print_json(&json!({ "group": group, "applied": applied, "partitions": plan })),
+        Format::Json => {
+            output.print_json(&json!({ "group": group, "applied": applied, "partitions": plan }))
+        }
         Format::Csv => output.print_csv(
             &["topic", "partition", "offset"],
-            &plan.iter().map(|p| vec![p.topic.clone(), p.partition.to_string(), p.new.to_string()]).collect::<Vec<_>>(),
+            &plan
+                .iter()
+                .map(|p| vec![p.topic.clone(), p.partition.to_string(), p.new.to_string()])
+                .collect::<Vec<_>>(),
         ),
         Format::Table => {
-            let mut t = table(&["TOPIC", "PARTITION", before, after, "LOG-START", "LOG-END"], &[1, 2, 3, 4, 5]);
+            let mut t = table(
+                &["TOPIC", "PARTITION", before, after, "LOG-START", "LOG-END"],
+                &[1, 2, 3, 4, 5],
+            );
             for p in plan {
                 t.add_row(vec![
                     p.topic.clone(),
@@ -496,7 +625,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("plan.csv");
         write_plan(&path, [("orders", 0, 5), ("orders", 2, 0)].into_iter()).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "topic,partition,offset\norders,0,5\norders,2,0\n");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "topic,partition,offset\norders,0,5\norders,2,0\n"
+        );
         let plan = read_plan(&path).unwrap();
         assert_eq!(plan.get(&("orders".to_string(), 0)), Some(&5));
         assert_eq!(plan.len(), 2);
@@ -508,9 +640,31 @@ mod tests {
         let path = dir.path().join("plan.csv");
         std::fs::write(&path, "orders,0,5\norders,x,1\n").unwrap();
         let message = format!("{:#}", read_plan(&path).unwrap_err());
-        assert!(message.contains("plan.csv:2: 'x' is not a partition number"), "{message}");
+        assert!(
+            message.contains("plan.csv:2: 'x' is not a partition number"),
+            "{message}"
+        );
         std::fs::write(&path, "orders,0\n").unwrap();
         let message = format!("{:#}", read_plan(&path).unwrap_err());
-        assert!(message.contains("expected topic,partition,offset but found 2 field(s)"), "{message}");
+        assert!(
+            message.contains("expected topic,partition,offset but found 2 field(s)"),
+            "{message}"
+        );
+        // After a good line too, and counting blank lines and CRLF line ends.
+        std::fs::write(&path, "topic,partition,offset\norders,0,5\norders,1\n").unwrap();
+        let message = format!("{:#}", read_plan(&path).unwrap_err());
+        assert!(
+            message.contains("plan.csv:3: expected topic,partition,offset but found 2 field(s)"),
+            "{message}"
+        );
+        std::fs::write(&path, "orders,0,5\r\n\r\n\r\norders,1,-4\r\n").unwrap();
+        let message = format!("{:#}", read_plan(&path).unwrap_err());
+        assert!(
+            message.contains("plan.csv:4: '-4' is not an offset"),
+            "{message}"
+        );
+        std::fs::write(&path, b"orders,0,5\n\norders,1,\xff\n").unwrap();
+        let message = format!("{:#}", read_plan(&path).unwrap_err());
+        assert!(message.contains("plan.csv:3: not valid CSV"), "{message}");
     }
 }

@@ -1,0 +1,1257 @@
+//! `offsets reset` against the nisshi broker. Every mode is checked twice: by reading the
+//! group's committed offsets back, and by a consumer of the group that must start exactly
+//! there. Dry run, export, plan files, undo files, clamping and the refusal while the group
+//! has a polling member are checked with exact offsets and file contents.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{SecondsFormat, Utc};
+use common::kafka::*;
+use common::*;
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+use serde_json::json;
+use sqlx::AnyPool;
+
+fn inboxctl(db: &TestDb, broker: &Broker, args: &[&str]) -> Run {
+    let mut command = db.cmd();
+    command.env("KAFKA_BROKERS", &broker.address).args(args);
+    Run::from(command.output().unwrap())
+}
+
+/// `offsets reset --group GROUP --topic TOPIC` followed by `rest`.
+fn reset(db: &TestDb, group: &str, topic: &str, rest: &[&str]) -> Run {
+    let mut args = vec!["offsets", "reset", "--group", group, "--topic", topic];
+    args.extend_from_slice(rest);
+    inboxctl(db, broker(), &args)
+}
+
+/// `offsets reset --group GROUP --from-file PLAN` followed by `rest`.
+fn apply_plan(db: &TestDb, group: &str, plan: &Path, rest: &[&str]) -> Run {
+    let plan = plan.to_str().unwrap();
+    let mut args = vec!["offsets", "reset", "--group", group, "--from-file", plan];
+    args.extend_from_slice(rest);
+    inboxctl(db, broker(), &args)
+}
+
+/// Committed offsets as `Broker::committed` returns them.
+fn at(offsets: &[i64]) -> Vec<Option<i64>> {
+    offsets.iter().map(|o| Some(*o)).collect()
+}
+
+/// Produces `counts[p]` events into each partition `p` and checks they landed at 0..count.
+async fn fill(broker: &Broker, topic: &str, prefix: &str, counts: &[usize]) {
+    let mut events = Vec::new();
+    for (partition, count) in counts.iter().enumerate() {
+        for n in 0..*count {
+            events.push((partition as i32, format!("{prefix}-p{partition}-{n}")));
+        }
+    }
+    let delivered = broker.produce(topic, &events).await;
+    for (partition, count) in counts.iter().enumerate() {
+        let offsets: Vec<i64> = delivered
+            .iter()
+            .filter(|d| d.partition == partition as i32)
+            .map(|d| d.offset)
+            .collect();
+        assert_eq!(
+            offsets,
+            (0..*count as i64).collect::<Vec<_>>(),
+            "partition {partition}"
+        );
+    }
+}
+
+/// One more event at the end of every partition, so that a consumer positioned at the log
+/// end has a message to read there; checks each lands at the expected old log end.
+async fn mark_ends(broker: &Broker, topic: &str, log_ends: &[i64]) {
+    let events: Vec<(i32, String)> = (0..log_ends.len())
+        .map(|p| (p as i32, format!("marker-p{p}")))
+        .collect();
+    let delivered = broker.produce(topic, &events).await;
+    let offsets: Vec<i64> = delivered.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, log_ends, "markers at the old log ends");
+}
+
+/// Where a consumer of `group` starts in each of `partitions`: it subscribes as a service
+/// does, with auto.offset.reset=earliest (so a missing or ignored commit shows up as the log
+/// start), takes the offset of the first message it is given per partition, never commits,
+/// and leaves the group.
+fn first_offsets(broker: &Broker, group: &str, topic: &str, partitions: &[i32]) -> Vec<i64> {
+    let consumer: BaseConsumer = broker
+        .config()
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .unwrap();
+    consumer.subscribe(&[topic]).unwrap();
+    let mut first: BTreeMap<i32, i64> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while partitions.iter().any(|p| !first.contains_key(p)) {
+        assert!(
+            Instant::now() < deadline,
+            "a consumer of {group} read only {first:?} of partitions {partitions:?}"
+        );
+        if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+            let message = message.expect("consume");
+            first.entry(message.partition()).or_insert(message.offset());
+        }
+    }
+    consumer.unsubscribe();
+    drop(consumer);
+    partitions.iter().map(|p| first[p]).collect()
+}
+
+/// `first_offsets` for several groups at once (each join takes seconds), in the order given.
+fn consumers_start(
+    broker: &'static Broker,
+    topic: &str,
+    groups: &[&str],
+    partitions: &[i32],
+) -> Vec<Vec<i64>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = groups
+            .iter()
+            .map(|group| scope.spawn(move || first_offsets(broker, group, topic, partitions)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("consumer thread"))
+            .collect()
+    })
+}
+
+/// The header cells of the first table printed.
+fn header(run: &Run) -> Vec<String> {
+    let mut lines = run.stdout.lines().skip_while(|line| !line.starts_with('┌'));
+    lines.next();
+    let line = lines
+        .next()
+        .unwrap_or_else(|| panic!("no table in:\n{}", run.stdout));
+    line.trim_matches('│')
+        .split('┆')
+        .map(|cell| cell.trim().to_string())
+        .collect()
+}
+
+/// The `warning:` lines on stderr.
+fn warnings(run: &Run) -> Vec<String> {
+    run.stderr
+        .lines()
+        .filter(|line| line.starts_with("warning: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The group's state as `offsets show` reports it.
+fn group_state(db: &TestDb, group: &str) -> String {
+    let json = inboxctl(
+        db,
+        broker(),
+        &["offsets", "show", "--group", group, "--format", "json"],
+    )
+    .ok()
+    .json();
+    json["state"].as_str().unwrap().to_string()
+}
+
+async fn wait_for_state(db: &TestDb, group: &str, wanted: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let state = group_state(db, group);
+        if state == wanted {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "group {group} is still {state}, never {wanted}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The undo plan's path as the run printed it on stderr.
+fn undo_written(run: &Run) -> String {
+    let (_, rest) = run
+        .stderr
+        .split_once("Undo plan written to ")
+        .unwrap_or_else(|| panic!("no undo plan named in:\n{}", run.stderr));
+    let (path, _) = rest.split_once(" (apply it with: ").unwrap();
+    path.to_string()
+}
+
+/// Names of the files in a folder, sorted.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The service's half of the inbox pattern: insert the event's row with its coordinates,
+/// ignoring a duplicate, which is the inbox absorbing a redelivery.
+async fn record(pool: AnyPool, backend: Backend, consumer: String, topic: String, seen: Seen) {
+    let d = backend.dialect();
+    let mut sql = inboxctl::store::SqlBuilder::new(d);
+    sql.push(&format!(
+        "INSERT INTO processed_messages (consumer, event_id, topic, {}, {}) VALUES (",
+        d.quote("partition"),
+        d.quote("offset")
+    ))
+    .param()
+    .push(", ")
+    .param()
+    .push(", ")
+    .param()
+    .push(", ")
+    .param()
+    .push(", ")
+    .param()
+    .push(")");
+    let result = sqlx::query(&sql.build())
+        .bind(consumer)
+        .bind(seen.event_id)
+        .bind(topic)
+        .bind(seen.partition)
+        .bind(seen.offset)
+        .execute(&pool)
+        .await;
+    match result {
+        Ok(_) => {}
+        Err(error)
+            if error
+                .as_database_error()
+                .is_some_and(|e| e.is_unique_violation()) => {}
+        Err(error) => panic!("inbox insert: {error}"),
+    }
+}
+
+/// Deletes the records of `topic:partition` below `offset`, so that its log start is `offset`.
+async fn delete_before(broker: &Broker, topic: &str, partition: i32, offset: i64) {
+    let admin: AdminClient<DefaultClientContext> = broker.config().create().unwrap();
+    let mut list = TopicPartitionList::new();
+    list.add_partition_offset(topic, partition, Offset::Offset(offset))
+        .unwrap();
+    let result = admin
+        .delete_records(
+            &list,
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("delete records");
+    let element = result
+        .find_partition(topic, partition)
+        .expect("partition in the answer");
+    element.error().expect("delete records of the partition");
+    assert_eq!(
+        element.offset(),
+        Offset::Offset(offset),
+        "the new log start"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latest_offset_and_shift_move_the_group_where_its_consumer_starts() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let topic = unique("orders");
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 9, 4]).await;
+    let (latest, offset, back, forward) = (
+        unique("latest"),
+        unique("offset"),
+        unique("back"),
+        unique("forward"),
+    );
+    for group in [&latest, &offset, &back] {
+        broker.commit(group, &topic, &[(0, 5), (1, 7), (2, 3)]);
+    }
+    broker.commit(&forward, &topic, &[(0, 1), (1, 2), (2, 1)]);
+
+    let run = reset(&db, &latest, &topic, &["--to-latest", "--execute"]).ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&latest, &topic, 3), at(&[6, 9, 4]));
+
+    // Only the partitions named move.
+    let named = format!("{topic}:0,2");
+    let run = reset(&db, &offset, &named, &["--to-offset", "2", "--execute"]).ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&offset, &topic, 3), at(&[2, 7, 2]));
+
+    let run = reset(&db, &back, &topic, &["--shift-by", "-2", "--execute"]).ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&back, &topic, 3), at(&[3, 5, 1]));
+
+    let run = reset(&db, &forward, &topic, &["--shift-by", "+2", "--execute"]).ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&forward, &topic, 3), at(&[3, 4, 3]));
+
+    // Shifting needs a committed offset to shift from.
+    let fresh = unique("fresh");
+    let run = reset(&db, &fresh, &topic, &["--shift-by", "1", "--execute"]).code(1);
+    assert!(
+        run.stderr
+            .contains(&format!("{topic}:0 has no committed offset to shift from")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broker.committed(&fresh, &topic, 3), vec![None, None, None]);
+
+    mark_ends(broker, &topic, &[6, 9, 4]).await;
+    let starts = consumers_start(
+        broker,
+        &topic,
+        &[&latest, &offset, &back, &forward],
+        &[0, 1, 2],
+    );
+    assert_eq!(
+        starts,
+        vec![vec![6, 9, 4], vec![2, 7, 2], vec![3, 5, 1], vec![3, 4, 3]]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn earliest_and_out_of_range_targets_stop_at_the_log_edges() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let topic = unique("orders");
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[6, 4]).await;
+    // Retention removed the first two records of partition 0: its log starts at 2.
+    delete_before(broker, &topic, 0, 2).await;
+    let (earliest, high, low) = (unique("earliest"), unique("high"), unique("low"));
+    broker.commit(&earliest, &topic, &[(0, 4), (1, 3)]);
+    broker.commit(&high, &topic, &[(0, 3), (1, 1)]);
+    broker.commit(&low, &topic, &[(0, 5), (1, 3)]);
+
+    let run = reset(&db, &earliest, &topic, &["--to-earliest", "--execute"]).ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&earliest, &topic, 2), at(&[2, 0]));
+
+    // Past the log end: the end, with a warning naming the offset asked for.
+    let high_warnings = vec![
+        format!("warning: {topic}:0: offset 100 is outside the log [2, 6]; using 6"),
+        format!("warning: {topic}:1: offset 100 is outside the log [0, 4]; using 4"),
+    ];
+    let dry = reset(
+        &db,
+        &high,
+        &topic,
+        &["--to-offset", "100", "--format", "json"],
+    )
+    .ok();
+    assert_eq!(warnings(&dry), high_warnings);
+    assert_eq!(
+        dry.json()["partitions"],
+        json!([
+            {"topic": topic, "partition": 0, "current": 3, "new": 6, "log_start": 2, "log_end": 6, "clamped_from": 100},
+            {"topic": topic, "partition": 1, "current": 1, "new": 4, "log_start": 0, "log_end": 4, "clamped_from": 100},
+        ])
+    );
+    assert_eq!(broker.committed(&high, &topic, 2), at(&[3, 1]), "a dry run");
+    let run = reset(&db, &high, &topic, &["--to-offset", "100", "--execute"]).ok();
+    assert_eq!(warnings(&run), high_warnings);
+    assert_eq!(broker.committed(&high, &topic, 2), at(&[6, 4]));
+
+    // Before the log start: the start.
+    let run = reset(&db, &low, &topic, &["--shift-by", "-1000", "--execute"]).ok();
+    assert_eq!(
+        warnings(&run),
+        vec![
+            format!("warning: {topic}:0: offset -995 is outside the log [2, 6]; using 2"),
+            format!("warning: {topic}:1: offset -997 is outside the log [0, 4]; using 0"),
+        ]
+    );
+    assert_eq!(broker.committed(&low, &topic, 2), at(&[2, 0]));
+
+    mark_ends(broker, &topic, &[6, 4]).await;
+    let starts = consumers_start(broker, &topic, &[&earliest, &high, &low], &[0, 1]);
+    assert_eq!(starts, vec![vec![2, 0], vec![6, 4], vec![2, 0]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let topic = unique("orders");
+    broker.create_topic(&topic, 3).await;
+    // Message timestamps are the producer's wall clock (CreateTime), so the only way to have
+    // an instant that lies strictly between two batches is to let the clock run on both
+    // sides of it. The gaps also leave room for the start-up of the binary in --by-duration.
+    fill(broker, &topic, "first", &[3, 1, 2]).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let between = Utc::now();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let second = vec![
+        (0, "second-p0-0".to_string()),
+        (1, "second-p1-0".to_string()),
+        (2, "second-p2-0".to_string()),
+        (0, "second-p0-1".to_string()),
+        (1, "second-p1-1".to_string()),
+        (1, "second-p1-2".to_string()),
+    ];
+    let delivered = broker.produce(&topic, &second).await;
+    let firsts: Vec<(i32, i64)> = delivered
+        .iter()
+        .take(3)
+        .map(|d| (d.partition, d.offset))
+        .collect();
+    assert_eq!(
+        firsts,
+        vec![(0, 3), (1, 1), (2, 2)],
+        "where the second batch starts"
+    );
+    // Log ends: 5, 4, 3.
+
+    let (datetime, duration, future) = (unique("datetime"), unique("duration"), unique("future"));
+    for group in [&datetime, &duration, &future] {
+        broker.commit(group, &topic, &[(0, 1), (1, 1), (2, 1)]);
+    }
+
+    let at_between = between.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let run = reset(
+        &db,
+        &datetime,
+        &topic,
+        &["--to-datetime", &at_between, "--execute"],
+    )
+    .ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&datetime, &topic, 3), at(&[3, 1, 2]));
+
+    // "This long ago" points 750 ms before `between`: still after the first batch, and
+    // before the second as long as the binary takes less than 2.25 s to start.
+    let ago = (Utc::now() - between).num_milliseconds() + 750;
+    let ago = format!("{ago}ms");
+    let run = reset(
+        &db,
+        &duration,
+        &topic,
+        &["--by-duration", &ago, "--execute"],
+    )
+    .ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&duration, &topic, 3), at(&[3, 1, 2]));
+
+    // No message that late: the log end, as Kafka does (the broker answers -1).
+    let tomorrow =
+        (Utc::now() + chrono::Duration::days(1)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let dry = reset(
+        &db,
+        &future,
+        &topic,
+        &["--to-datetime", &tomorrow, "--format", "json"],
+    )
+    .ok();
+    let news: Vec<i64> = dry.json()["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["new"].as_i64().unwrap())
+        .collect();
+    assert_eq!(news, vec![5, 4, 3]);
+    let too_long = reset(&db, &future, &topic, &["--by-duration", "300000y"]).code(2);
+    assert!(
+        too_long.stderr.contains("--by-duration is too large"),
+        "{}",
+        too_long.stderr
+    );
+    assert!(!too_long.stderr.contains("panicked"), "{}", too_long.stderr);
+    let just_now = reset(
+        &db,
+        &future,
+        &topic,
+        &["--by-duration", "0s", "--format", "json"],
+    )
+    .ok();
+    assert_eq!(just_now.json()["partitions"], dry.json()["partitions"]);
+    let run = reset(
+        &db,
+        &future,
+        &topic,
+        &["--to-datetime", &tomorrow, "--execute"],
+    )
+    .ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&future, &topic, 3), at(&[5, 4, 3]));
+
+    mark_ends(broker, &topic, &[5, 4, 3]).await;
+    let starts = consumers_start(broker, &topic, &[&datetime, &duration, &future], &[0, 1, 2]);
+    assert_eq!(starts, vec![vec![3, 1, 2], vec![3, 1, 2], vec![5, 4, 3]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn to_inbox_moves_each_partition_past_the_highest_processed_offset() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 4).await;
+    fill(broker, &topic, "e", &[8, 8, 8, 0]).await;
+    // Partition 0 runs clean. Partition 1 crashes after the effect of offset 4 and goes on
+    // processing without committing (processed through 7, committed 4). Partition 2 commits
+    // offsets 6 and 7 before their effects (committed 8, processed through 5). Partition 3
+    // never has a message.
+    let pool = db.pool().await;
+    let (consumer, topic_name) = (group.clone(), topic.clone());
+    run_service(
+        broker,
+        &group,
+        &topic,
+        24,
+        |seen| match (seen.partition, seen.offset) {
+            (1, offset) if offset >= 4 => Step::ProcessNoCommit,
+            (2, offset) if offset >= 6 => Step::CommitNoProcess,
+            _ => Step::ProcessThenCommit,
+        },
+        move |seen| {
+            record(
+                pool.clone(),
+                Backend::Sqlite,
+                consumer.clone(),
+                topic_name.clone(),
+                seen,
+            )
+        },
+    )
+    .await;
+    assert_eq!(
+        broker.committed(&group, &topic, 4),
+        vec![Some(8), Some(4), Some(8), None]
+    );
+    // Rows --to-inbox must not look at: another consumer's, and the group's on another topic.
+    let now = Utc::now();
+    db.insert_rows(&[
+        row("audit", "a-1", Some((&topic, 0, 2)), now),
+        row(&group, "elsewhere", Some(("other-topic", 0, 50)), now),
+    ])
+    .await;
+
+    let dry = reset(&db, &group, &topic, &["--to-inbox"]).ok();
+    assert_eq!(
+        header(&dry),
+        [
+            "TOPIC",
+            "PARTITION",
+            "CURRENT",
+            "NEW",
+            "LOG-START",
+            "LOG-END"
+        ]
+    );
+    assert_eq!(
+        dry.table_rows(),
+        vec![
+            vec![
+                topic.clone(),
+                "0".into(),
+                "8".into(),
+                "8".into(),
+                "0".into(),
+                "8".into()
+            ],
+            vec![
+                topic.clone(),
+                "1".into(),
+                "4".into(),
+                "8".into(),
+                "0".into(),
+                "8".into()
+            ],
+            vec![
+                topic.clone(),
+                "2".into(),
+                "8".into(),
+                "6".into(),
+                "0".into(),
+                "8".into()
+            ],
+        ]
+    );
+    assert_eq!(
+        broker.committed(&group, &topic, 4),
+        vec![Some(8), Some(4), Some(8), None],
+        "a dry run"
+    );
+
+    // --consumer picks another consumer's rows.
+    let audit = reset(
+        &db,
+        &group,
+        &topic,
+        &["--to-inbox", "--consumer", "audit", "--format", "json"],
+    )
+    .ok();
+    assert_eq!(
+        audit.json()["partitions"],
+        json!([{"topic": topic, "partition": 0, "current": 8, "new": 3, "log_start": 0, "log_end": 8}])
+    );
+    // A consumer without rows moves nothing, and says so.
+    let nobody = reset(
+        &db,
+        &group,
+        &topic,
+        &["--to-inbox", "--consumer", "nobody", "--execute"],
+    )
+    .ok();
+    assert_eq!(
+        warnings(&nobody),
+        vec![
+            "warning: the inbox has no rows with coordinates for these partitions; nothing to move"
+                .to_string()
+        ]
+    );
+    assert!(
+        nobody.stderr.contains("Nothing to reset."),
+        "{}",
+        nobody.stderr
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.csv");
+    reset(
+        &db,
+        &group,
+        &topic,
+        &[
+            "--to-inbox",
+            "--execute",
+            "--undo-file",
+            undo.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert_eq!(
+        broker.committed(&group, &topic, 4),
+        vec![Some(8), Some(8), Some(6), None]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,8\n{topic},1,4\n{topic},2,8\n")
+    );
+
+    mark_ends(broker, &topic, &[8, 8, 8, 0]).await;
+    let starts = consumers_start(broker, &topic, &[&group], &[0, 1, 2]);
+    assert_eq!(starts, vec![vec![8, 8, 6]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_is_refused_while_a_member_is_polling() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[5, 5]).await;
+    broker.commit(&group, &topic, &[(0, 2), (1, 3)]);
+
+    // A member of the group, subscribed and polling, as a running service is.
+    let stop = Arc::new(AtomicBool::new(false));
+    let assigned = Arc::new(AtomicBool::new(false));
+    let member = {
+        let (stop, assigned, group, topic) =
+            (stop.clone(), assigned.clone(), group.clone(), topic.clone());
+        std::thread::spawn(move || {
+            let consumer: BaseConsumer = broker
+                .config()
+                .set("group.id", &group)
+                .set("enable.auto.commit", "false")
+                .set("auto.offset.reset", "earliest")
+                .set("session.timeout.ms", "6000")
+                .create()
+                .unwrap();
+            consumer.subscribe(&[&topic]).unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+                    message.expect("consume");
+                }
+                if consumer.assignment().is_ok_and(|a| a.count() > 0) {
+                    assigned.store(true, Ordering::SeqCst);
+                }
+            }
+            consumer.unsubscribe();
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !assigned.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the member never got an assignment"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_for_state(&db, &group, "Stable").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.csv");
+    let dry = reset(&db, &group, &topic, &["--to-earliest"]).ok();
+    assert_eq!(
+        warnings(&dry),
+        vec![format!(
+            "warning: group '{group}' is Stable with active members: --execute would be refused until its consumers stop"
+        )]
+    );
+    // The tool refuses before the broker would (an admin commit to a Stable group fails with
+    // UNKNOWN_MEMBER_ID, Kafka's rule), and before writing anything. nisshi lists the member
+    // of the Stable group here, as Kafka does.
+    let show = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "-g", &group, "--format", "json"],
+    )
+    .ok()
+    .json();
+    assert_eq!(
+        (show["state"].as_str(), show["members"].as_i64()),
+        (Some("Stable"), Some(1))
+    );
+    let refused = reset(
+        &db,
+        &group,
+        &topic,
+        &[
+            "--to-earliest",
+            "--execute",
+            "--undo-file",
+            undo.to_str().unwrap(),
+        ],
+    )
+    .code(1);
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: refusing to reset offsets of group '{group}': it is Stable with active members (1); stop its consumers and retry\n"
+        )
+    );
+    assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[2, 3]));
+    assert!(!undo.exists(), "no undo plan for a refused reset");
+    assert_eq!(files_in(db.dir.path()), Vec::<String>::new());
+
+    // Once the member has left, the same reset goes through; the undo plan goes to the
+    // working folder under a name of its own.
+    stop.store(true, Ordering::SeqCst);
+    member.join().expect("member thread");
+    wait_for_state(&db, &group, "Empty").await;
+    let run = reset(&db, &group, &topic, &["--to-earliest", "--execute"]).ok();
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[0, 0]));
+    let written = undo_written(&run);
+    assert_eq!(files_in(db.dir.path()), vec![written.clone()]);
+    let stamp = written
+        .strip_prefix(&format!("inboxctl-undo-{group}-"))
+        .and_then(|rest| rest.strip_suffix(".csv"))
+        .unwrap_or_else(|| panic!("{written}"));
+    chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%SZ")
+        .unwrap_or_else(|error| panic!("{written}: {error}"));
+    assert_eq!(
+        std::fs::read_to_string(db.dir.path().join(&written)).unwrap(),
+        format!("topic,partition,offset\n{topic},0,2\n{topic},1,3\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_undo_files_never_overwrite_an_earlier_one() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 1).await;
+    fill(broker, &topic, "e", &[5]).await;
+    broker.commit(&group, &topic, &[(0, 2)]);
+    // Undo plans of earlier resets of the group, under every name the next few seconds give.
+    let now = Utc::now();
+    let mut earlier = Vec::new();
+    for second in -1..10 {
+        let time = now + chrono::Duration::seconds(second);
+        let name = format!(
+            "inboxctl-undo-{group}-{}.csv",
+            time.format("%Y%m%dT%H%M%SZ")
+        );
+        std::fs::write(
+            db.dir.path().join(&name),
+            "topic,partition,offset\nearlier,0,1\n",
+        )
+        .unwrap();
+        earlier.push(name);
+    }
+
+    let first = reset(&db, &group, &topic, &["--to-earliest", "--execute"]).ok();
+    let second = reset(&db, &group, &topic, &["--to-latest", "--execute"]).ok();
+    assert_eq!(broker.committed(&group, &topic, 1), at(&[5]));
+    let (first, second) = (undo_written(&first), undo_written(&second));
+    assert!(
+        first.ends_with("-2.csv") && earlier.contains(&first.replace("-2.csv", ".csv")),
+        "{first}"
+    );
+    assert!(second.ends_with(".csv") && second != first, "{second}");
+    assert_eq!(
+        std::fs::read_to_string(db.dir.path().join(&first)).unwrap(),
+        format!("topic,partition,offset\n{topic},0,2\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(db.dir.path().join(&second)).unwrap(),
+        format!("topic,partition,offset\n{topic},0,0\n")
+    );
+    for name in &earlier {
+        assert_eq!(
+            std::fs::read_to_string(db.dir.path().join(name)).unwrap(),
+            "topic,partition,offset\nearlier,0,1\n",
+            "{name}"
+        );
+    }
+    let mut all = earlier.clone();
+    all.extend([first, second]);
+    all.sort();
+    assert_eq!(files_in(db.dir.path()), all);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_shows_current_and_new_and_changes_nothing() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 9, 4]).await;
+    broker.commit(&group, &topic, &[(0, 5), (1, 7)]);
+
+    let table = reset(&db, &group, &topic, &["--to-earliest"]).ok();
+    assert_eq!(
+        header(&table),
+        [
+            "TOPIC",
+            "PARTITION",
+            "CURRENT",
+            "NEW",
+            "LOG-START",
+            "LOG-END"
+        ]
+    );
+    assert_eq!(
+        table.table_rows(),
+        vec![
+            vec![
+                topic.clone(),
+                "0".into(),
+                "5".into(),
+                "0".into(),
+                "0".into(),
+                "6".into()
+            ],
+            vec![
+                topic.clone(),
+                "1".into(),
+                "7".into(),
+                "0".into(),
+                "0".into(),
+                "9".into()
+            ],
+            vec![
+                topic.clone(),
+                "2".into(),
+                "-".into(),
+                "0".into(),
+                "0".into(),
+                "4".into()
+            ],
+        ]
+    );
+    assert!(
+        table
+            .stderr
+            .contains("Dry run: nothing changed. Add --execute to apply."),
+        "{}",
+        table.stderr
+    );
+
+    let json = reset(&db, &group, &topic, &["--to-latest", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        json,
+        json!({
+            "group": group,
+            "applied": false,
+            "partitions": [
+                {"topic": topic, "partition": 0, "current": 5, "new": 6, "log_start": 0, "log_end": 6},
+                {"topic": topic, "partition": 1, "current": 7, "new": 9, "log_start": 0, "log_end": 9},
+                {"topic": topic, "partition": 2, "current": null, "new": 4, "log_start": 0, "log_end": 4},
+            ],
+        })
+    );
+    // A partition named twice is planned once.
+    let zero = format!("{topic}:0");
+    let twice = reset(
+        &db,
+        &group,
+        &topic,
+        &["--topic", &zero, "--to-earliest", "--format", "csv"],
+    )
+    .ok();
+    assert_eq!(
+        twice.stdout,
+        format!("topic,partition,offset\n{topic},0,0\n{topic},1,0\n{topic},2,0\n")
+    );
+    let committed_ones = format!("{topic}:0,1");
+    let csv = reset(
+        &db,
+        &group,
+        &committed_ones,
+        &["--shift-by", "-1", "--format", "csv"],
+    )
+    .ok();
+    assert_eq!(
+        csv.stdout,
+        format!("topic,partition,offset\n{topic},0,4\n{topic},1,6\n")
+    );
+
+    assert_eq!(
+        broker.committed(&group, &topic, 3),
+        vec![Some(5), Some(7), None]
+    );
+    assert_eq!(
+        files_in(db.dir.path()),
+        Vec::<String>::new(),
+        "no undo file for a dry run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_writes_an_undo_plan_that_restores_the_previous_offsets() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 9, 4]).await;
+    broker.commit(&group, &topic, &[(0, 5), (1, 7), (2, 3)]);
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.csv");
+
+    let run = reset(
+        &db,
+        &group,
+        &topic,
+        &[
+            "--to-latest",
+            "--execute",
+            "--undo-file",
+            undo.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "Undo plan written to {} (apply it with: inboxctl offsets reset --group {group} --from-file {} --execute)",
+            undo.display(),
+            undo.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        header(&run),
+        [
+            "TOPIC",
+            "PARTITION",
+            "BEFORE",
+            "AFTER",
+            "LOG-START",
+            "LOG-END"
+        ]
+    );
+    assert_eq!(
+        run.table_rows(),
+        vec![
+            vec![
+                topic.clone(),
+                "0".into(),
+                "5".into(),
+                "6".into(),
+                "0".into(),
+                "6".into()
+            ],
+            vec![
+                topic.clone(),
+                "1".into(),
+                "7".into(),
+                "9".into(),
+                "0".into(),
+                "9".into()
+            ],
+            vec![
+                topic.clone(),
+                "2".into(),
+                "3".into(),
+                "4".into(),
+                "0".into(),
+                "4".into()
+            ],
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,5\n{topic},1,7\n{topic},2,3\n")
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[6, 9, 4]));
+
+    // Applying the undo plan puts every offset back, and is itself undoable.
+    let redo = dir.path().join("redo.csv");
+    let json = apply_plan(
+        &db,
+        &group,
+        &undo,
+        &[
+            "--execute",
+            "--undo-file",
+            redo.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(
+        json,
+        json!({
+            "group": group,
+            "applied": true,
+            "partitions": [
+                {"topic": topic, "partition": 0, "current": 6, "new": 5, "log_start": 0, "log_end": 6},
+                {"topic": topic, "partition": 1, "current": 9, "new": 7, "log_start": 0, "log_end": 9},
+                {"topic": topic, "partition": 2, "current": 4, "new": 3, "log_start": 0, "log_end": 4},
+            ],
+        })
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[5, 7, 3]));
+    assert_eq!(
+        std::fs::read_to_string(&redo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,6\n{topic},1,9\n{topic},2,4\n")
+    );
+
+    let starts = consumers_start(broker, &topic, &[&group], &[0, 1, 2]);
+    assert_eq!(starts, vec![vec![5, 7, 3]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_writes_the_plan_and_from_file_applies_it() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 9, 4]).await;
+    broker.commit(&group, &topic, &[(0, 5), (1, 7), (2, 3)]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.csv");
+    let plan_text = plan.to_str().unwrap();
+
+    let run = reset(
+        &db,
+        &group,
+        &topic,
+        &["--shift-by", "-3", "--export", plan_text],
+    )
+    .ok();
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        format!("topic,partition,offset\n{topic},0,2\n{topic},1,4\n{topic},2,0\n")
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("Wrote the plan for 3 partition(s) to {plan_text}")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        header(&run),
+        [
+            "TOPIC",
+            "PARTITION",
+            "CURRENT",
+            "NEW",
+            "LOG-START",
+            "LOG-END"
+        ]
+    );
+    assert_eq!(
+        run.table_rows(),
+        vec![
+            vec![
+                topic.clone(),
+                "0".into(),
+                "5".into(),
+                "2".into(),
+                "0".into(),
+                "6".into()
+            ],
+            vec![
+                topic.clone(),
+                "1".into(),
+                "7".into(),
+                "4".into(),
+                "0".into(),
+                "9".into()
+            ],
+            vec![
+                topic.clone(),
+                "2".into(),
+                "3".into(),
+                "0".into(),
+                "0".into(),
+                "4".into()
+            ],
+        ]
+    );
+    assert_eq!(
+        broker.committed(&group, &topic, 3),
+        at(&[5, 7, 3]),
+        "export changes nothing"
+    );
+    assert_eq!(
+        files_in(db.dir.path()),
+        Vec::<String>::new(),
+        "no undo file for an export"
+    );
+    assert_eq!(files_in(dir.path()), ["plan.csv"]);
+
+    let both = reset(
+        &db,
+        &group,
+        &topic,
+        &["--to-earliest", "--export", plan_text, "--execute"],
+    )
+    .code(2);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
+
+    // The plan, read back: a dry run shows it, --topic narrows it, --execute applies it.
+    let dry = apply_plan(&db, &group, &plan, &[]).ok();
+    assert_eq!(dry.table_rows(), run.table_rows());
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[5, 7, 3]));
+    let one = dir.path().join("undo-one.csv");
+    let named = format!("{topic}:1");
+    apply_plan(
+        &db,
+        &group,
+        &plan,
+        &[
+            "--topic",
+            &named,
+            "--execute",
+            "--undo-file",
+            one.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[5, 4, 3]));
+    assert_eq!(
+        std::fs::read_to_string(&one).unwrap(),
+        format!("topic,partition,offset\n{topic},1,7\n")
+    );
+    let all = dir.path().join("undo-all.csv");
+    apply_plan(
+        &db,
+        &group,
+        &plan,
+        &["--execute", "--undo-file", all.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[2, 4, 0]));
+
+    let starts = consumers_start(broker, &topic, &[&group], &[0, 1, 2]);
+    assert_eq!(starts, vec![vec![2, 4, 0]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_plan_files_are_refused_naming_the_line() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[3, 3]).await;
+    broker.commit(&group, &topic, &[(0, 1), (1, 2)]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.csv");
+    let p = plan.display().to_string();
+
+    let cases = [
+        (
+            format!("topic,partition,offset\n{topic},0,1\n{topic},x,2\n"),
+            format!("{p}:3: 'x' is not a partition number"),
+        ),
+        (
+            format!("{topic},0,0\n{topic},1\n"),
+            format!("{p}:2: expected topic,partition,offset but found 2 field(s)"),
+        ),
+        (
+            format!("{topic},0,0\n{topic},1,0,9\n"),
+            format!("{p}:2: expected topic,partition,offset but found 4 field(s)"),
+        ),
+        (
+            format!("{topic},0,0\n\n{topic},1,-4\n"),
+            format!("{p}:3: '-4' is not an offset"),
+        ),
+        (
+            format!("{topic},-1,0\n"),
+            format!("{p}:1: '-1' is not a partition number"),
+        ),
+        (
+            "topic,partition,offset\n".to_string(),
+            format!("the plan file {p} names no partitions"),
+        ),
+        (
+            String::new(),
+            format!("the plan file {p} names no partitions"),
+        ),
+        (
+            "no-such-topic,0,1\n".to_string(),
+            "topic 'no-such-topic' does not exist".to_string(),
+        ),
+        (
+            format!("{topic},7,1\n"),
+            format!("partition 7 of topic '{topic}' does not exist (it has partitions 0-1)"),
+        ),
+    ];
+    for (text, message) in &cases {
+        std::fs::write(&plan, text).unwrap();
+        let run = apply_plan(&db, &group, &plan, &["--execute"]).code(1);
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{text:?}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(message.as_str()),
+            "{text:?}: expected {message:?} in\n{}",
+            run.stderr
+        );
+        assert_eq!(broker.committed(&group, &topic, 2), at(&[1, 2]), "{text:?}");
+    }
+    let missing = dir.path().join("missing.csv");
+    let run = apply_plan(&db, &group, &missing, &["--execute"]).code(1);
+    assert!(
+        run.stderr.contains(&format!(
+            "could not open the plan file {}",
+            missing.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[1, 2]));
+    assert_eq!(
+        files_in(db.dir.path()),
+        Vec::<String>::new(),
+        "no undo file for a refused plan"
+    );
+}
