@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# Benchmark: `inboxctl prune` against one unbounded DELETE on PostgreSQL.
+#
+# Two identical tables of ROWS rows, half of them older than the cutoff. On one, `inboxctl
+# prune --before CUTOFF` deletes the old half in batches; on the other, one statement
+# `DELETE FROM processed_messages WHERE processed_at < CUTOFF` does. During each, and once
+# with nothing else running, a pgbench client inserts single rows (one autocommit INSERT per
+# transaction, as a consumer does) and its latencies are logged.
+#
+# Prints: rows deleted, seconds and rows/s of each, prune's rate as a share of the DELETE's,
+# the inserter's p99 latency idle and during each, and whether the goals are met:
+#   prune >= 70% of the unbounded DELETE's rate, inserter p99 during prune <= 2x idle.
+# Timings are reported, never asserted. The script fails only when a run deletes the wrong
+# number of rows or a tool fails.
+#
+# Environment:
+#   BENCH_PG_ADMIN  admin URL on a server that may CREATE DATABASE
+#                   (default postgres://postgres@127.0.0.1:5432/test)
+#   ROWS            rows per table, even (default 1000000)
+#   BATCH           prune --batch-size (default: inboxctl's own default)
+#   INBOXCTL        the binary (default target/release/inboxctl, built when missing)
+#   IDLE_SECONDS    how long the idle inserter runs before each phase (default 10)
+#   ORDER           prune-first (default) or delete-first
+#   KEEP_DBS=1      keep the two bench databases afterwards
+# Put ?sslmode=disable on BENCH_PG_ADMIN to measure without TLS on loopback.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH_PG_ADMIN=${BENCH_PG_ADMIN:-postgres://postgres@127.0.0.1:5432/test}
+ROWS=${ROWS:-1000000}
+BATCH=${BATCH:-}
+INBOXCTL=${INBOXCTL:-target/release/inboxctl}
+IDLE_SECONDS=${IDLE_SECONDS:-10}
+# Longest a phase may run before the inserter gives up (seconds): keeps pgbench bounded.
+MAX_PHASE_SECONDS=${MAX_PHASE_SECONDS:-1800}
+# The inserter runs as back-to-back pgbench runs of this many seconds each, so that every
+# run ends normally and its log is complete; only transactions that completed inside a
+# phase's window are counted.
+CHUNK_SECONDS=2
+
+DB_PRUNE=inboxctl_bench_prune
+DB_DELETE=inboxctl_bench_delete
+# Rows are processed_at = T0 - k seconds for k = ROWS .. 1, oldest first in the heap as an
+# inbox written over time is. The cutoff T0 - ROWS/2 s leaves exactly ROWS/2 rows older;
+# the row processed exactly at the cutoff is kept by both.
+T0_EPOCH=$(date -u -d '2026-01-01T00:00:00Z' +%s)
+
+die() { printf 'bench/prune.sh: %s\n' "$*" >&2; exit 1; }
+log() { printf '==> %s\n' "$*" >&2; }
+
+for tool in psql pgbench awk sort; do
+    command -v "$tool" >/dev/null || die "$tool is required"
+done
+[[ $ROWS =~ ^[0-9]+$ ]] && [ "$ROWS" -ge 2 ] && [ $((ROWS % 2)) -eq 0 ] ||
+    die "ROWS must be an even number of at least 2, not '$ROWS'"
+if [ -n "$BATCH" ] && ! [[ $BATCH =~ ^[1-9][0-9]*$ ]]; then
+    die "BATCH must be a whole number of at least 1, not '$BATCH'"
+fi
+if [ ! -x "$INBOXCTL" ]; then
+    [ "$INBOXCTL" = target/release/inboxctl ] || die "INBOXCTL=$INBOXCTL is not an executable"
+    log "building $INBOXCTL"
+    cargo build --release --quiet
+fi
+
+# postgres://user@host:port/db?x -> the same URL naming another database.
+db_url() {
+    local base=${BENCH_PG_ADMIN%%\?*} query=
+    [[ $BENCH_PG_ADMIN == *\?* ]] && query="?${BENCH_PG_ADMIN#*\?}"
+    printf '%s/%s%s' "${base%/*}" "$1" "$query"
+}
+URL_PRUNE=$(db_url "$DB_PRUNE")
+URL_DELETE=$(db_url "$DB_DELETE")
+
+psql_admin() { psql "$BENCH_PG_ADMIN" -X -q -v ON_ERROR_STOP=1 "$@"; }
+psql_on() { local url=$1; shift; psql "$url" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+WORK=$(mktemp -d)
+cleanup() {
+    local status=$?
+    [ -f "$WORK/stop" ] || touch "$WORK/stop"
+    wait 2>/dev/null || true
+    if [ "${KEEP_DBS:-0}" != 1 ]; then
+        psql_admin -c "DROP DATABASE IF EXISTS $DB_PRUNE" -c "DROP DATABASE IF EXISTS $DB_DELETE" \
+            >/dev/null 2>&1 || true
+    fi
+    rm -rf "$WORK"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+# ---------------------------------------------------------------------------------------
+# Databases: one seeded, migrated and vacuumed; the other a copy of it (identical pages).
+# ---------------------------------------------------------------------------------------
+CUTOFF_EPOCH=$((T0_EPOCH - ROWS / 2))
+CUTOFF=$(date -u -d "@$CUTOFF_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+T0=$(date -u -d "@$T0_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+HALF=$((ROWS / 2))
+
+log "creating $DB_PRUNE and $DB_DELETE"
+psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB_PRUNE" \
+    -c "DROP DATABASE IF EXISTS $DB_DELETE" -c "CREATE DATABASE $DB_PRUNE"
+DATABASE_URL=$URL_PRUNE "$INBOXCTL" -q migrate run >/dev/null
+log "seeding $ROWS rows (4 consumers, topic orders, 12 partitions), T0 $T0, cutoff $CUTOFF"
+seed_started=$(now)
+psql_on "$URL_PRUNE" <<SQL
+INSERT INTO processed_messages (consumer, event_id, topic, "partition", "offset", processed_at)
+SELECT 'consumer-' || (i % 4), 'evt-' || i, 'orders', i % 12, i,
+       TIMESTAMPTZ '$T0' - make_interval(secs => $ROWS + 1 - i)
+FROM generate_series(1, $ROWS) AS i
+ORDER BY i;
+VACUUM ANALYZE processed_messages;
+SQL
+psql_admin -c "CREATE DATABASE $DB_DELETE TEMPLATE $DB_PRUNE"
+psql_on "$URL_DELETE" -c "VACUUM ANALYZE processed_messages"
+log "seeded in $(elapsed "$seed_started" "$(now)") s"
+
+older_than_cutoff() {
+    psql_on "$1" -At -c "SELECT count(*) FROM processed_messages WHERE processed_at < TIMESTAMPTZ '$CUTOFF'"
+}
+for url in "$URL_PRUNE" "$URL_DELETE"; do
+    older=$(older_than_cutoff "$url")
+    [ "$older" -eq "$HALF" ] || die "seeding left $older rows older than the cutoff, expected $HALF"
+done
+table_size=$(psql_on "$URL_PRUNE" -At -c \
+    "SELECT pg_size_pretty(pg_total_relation_size('processed_messages'))")
+
+# ---------------------------------------------------------------------------------------
+# The inserter: one client, one single-row autocommit INSERT per transaction.
+# ---------------------------------------------------------------------------------------
+cat >"$WORK/insert.sql" <<'SQL'
+INSERT INTO processed_messages (consumer, event_id) VALUES ('bench-writer', md5(random()::text || clock_timestamp()::text));
+SQL
+
+# start_inserter URL NAME: pgbench runs back to back until $WORK/stop.NAME exists.
+start_inserter() {
+    local url=$1 name=$2
+    mkdir -p "$WORK/$name"
+    (
+        deadline=$(($(date +%s) + MAX_PHASE_SECONDS))
+        chunk=0
+        while [ ! -e "$WORK/stop.$name" ] && [ ! -e "$WORK/stop" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+            chunk=$((chunk + 1))
+            pgbench -n -c 1 -j 1 -T "$CHUNK_SECONDS" -f "$WORK/insert.sql" \
+                --log --log-prefix="$WORK/$name/chunk$chunk" "$url" \
+                >>"$WORK/$name/pgbench.out" 2>&1 || { echo "pgbench failed" >>"$WORK/$name/failed"; break; }
+        done
+    ) &
+    INSERTER_PID=$!
+    # Let the first pgbench connect before the phase starts.
+    sleep 1
+}
+
+stop_inserter() {
+    local name=$1
+    touch "$WORK/stop.$name"
+    wait "$INSERTER_PID"
+    if [ -e "$WORK/$name/failed" ]; then
+        cat "$WORK/$name/pgbench.out" >&2
+        die "the inserter ($name) failed"
+    fi
+}
+
+# latency_stats NAME FROM TO: "count p50_ms p99_ms max_ms" of the inserts that completed in
+# [FROM, TO] (epoch seconds). Log line: client tx latency_us script epoch_s epoch_us. The first
+# transaction of each pgbench run (tx 0) is left out: it pays for the new session's catalog
+# caches, not for anything the phase does.
+latency_stats() {
+    local name=$1 from=$2 to=$3
+    cat "$WORK/$name"/chunk*.* 2>/dev/null |
+        awk -v from="$from" -v to="$to" '$2 > 0 { t = $5 + $6 / 1e6; if (t >= from && t <= to) print $3 }' |
+        sort -n |
+        awk '{ v[NR] = $1 }
+             END {
+                 if (NR == 0) { print "no inserts completed in the window" > "/dev/stderr"; exit 1 }
+                 i50 = int(NR * 0.50 + 0.999999); i99 = int(NR * 0.99 + 0.999999)
+                 printf "%d %.2f %.2f %.2f\n", NR, v[i50] / 1000, v[i99] / 1000, v[NR] / 1000
+             }'
+}
+
+checkpoint() { psql_on "$1" -c "CHECKPOINT" >/dev/null; }
+
+# idle URL NAME: the inserter alone for IDLE_SECONDS.
+idle() {
+    local url=$1 name=$2 from to
+    checkpoint "$url"
+    start_inserter "$url" "$name"
+    from=$(now)
+    sleep "$IDLE_SECONDS"
+    to=$(now)
+    stop_inserter "$name"
+    latency_stats "$name" "$from" "$to"
+}
+
+# ---------------------------------------------------------------------------------------
+# Phase: inboxctl prune on DB_PRUNE.
+# ---------------------------------------------------------------------------------------
+batch_args=()
+[ -n "$BATCH" ] && batch_args=(--batch-size "$BATCH")
+
+phase_prune() {
+    log "idle inserter on $DB_PRUNE (${IDLE_SECONDS}s)"
+    idle_prune=$(idle "$URL_PRUNE" idle_prune)
+
+    log "inboxctl prune --before $CUTOFF ${batch_args[*]}"
+    checkpoint "$URL_PRUNE"
+    start_inserter "$URL_PRUNE" prune
+    local started ended
+    started=$(now)
+    DATABASE_URL=$URL_PRUNE "$INBOXCTL" prune --before "$CUTOFF" --yes --format json \
+        "${batch_args[@]}" >"$WORK/prune.json"
+    ended=$(now)
+    stop_inserter prune
+    during_prune=$(latency_stats prune "$started" "$ended")
+    prune_wall=$(elapsed "$started" "$ended")
+
+    json_field() { sed -n "s/^  \"$1\": \([0-9.]*\),\{0,1\}\$/\1/p" "$WORK/prune.json"; }
+    prune_deleted=$(json_field rows_deleted)
+    prune_batches=$(json_field batches)
+    prune_loop=$(calc %.3f "$(json_field elapsed_ms) / 1000")
+    [ "$prune_deleted" = "$HALF" ] || die "prune deleted '$prune_deleted' rows, expected $HALF"
+    local left
+    left=$(older_than_cutoff "$URL_PRUNE")
+    [ "$left" -eq 0 ] || die "prune left $left rows older than the cutoff"
+}
+
+# ---------------------------------------------------------------------------------------
+# Phase: one unbounded DELETE on DB_DELETE.
+# ---------------------------------------------------------------------------------------
+phase_delete() {
+    log "idle inserter on $DB_DELETE (${IDLE_SECONDS}s)"
+    idle_delete=$(idle "$URL_DELETE" idle_delete)
+
+    log "DELETE FROM processed_messages WHERE processed_at < '$CUTOFF'"
+    checkpoint "$URL_DELETE"
+    start_inserter "$URL_DELETE" delete
+    local started ended output
+    started=$(now)
+    output=$(psql "$URL_DELETE" -X -v ON_ERROR_STOP=1 -c '\timing on' \
+        -c "DELETE FROM processed_messages WHERE processed_at < TIMESTAMPTZ '$CUTOFF'")
+    ended=$(now)
+    stop_inserter delete
+    during_delete=$(latency_stats delete "$started" "$ended")
+    delete_wall=$(elapsed "$started" "$ended")
+    delete_deleted=$(sed -n 's/^DELETE \([0-9]*\)$/\1/p' <<<"$output")
+    delete_statement=$(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$output")
+    delete_statement=$(calc %.3f "$delete_statement / 1000")
+    [ "$delete_deleted" = "$HALF" ] || die "DELETE deleted '$delete_deleted' rows, expected $HALF"
+}
+
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+
+case ${ORDER:-prune-first} in
+    prune-first) phase_prune; phase_delete ;;
+    delete-first) phase_delete; phase_prune ;;
+    *) die "ORDER must be prune-first or delete-first" ;;
+esac
+
+# ---------------------------------------------------------------------------------------
+# Report.
+# ---------------------------------------------------------------------------------------
+read -r idle_prune_n _ idle_prune_p99 _ <<<"$idle_prune"
+read -r idle_delete_n _ idle_delete_p99 _ <<<"$idle_delete"
+read -r prune_n _ prune_p99 _ <<<"$during_prune"
+read -r delete_n _ delete_p99 _ <<<"$during_delete"
+prune_rate=$(calc %.0f "$HALF / $prune_wall")
+prune_loop_rate=$(calc %.0f "$HALF / $prune_loop")
+delete_rate=$(calc %.0f "$HALF / $delete_wall")
+delete_statement_rate=$(calc %.0f "$HALF / $delete_statement")
+ratio=$(calc %.1f "100 * $prune_rate / $delete_rate")
+inner_ratio=$(calc %.1f "100 * $prune_loop_rate / $delete_statement_rate")
+prune_vs_idle=$(calc %.2f "$prune_p99 / $idle_prune_p99")
+delete_vs_idle=$(calc %.2f "$delete_p99 / $idle_delete_p99")
+goal() { awk "BEGIN { exit !($1) }" && echo met || echo "NOT met"; }
+
+row() { printf '%-26s %9s %9s %11s %9s %8s\n' "$@"; }
+echo "inboxctl prune benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, PostgreSQL $(psql_admin -At -c "SHOW server_version")"
+echo "table: $ROWS rows ($table_size with indexes), 4 consumers; cutoff $CUTOFF; $HALF rows older, deleted by each"
+echo "prune --batch-size ${BATCH:-default} ($prune_batches batches); order ${ORDER:-prune-first}"
+echo
+row "" seconds rows/s "insert p99" "p99/idle" inserts
+row "idle, before prune" "$IDLE_SECONDS" - "$idle_prune_p99 ms" - "$idle_prune_n"
+row "inboxctl prune" "$prune_wall" "$prune_rate" "$prune_p99 ms" "${prune_vs_idle}x" "$prune_n"
+row "  its delete loop" "$prune_loop" "$prune_loop_rate" "" "" ""
+row "idle, before DELETE" "$IDLE_SECONDS" - "$idle_delete_p99 ms" - "$idle_delete_n"
+row "unbounded DELETE (psql)" "$delete_wall" "$delete_rate" "$delete_p99 ms" "${delete_vs_idle}x" "$delete_n"
+row "  the statement" "$delete_statement" "$delete_statement_rate" "" "" ""
+echo
+echo "Whole commands are wall clock from start to exit (prune: start-up, connecting, counting"
+echo "and deleting; psql: start-up, connecting and the DELETE). The inner lines are prune's own"
+echo "elapsed_ms over its delete loop and psql's \\timing of the statement."
+echo "prune / DELETE rate: $ratio% whole commands, $inner_ratio% delete loop against statement"
+echo "goal: prune >= 70% of the unbounded DELETE's rate (whole commands): $(goal "$ratio >= 70")"
+echo "goal: inserter p99 during prune <= 2x its idle p99: $(goal "$prune_vs_idle <= 2")"
