@@ -59,7 +59,7 @@ echo "read $raw_count messages in ${raw_secs}s"
 echo "== inboxctl compare --scan"
 start=$(date +%s.%N)
 DATABASE_URL=$PG_URL KAFKA_BROKERS=$BROKERS $INBOXCTL compare --group "$GROUP" --topic "$TOPIC" --scan \
-    --format json > "$work/compare.json"
+    --format json ${COMPARE_FLAGS:-} > "$work/compare.json"
 end=$(date +%s.%N)
 python3 - "$work/compare.json" "$raw_count" "$raw_secs" "$start" "$end" <<'PY'
 import json, sys

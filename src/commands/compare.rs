@@ -31,6 +31,8 @@ use crate::store::{CreateMode, Store, INBOX_TABLE};
 
 /// Messages read per inbox lookup during a scan.
 const SCAN_CHUNK: usize = 1000;
+/// Chunks the topic reader may run ahead of the classification (256k messages).
+const READ_AHEAD: usize = 256;
 /// Up to this many inbox rows, a scan loads the consumer's event ids (as 16-byte hashes, so
 /// 10M rows take ~300 MB at most) instead of asking the database about every chunk.
 /// `INBOXCTL_SCAN_LOAD_LIMIT` overrides it (the tests use 0 to exercise chunked lookups).
@@ -109,25 +111,30 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         );
     }
     let started = Instant::now();
-    let mut partitions = Vec::new();
-    for p in &offsets {
-        partitions.push(
-            compare_by_offsets(
-                &store,
-                &consumer,
-                &args.topic,
-                p,
-                has_coordinates,
-                args.scan,
-            )
-            .await?,
-        );
-    }
-    let mut duplicates = Vec::new();
-    let mut messages_scanned = 0;
-    if args.scan {
+    // The inbox's per-partition figures and the topic scan run side by side.
+    let by_offsets = async {
+        let mut partitions = Vec::new();
+        for p in &offsets {
+            partitions.push(
+                compare_by_offsets(
+                    &store,
+                    &consumer,
+                    &args.topic,
+                    p,
+                    has_coordinates,
+                    args.scan,
+                )
+                .await?,
+            );
+        }
+        Ok::<_, anyhow::Error>(partitions)
+    };
+    let scanning = async {
+        if !args.scan {
+            return Ok(None);
+        }
         let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
-        let scan = scan_topic(
+        scan_topic(
             &kafka,
             &store,
             &consumer,
@@ -136,7 +143,13 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             &source,
             &output,
         )
-        .await?;
+        .await
+        .map(Some)
+    };
+    let (mut partitions, scan) = tokio::try_join!(by_offsets, scanning)?;
+    let mut duplicates = Vec::new();
+    let mut messages_scanned = 0;
+    if let Some(scan) = scan {
         messages_scanned = scan.messages;
         duplicates = scan.duplicates;
         for partition in &mut partitions {
@@ -289,26 +302,16 @@ async fn scan_topic(
     source: &EventIdSource,
     output: &Output,
 ) -> anyhow::Result<Scan> {
+    let started = Instant::now();
     let total: i64 = offsets.iter().map(|p| p.log_end - p.log_start).sum();
     let progress = output.progress(total.max(0) as u64, "messages");
     let committed: HashMap<i32, i64> = offsets
         .iter()
         .map(|p| (p.partition, p.committed.unwrap_or(p.log_start)))
         .collect();
-    // A set of the inbox's ids turns a million lookups into one streamed read.
-    let loaded: Option<std::collections::HashSet<u128>> =
-        if store.consumer_rows(consumer).await? <= load_limit() {
-            let mut ids = std::collections::HashSet::new();
-            store
-                .for_each_event_id(consumer, |id| {
-                    ids.insert(hash128(id));
-                })
-                .await?;
-            Some(ids)
-        } else {
-            None
-        };
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Scanned>>(4);
+    // Up to READ_AHEAD chunks wait in the channel, so reading the topic overlaps loading the
+    // inbox's ids below, with memory still bounded.
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Scanned>>(READ_AHEAD);
     let reader = {
         let client = kafka.reader(&[])?;
         let ranges: Vec<(i32, i64, i64)> = offsets
@@ -323,6 +326,24 @@ async fn scan_topic(
         })
     };
 
+    // A set of the inbox's ids turns a million lookups into one streamed read.
+    let loaded: Option<std::collections::HashSet<u128>> =
+        if store.consumer_rows(consumer).await? <= load_limit() {
+            let mut ids = std::collections::HashSet::new();
+            store
+                .for_each_event_id(consumer, |id| {
+                    ids.insert(hash128(id));
+                })
+                .await?;
+            output.debug(format!(
+                "loaded {} inbox ids in {:.2}s",
+                ids.len(),
+                started.elapsed().as_secs_f64()
+            ));
+            Some(ids)
+        } else {
+            None
+        };
     let mut scan = Scan {
         partitions: BTreeMap::new(),
         duplicates: Vec::new(),
@@ -379,6 +400,11 @@ async fn scan_topic(
     reader
         .await
         .context("the topic reader stopped unexpectedly")??;
+    output.debug(format!(
+        "read and classified {} messages in {:.2}s",
+        scan.messages,
+        started.elapsed().as_secs_f64()
+    ));
     scan.duplicates = duplicates
         .into_iter()
         .map(|(event_id, positions)| Duplicate {
