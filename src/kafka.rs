@@ -4,14 +4,15 @@
 //! Every call here blocks (librdkafka's own threads do the I/O); async callers wrap them in
 //! [`tokio::task::block_in_place`].
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::message::BorrowedMessage;
+use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use serde::Serialize;
 
 use crate::error::usage;
@@ -300,6 +301,95 @@ impl Kafka {
             .context("the group coordinator refused the new offsets")?;
         Ok(())
     }
+}
+
+/// Reads `[start, end)` of each partition with an assigned consumer that commits nothing.
+/// Stops when every partition's position reaches its end, so gaps and transaction markers
+/// (offsets never delivered) cannot make it wait forever.
+///
+/// Messages go to `sender` in chunks of `chunk_size`, each turned into a `T` by `map`; a
+/// closed receiver stops the reading quietly.
+pub fn read_range<T>(
+    client: &BaseConsumer,
+    topic: &str,
+    ranges: &[(i32, i64, i64)],
+    idle_limit: Duration,
+    chunk_size: usize,
+    sender: &tokio::sync::mpsc::Sender<Vec<T>>,
+    mut map: impl FnMut(&BorrowedMessage<'_>) -> T,
+) -> anyhow::Result<()> {
+    let mut assignment = TopicPartitionList::new();
+    let mut ends: HashMap<i32, i64> = HashMap::new();
+    for &(partition, start, end) in ranges {
+        if end > start {
+            assignment.add_partition_offset(topic, partition, Offset::Offset(start))?;
+            ends.insert(partition, end);
+        }
+    }
+    if ends.is_empty() {
+        return Ok(());
+    }
+    client
+        .assign(&assignment)
+        .context("could not assign the partitions to read")?;
+    let mut chunk = Vec::with_capacity(chunk_size);
+    let mut last_progress = Instant::now();
+    while !ends.is_empty() {
+        match client.poll(Duration::from_millis(100)) {
+            Some(Ok(message)) => {
+                last_progress = Instant::now();
+                let partition = message.partition();
+                let Some(&end) = ends.get(&partition) else {
+                    continue;
+                };
+                if message.offset() >= end {
+                    ends.remove(&partition);
+                    continue;
+                }
+                chunk.push(map(&message));
+                if message.offset() + 1 >= end {
+                    ends.remove(&partition);
+                }
+                if chunk.len() >= chunk_size {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(chunk_size));
+                    if sender.blocking_send(full).is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            Some(Err(error)) => {
+                return Err(anyhow::Error::new(error).context(format!("could not read {topic}")))
+            }
+            None => {
+                // Nothing delivered: partitions whose position passed their end are done.
+                if let Ok(positions) = client.position() {
+                    for element in positions.elements() {
+                        if let Offset::Offset(position) = element.offset() {
+                            if ends
+                                .get(&element.partition())
+                                .is_some_and(|end| position >= *end)
+                            {
+                                ends.remove(&element.partition());
+                            }
+                        }
+                    }
+                }
+                if !ends.is_empty() && last_progress.elapsed() > idle_limit {
+                    let waiting: Vec<String> =
+                        ends.keys().map(|p| format!("{topic}:{p}")).collect();
+                    bail!(
+                        "no messages arrived for {} while reading {}; the brokers stopped answering",
+                        humantime::format_duration(idle_limit),
+                        waiting.join(", ")
+                    );
+                }
+            }
+        }
+    }
+    if !chunk.is_empty() {
+        let _ = sender.blocking_send(chunk);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,11 +13,10 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
-use rdkafka::consumer::Consumer;
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::Message;
 use serde::Serialize;
 use tokio::task::block_in_place;
 
@@ -25,7 +24,7 @@ use crate::cli::{CompareArgs, Format};
 use crate::commands::offsets::{group_offsets, PartitionOffsets};
 use crate::event_id::EventIdSource;
 use crate::exit::ExitStatus;
-use crate::kafka::Kafka;
+use crate::kafka::{read_range, Kafka};
 use crate::output::{or_dash, table, Output};
 use crate::store::{CreateMode, Store, INBOX_TABLE};
 
@@ -322,7 +321,19 @@ async fn scan_topic(
         let source = source.clone();
         let idle_limit = kafka.timeout();
         tokio::task::spawn_blocking(move || {
-            read_range(client, &topic, &ranges, &source, idle_limit, sender)
+            read_range(
+                &client,
+                &topic,
+                &ranges,
+                idle_limit,
+                SCAN_CHUNK,
+                &sender,
+                |message| Scanned {
+                    partition: message.partition(),
+                    offset: message.offset(),
+                    event_id: source.extract(message),
+                },
+            )
         })
     };
 
@@ -421,95 +432,6 @@ fn hash128(text: &str) -> u128 {
     let mut second = DefaultHasher::new();
     (text, 0x5eed_u32).hash(&mut second);
     (u128::from(first.finish()) << 64) | u128::from(second.finish())
-}
-
-/// Reads `[start, end)` of each partition with an assigned consumer that commits nothing.
-/// Stops when every partition's position reaches its end, so gaps and transaction markers
-/// (offsets never delivered) cannot make it wait forever.
-fn read_range(
-    client: rdkafka::consumer::BaseConsumer,
-    topic: &str,
-    ranges: &[(i32, i64, i64)],
-    source: &EventIdSource,
-    idle_limit: Duration,
-    sender: tokio::sync::mpsc::Sender<Vec<Scanned>>,
-) -> anyhow::Result<()> {
-    let mut assignment = TopicPartitionList::new();
-    let mut ends: HashMap<i32, i64> = HashMap::new();
-    for &(partition, start, end) in ranges {
-        if end > start {
-            assignment.add_partition_offset(topic, partition, Offset::Offset(start))?;
-            ends.insert(partition, end);
-        }
-    }
-    if ends.is_empty() {
-        return Ok(());
-    }
-    client
-        .assign(&assignment)
-        .context("could not assign the partitions to read")?;
-    let mut chunk = Vec::with_capacity(SCAN_CHUNK);
-    let mut last_progress = Instant::now();
-    while !ends.is_empty() {
-        match client.poll(Duration::from_millis(100)) {
-            Some(Ok(message)) => {
-                last_progress = Instant::now();
-                let partition = message.partition();
-                let Some(&end) = ends.get(&partition) else {
-                    continue;
-                };
-                if message.offset() >= end {
-                    ends.remove(&partition);
-                    continue;
-                }
-                chunk.push(Scanned {
-                    partition,
-                    offset: message.offset(),
-                    event_id: source.extract(&message),
-                });
-                if message.offset() + 1 >= end {
-                    ends.remove(&partition);
-                }
-                if chunk.len() >= SCAN_CHUNK {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(SCAN_CHUNK));
-                    if sender.blocking_send(full).is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-            Some(Err(error)) => {
-                return Err(anyhow::Error::new(error).context(format!("could not read {topic}")))
-            }
-            None => {
-                // Nothing delivered: partitions whose position passed their end are done.
-                if let Ok(positions) = client.position() {
-                    for element in positions.elements() {
-                        if let Offset::Offset(position) = element.offset() {
-                            if ends
-                                .get(&element.partition())
-                                .is_some_and(|end| position >= *end)
-                            {
-                                ends.remove(&element.partition());
-                            }
-                        }
-                    }
-                }
-                if !ends.is_empty() && last_progress.elapsed() > idle_limit {
-                    let waiting: Vec<String> =
-                        ends.keys().map(|p| format!("{topic}:{p}")).collect();
-                    bail!(
-                        "no messages arrived for {} while reading {}; the brokers stopped answering",
-                        humantime::format_duration(idle_limit),
-                        waiting.join(", ")
-                    );
-                }
-            }
-        }
-    }
-    if !chunk.is_empty() {
-        let _ = sender.blocking_send(chunk);
-    }
-    Ok(())
 }
 
 fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
