@@ -35,6 +35,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete rows older than a retention, in small batches')
             [CompletionResult]::new('offsets', 'offsets', [CompletionResultType]::ParameterValue, 'Show or reset a consumer group''s committed offsets')
             [CompletionResult]::new('compare', 'compare', [CompletionResultType]::ParameterValue, 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans')
+            [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Re-drive a range of a topic through an idempotent handler, each event exactly once')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -271,6 +272,39 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'inboxctl;replay' {
+            [CompletionResult]::new('--brokers', '--brokers', [CompletionResultType]::ParameterName, 'Bootstrap brokers, host:port[,host:port…]')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN')
+            [CompletionResult]::new('--kafka-timeout', '--kafka-timeout', [CompletionResultType]::ParameterName, 'Give up on any one broker call after this long')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Give up connecting after this long (e.g. 5s, 1m)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'The topic to replay')
+            [CompletionResult]::new('--topic', '--topic', [CompletionResultType]::ParameterName, 'The topic to replay')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Only these partitions (repeatable); default: all')
+            [CompletionResult]::new('--partition', '--partition', [CompletionResultType]::ParameterName, 'Only these partitions (repeatable); default: all')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Where to start: earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION (ago), committed:GROUP')
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to stop, exclusive: latest, OFFSET, a timestamp; fixed when the command starts')
+            [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'The inbox consumer the events are recorded under')
+            [CompletionResult]::new('--event-id-from', '--event-id-from', [CompletionResultType]::ParameterName, 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)')
+            [CompletionResult]::new('--sql', '--sql', [CompletionResultType]::ParameterName, 'SQL handler: a file of statements with :placeholders, run in the inbox''s transaction')
+            [CompletionResult]::new('--exec', '--exec', [CompletionResultType]::ParameterName, 'Exec handler: a command started once, fed one JSON line per message, answering {"ok":true} or {"ok":false,"error":"…"} per line')
+            [CompletionResult]::new('--param', '--param', [CompletionResultType]::ParameterName, 'Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per transaction')
+            [CompletionResult]::new('--on-missing-id', '--on-missing-id', [CompletionResultType]::ParameterName, 'A message without an event id: fail (stop) or skip it')
+            [CompletionResult]::new('--on-error', '--on-error', [CompletionResultType]::ParameterName, 'A message the handler fails on: stop, or skip it (and go on)')
+            [CompletionResult]::new('--dead-letter', '--dead-letter', [CompletionResultType]::ParameterName, 'Append failed and skipped messages here as JSON lines, with the error')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Say what would run and what would be skipped; write nothing')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing on stderr but errors (no progress bars, no notes)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'inboxctl;completions' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
@@ -289,6 +323,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('prune', 'prune', [CompletionResultType]::ParameterValue, 'Delete rows older than a retention, in small batches')
             [CompletionResult]::new('offsets', 'offsets', [CompletionResultType]::ParameterValue, 'Show or reset a consumer group''s committed offsets')
             [CompletionResult]::new('compare', 'compare', [CompletionResultType]::ParameterValue, 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans')
+            [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Re-drive a range of a topic through an idempotent handler, each event exactly once')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -326,6 +361,9 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             break
         }
         'inboxctl;help;compare' {
+            break
+        }
+        'inboxctl;help;replay' {
             break
         }
         'inboxctl;help;completions' {

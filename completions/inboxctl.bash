@@ -37,6 +37,9 @@ _inboxctl() {
             inboxctl,prune)
                 cmd="inboxctl__subcmd__prune"
                 ;;
+            inboxctl,replay)
+                cmd="inboxctl__subcmd__replay"
+                ;;
             inboxctl__subcmd__help,compare)
                 cmd="inboxctl__subcmd__help__subcmd__compare"
                 ;;
@@ -57,6 +60,9 @@ _inboxctl() {
                 ;;
             inboxctl__subcmd__help,prune)
                 cmd="inboxctl__subcmd__help__subcmd__prune"
+                ;;
+            inboxctl__subcmd__help,replay)
+                cmd="inboxctl__subcmd__help__subcmd__replay"
                 ;;
             inboxctl__subcmd__help__subcmd__migrate,revert)
                 cmd="inboxctl__subcmd__help__subcmd__migrate__subcmd__revert"
@@ -122,7 +128,7 @@ _inboxctl() {
 
     case "${cmd}" in
         inboxctl)
-            opts="-v -q -h -V --format --verbose --quiet --help --version migrate inspect prune offsets compare completions help"
+            opts="-v -q -h -V --format --verbose --quiet --help --version migrate inspect prune offsets compare replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -224,7 +230,7 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__help)
-            opts="migrate inspect prune offsets compare completions help"
+            opts="migrate inspect prune offsets compare replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -392,6 +398,20 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__help__subcmd__prune)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__help__subcmd__replay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -863,6 +883,104 @@ _inboxctl() {
                     return 0
                     ;;
                 --kafka-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        inboxctl__subcmd__replay)
+            opts="-X -t -p -v -q -h -V --brokers --kafka-timeout --database-url --connect-timeout --topic --partition --from --to --consumer --event-id-from --sql --exec --param --dry-run --batch-size --on-missing-id --on-error --dead-letter --format --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --brokers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -X)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kafka-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --partition)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -p)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --consumer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --event-id-from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sql)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --exec)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --param)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --on-missing-id)
+                    COMPREPLY=($(compgen -W "fail skip" -- "${cur}"))
+                    return 0
+                    ;;
+                --on-error)
+                    COMPREPLY=($(compgen -W "stop skip" -- "${cur}"))
+                    return 0
+                    ;;
+                --dead-letter)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

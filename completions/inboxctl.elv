@@ -32,6 +32,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand prune 'Delete rows older than a retention, in small batches'
             cand offsets 'Show or reset a consumer group''s committed offsets'
             cand compare 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans'
+            cand replay 'Re-drive a range of a topic through an idempotent handler, each event exactly once'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -248,6 +249,38 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'inboxctl;replay'= {
+            cand --brokers 'Bootstrap brokers, host:port[,host:port…]'
+            cand -X 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN'
+            cand --kafka-timeout 'Give up on any one broker call after this long'
+            cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
+            cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand -t 'The topic to replay'
+            cand --topic 'The topic to replay'
+            cand -p 'Only these partitions (repeatable); default: all'
+            cand --partition 'Only these partitions (repeatable); default: all'
+            cand --from 'Where to start: earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION (ago), committed:GROUP'
+            cand --to 'Where to stop, exclusive: latest, OFFSET, a timestamp; fixed when the command starts'
+            cand --consumer 'The inbox consumer the events are recorded under'
+            cand --event-id-from 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)'
+            cand --sql 'SQL handler: a file of statements with :placeholders, run in the inbox''s transaction'
+            cand --exec 'Exec handler: a command started once, fed one JSON line per message, answering {"ok":true} or {"ok":false,"error":"…"} per line'
+            cand --param 'Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)'
+            cand --batch-size 'Messages per transaction'
+            cand --on-missing-id 'A message without an event id: fail (stop) or skip it'
+            cand --on-error 'A message the handler fails on: stop, or skip it (and go on)'
+            cand --dead-letter 'Append failed and skipped messages here as JSON lines, with the error'
+            cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
+            cand --dry-run 'Say what would run and what would be skipped; write nothing'
+            cand -v 'Print more detail on stderr (repeat for more)'
+            cand --verbose 'Print more detail on stderr (repeat for more)'
+            cand -q 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand --quiet 'Print nothing on stderr but errors (no progress bars, no notes)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'inboxctl;completions'= {
             cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
             cand -v 'Print more detail on stderr (repeat for more)'
@@ -265,6 +298,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand prune 'Delete rows older than a retention, in small batches'
             cand offsets 'Show or reset a consumer group''s committed offsets'
             cand compare 'Compare a group''s committed offsets with the inbox: lost, pending redelivery, orphans'
+            cand replay 'Re-drive a range of a topic through an idempotent handler, each event exactly once'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -292,6 +326,8 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
         &'inboxctl;help;offsets;reset'= {
         }
         &'inboxctl;help;compare'= {
+        }
+        &'inboxctl;help;replay'= {
         }
         &'inboxctl;help;completions'= {
         }

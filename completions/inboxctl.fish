@@ -36,6 +36,7 @@ complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "inspect" -d 'Show
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "offsets" -d 'Show or reset a consumer group\'s committed offsets'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "compare" -d 'Compare a group\'s committed offsets with the inbox: lost, pending redelivery, orphans'
+complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "replay" -d 'Re-drive a range of a topic through an idempotent handler, each event exactly once'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c inboxctl -n "__fish_inboxctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
@@ -185,6 +186,34 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s v -l verbo
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s h -l help -d 'Print help'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s V -l version -d 'Print version'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l kafka-timeout -d 'Give up on any one broker call after this long' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -s t -l topic -d 'The topic to replay' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -s p -l partition -d 'Only these partitions (repeatable); default: all' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l from -d 'Where to start: earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION (ago), committed:GROUP' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l to -d 'Where to stop, exclusive: latest, OFFSET, a timestamp; fixed when the command starts' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l consumer -d 'The inbox consumer the events are recorded under' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l event-id-from -d 'Where a message\'s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l sql -d 'SQL handler: a file of statements with :placeholders, run in the inbox\'s transaction' -r -F
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l exec -d 'Exec handler: a command started once, fed one JSON line per message, answering {"ok":true} or {"ok":false,"error":"…"} per line' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l param -d 'Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l batch-size -d 'Messages per transaction' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l on-missing-id -d 'A message without an event id: fail (stop) or skip it' -r -f -a "fail\t''
+skip\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l on-error -d 'A message the handler fails on: stop, or skip it (and go on)' -r -f -a "stop\t''
+skip\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l dead-letter -d 'Append failed and skipped messages here as JSON lines, with the error' -r -F
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
+json\t''
+csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l dry-run -d 'Say what would run and what would be skipped; write nothing'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -s h -l help -d 'Print help'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -s V -l version -d 'Print version'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''
 csv\t''"
@@ -192,13 +221,14 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s v -l v
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s q -l quiet -d 'Print nothing on stderr but errors (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "migrate" -d 'Create, upgrade or downgrade the processed_messages table'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "inspect" -d 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "offsets" -d 'Show or reset a consumer group\'s committed offsets'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "compare" -d 'Compare a group\'s committed offsets with the inbox: lost, pending redelivery, orphans'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "migrate" -d 'Create, upgrade or downgrade the processed_messages table'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "inspect" -d 'Show what the inbox holds: rows per consumer, ages, offset ranges; or look up one event'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "prune" -d 'Delete rows older than a retention, in small batches'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "offsets" -d 'Show or reset a consumer group\'s committed offsets'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "compare" -d 'Compare a group\'s committed offsets with the inbox: lost, pending redelivery, orphans'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "replay" -d 'Re-drive a range of a topic through an idempotent handler, each event exactly once'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_seen_subcommand_from migrate inspect prune offsets compare replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "run" -d 'Apply every pending migration (creates the database file for SQLite)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations and whether each is applied'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "revert" -d 'Undo the last migration, or every migration above --to'

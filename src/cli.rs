@@ -67,6 +67,8 @@ pub enum Command {
     Offsets(OffsetsArgs),
     /// Compare a group's committed offsets with the inbox: lost, pending redelivery, orphans
     Compare(CompareArgs),
+    /// Re-drive a range of a topic through an idempotent handler, each event exactly once
+    Replay(ReplayArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
 }
@@ -353,4 +355,92 @@ pub struct CompareArgs {
     /// Show at most this many offsets or events per finding in tables (JSON lists all)
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub show: usize,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("handler").args(["sql", "exec"]).required(false)))]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub kafka: KafkaOpts,
+
+    #[command(flatten)]
+    pub database: DatabaseOpts,
+
+    /// The topic to replay
+    #[arg(long, short = 't', value_name = "TOPIC")]
+    pub topic: String,
+
+    /// Only these partitions (repeatable); default: all
+    #[arg(long, short = 'p', value_name = "P")]
+    pub partition: Vec<i32>,
+
+    /// Where to start: earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION (ago), committed:GROUP
+    #[arg(long, value_name = "START", allow_hyphen_values = true, value_parser = crate::commands::replay::parse_start)]
+    pub from: crate::commands::replay::Start,
+
+    /// Where to stop, exclusive: latest, OFFSET, a timestamp; fixed when the command starts
+    #[arg(long, value_name = "END", default_value = "latest", value_parser = crate::commands::replay::parse_end)]
+    pub to: crate::commands::replay::End,
+
+    /// The inbox consumer the events are recorded under
+    #[arg(long, value_name = "CONSUMER")]
+    pub consumer: String,
+
+    /// Where a message's event id is: header:NAME, json:/pointer, key, coordinates
+    /// (default: header event_id, then JSON field event_id)
+    #[arg(long, value_name = "SPEC", value_parser = crate::event_id::EventIdSource::parse)]
+    pub event_id_from: Option<crate::event_id::EventIdSource>,
+
+    /// SQL handler: a file of statements with :placeholders, run in the inbox's transaction
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["exec", "dry_run"])]
+    pub sql: Option<std::path::PathBuf>,
+
+    /// Exec handler: a command started once, fed one JSON line per message, answering
+    /// {"ok":true} or {"ok":false,"error":"…"} per line
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+
+    /// Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)
+    #[arg(long, value_name = "NAME=json:/POINTER", value_parser = crate::handler::parse_param)]
+    pub param: Vec<(String, String)>,
+
+    /// Say what would run and what would be skipped; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Messages per transaction
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = parse_batch_size)]
+    pub batch_size: u64,
+
+    /// A message without an event id: fail (stop) or skip it
+    #[arg(long, value_enum, default_value_t = OnMissingId::Fail)]
+    pub on_missing_id: OnMissingId,
+
+    /// A message the handler fails on: stop, or skip it (and go on)
+    #[arg(long, value_enum, default_value_t = OnError::Stop)]
+    pub on_error: OnError,
+
+    /// Append failed and skipped messages here as JSON lines, with the error
+    #[arg(long, value_name = "FILE")]
+    pub dead_letter: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnMissingId {
+    Fail,
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnError {
+    Stop,
+    Skip,
+}
+
+/// A batch size: 1 to 10,000 (PostgreSQL binds at most 65,535 parameters per statement).
+fn parse_batch_size(text: &str) -> Result<u64, String> {
+    match parse_count(text)? {
+        count if count > 10_000 => Err(format!("{count} is more than 10000")),
+        count => Ok(count),
+    }
 }

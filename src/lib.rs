@@ -8,6 +8,7 @@ pub mod commands;
 pub mod error;
 pub mod event_id;
 pub mod exit;
+pub mod handler;
 pub mod kafka;
 pub mod migrate;
 pub mod output;

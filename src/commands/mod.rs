@@ -6,6 +6,7 @@ pub mod inspect;
 pub mod migrate;
 pub mod offsets;
 pub mod prune;
+pub mod replay;
 
 use crate::cli::{Cli, Command, DatabaseOpts};
 use crate::exit::ExitStatus;
@@ -20,6 +21,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Prune(args) => prune::run(args, output).await,
         Command::Offsets(args) => offsets::run(args, output).await,
         Command::Compare(args) => compare::run(args, output).await,
+        Command::Replay(args) => replay::run(args, output).await,
         Command::Completions(args) => completions::run(args, output),
     }
 }

@@ -93,6 +93,12 @@ pub struct Dialect {
     /// found through the `(consumer, processed_at)` index: PostgreSQL by ctid, SQLite by rowid,
     /// MySQL with its own `DELETE … ORDER BY … LIMIT`.
     pub delete_batch: (&'static str, &'static str),
+    /// Starts a transaction that will write (SQLite takes the write lock at once, so two
+    /// writers queue on the busy timeout instead of failing on upgrade).
+    pub begin_write: &'static str,
+    /// Wraps a multi-row `INSERT … VALUES` into the inbox so that rows already there are
+    /// skipped and the statement returns the event ids it did insert.
+    pub insert_new: (&'static str, &'static str),
     pub migration_locking: MigrationLocking,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
@@ -915,6 +921,18 @@ impl Store {
     pub async fn close(self) {
         self.pool.close().await;
     }
+}
+
+/// A failure worth retrying the transaction for: a deadlock, a serialization failure, or a
+/// busy SQLite database.
+pub fn is_transient(error: &sqlx::Error) -> bool {
+    let Some(database) = error.as_database_error() else {
+        return matches!(error, sqlx::Error::PoolTimedOut);
+    };
+    matches!(
+        database.code().as_deref(),
+        Some("40P01" | "40001" | "1213" | "1205" | "5" | "6" | "517" | "261" | "262")
+    )
 }
 
 fn optional_timestamp(row: &AnyRow, index: usize) -> anyhow::Result<Option<DateTime<Utc>>> {

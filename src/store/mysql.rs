@@ -24,6 +24,9 @@ pub static DIALECT: Dialect = Dialect {
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
     ),
     delete_batch: ("DELETE FROM processed_messages WHERE ", ""),
+    // MariaDB 10.5+ returns the rows INSERT IGNORE inserted (MySQL 8 has no RETURNING).
+    begin_write: "BEGIN",
+    insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(GET_LOCK('inboxctl_migrate', 600) AS SIGNED)",
         unlock: "SELECT CAST(RELEASE_LOCK('inboxctl_migrate') AS SIGNED)",

@@ -28,6 +28,8 @@ pub static DIALECT: Dialect = Dialect {
         "DELETE FROM processed_messages WHERE rowid IN (SELECT rowid FROM processed_messages WHERE ",
         ")",
     ),
+    begin_write: "BEGIN IMMEDIATE",
+    insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     migration_locking: MigrationLocking::ExclusiveTransaction {
         begin: "BEGIN IMMEDIATE",
     },

@@ -1,0 +1,1010 @@
+//! `replay`: re-drive a range of a topic through an idempotent handler.
+//!
+//! Each batch is one transaction: a multi-row inbox insert that returns which event ids are
+//! new, then the SQL handler for those only. A batch that fails is retried message by message,
+//! so one poison message neither blocks the rest nor applies anything twice. The reader is an
+//! assigned consumer: it joins no group and commits nothing. Re-running is always safe: what
+//! the inbox holds is skipped.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use chrono::{DateTime, Utc};
+use rdkafka::message::{BorrowedMessage, Headers, Message};
+use serde::Serialize;
+use serde_json::{json, Value};
+use sqlx::{Any, Executor};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::task::block_in_place;
+
+use crate::cli::{Format, OnError, OnMissingId, ReplayArgs};
+use crate::error::usage;
+use crate::event_id::EventIdSource;
+use crate::exit::ExitStatus;
+use crate::handler::{self, Statement};
+use crate::kafka::{read_range, Kafka};
+use crate::output::{or_dash, table, Output};
+use crate::store::{is_transient, CreateMode, Store, INBOX_TABLE};
+use crate::time::{parse_duration, parse_timestamp};
+
+/// Where the replay starts in each partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    Earliest,
+    Offset(i64),
+    PerPartition(BTreeMap<i32, i64>),
+    Time(DateTime<Utc>),
+    Ago(Duration),
+    Committed(String),
+}
+
+/// Where it stops (exclusive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    Latest,
+    Offset(i64),
+    Time(DateTime<Utc>),
+}
+
+pub fn parse_start(text: &str) -> Result<Start, String> {
+    let text = text.trim();
+    if text == "earliest" {
+        return Ok(Start::Earliest);
+    }
+    if let Some(group) = text.strip_prefix("committed:") {
+        if group.is_empty() {
+            return Err("committed: needs a group, e.g. committed:billing".into());
+        }
+        return Ok(Start::Committed(group.to_string()));
+    }
+    if let Some(ago) = text.strip_prefix('-') {
+        return parse_duration(ago).map(Start::Ago);
+    }
+    if let Ok(offset) = text.parse::<i64>() {
+        return Ok(Start::Offset(offset));
+    }
+    let per_partition: Option<BTreeMap<i32, i64>> = text
+        .split(',')
+        .map(|pair| {
+            let (p, o) = pair.split_once(':')?;
+            Some((p.trim().parse::<i32>().ok()?, o.trim().parse::<i64>().ok()?))
+        })
+        .collect();
+    if let Some(map) =
+        per_partition.filter(|m| m.keys().all(|p| *p >= 0) && m.values().all(|o| *o >= 0))
+    {
+        return Ok(Start::PerPartition(map));
+    }
+    parse_timestamp(text).map(Start::Time).map_err(|_| {
+        format!("'{text}' is not a start; expected earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION or committed:GROUP")
+    })
+}
+
+pub fn parse_end(text: &str) -> Result<End, String> {
+    let text = text.trim();
+    if text == "latest" {
+        return Ok(End::Latest);
+    }
+    if let Ok(offset) = text.parse::<i64>() {
+        if offset < 0 {
+            return Err(format!("{offset} is not an offset"));
+        }
+        return Ok(End::Offset(offset));
+    }
+    parse_timestamp(text)
+        .map(End::Time)
+        .map_err(|_| format!("'{text}' is not an end; expected latest, OFFSET or a timestamp"))
+}
+
+/// One message as replay needs it.
+#[derive(Debug, Clone)]
+struct Replayed {
+    partition: i32,
+    offset: i64,
+    key: Option<String>,
+    headers: Vec<(String, Option<String>)>,
+    timestamp: Option<i64>,
+    payload: Option<String>,
+    event_id: Option<String>,
+}
+
+impl Replayed {
+    fn from_message(message: &BorrowedMessage<'_>, source: &EventIdSource) -> Replayed {
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        Replayed {
+            partition: message.partition(),
+            offset: message.offset(),
+            key: message.key().map(text),
+            headers: message
+                .headers()
+                .map(|headers| {
+                    headers
+                        .iter()
+                        .map(|h| (h.key.to_string(), h.value.map(text)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            timestamp: message.timestamp().to_millis(),
+            payload: message.payload().map(text),
+            event_id: source.extract(message),
+        }
+    }
+
+    fn payload_json(&self) -> Option<Value> {
+        self.payload
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p).ok())
+    }
+
+    /// The line the exec handler reads, and the dead-letter record.
+    fn to_json(&self, topic: &str) -> Value {
+        let headers: serde_json::Map<String, Value> = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
+            .collect();
+        json!({
+            "event_id": self.event_id,
+            "topic": topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "key": self.key,
+            "headers": headers,
+            "timestamp": self.timestamp,
+            "payload": self.payload_json().unwrap_or_else(|| self.payload.clone().map_or(Value::Null, Value::String)),
+        })
+    }
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+struct PartitionSummary {
+    partition: i32,
+    from: i64,
+    to: i64,
+    messages: u64,
+    processed: u64,
+    skipped_duplicate: u64,
+    failed: u64,
+    missing_id: u64,
+    /// The last offset whose batch finished (committed or rolled back as a whole).
+    last_offset: Option<i64>,
+}
+
+enum Handler {
+    Sql(Vec<Statement>),
+    Exec(Box<ExecHandler>),
+    DryRun,
+}
+
+struct ExecHandler {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    replies: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    let kafka = Kafka::new(&args.kafka);
+    let ranges = block_in_place(|| resolve_ranges(&kafka, &args))?;
+    let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
+    store.require_inbox().await?;
+    let mut handler = if args.dry_run {
+        Handler::DryRun
+    } else if let Some(path) = &args.sql {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("could not read the SQL handler {}", path.display()))?;
+        Handler::Sql(
+            handler::parse(&text, store.dialect)
+                .with_context(|| format!("in {}", path.display()))?,
+        )
+    } else if let Some(command) = &args.exec {
+        Handler::Exec(Box::new(start_exec(command)?))
+    } else {
+        return Err(usage(
+            "give a handler: --sql FILE or --exec CMD (or --dry-run)",
+        ));
+    };
+    let pointers: BTreeMap<String, String> = args.param.iter().cloned().collect();
+    let mut dead_letter = match &args.dead_letter {
+        Some(path) => Some(open_dead_letter(path)?),
+        None => None,
+    };
+
+    let mut summaries: BTreeMap<i32, PartitionSummary> = ranges
+        .iter()
+        .map(|&(partition, from, to)| {
+            (
+                partition,
+                PartitionSummary {
+                    partition,
+                    from,
+                    to,
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    let total: i64 = ranges.iter().map(|(_, from, to)| to - from).sum();
+    let progress = output.progress(total.max(0) as u64, "messages");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_on_signal = stop.clone();
+    let signal = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop_on_signal.store(true, Ordering::SeqCst);
+        }
+    });
+
+    let started = Instant::now();
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Replayed>>(4);
+    let reader = {
+        let client = kafka.reader(&[])?;
+        let topic = args.topic.clone();
+        let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+        let idle_limit = kafka.timeout();
+        let chunk = args.batch_size as usize;
+        tokio::task::spawn_blocking(move || {
+            read_range(&client, &topic, &ranges, idle_limit, chunk, &sender, |m| {
+                Replayed::from_message(m, &source)
+            })
+        })
+    };
+
+    let mut failure: Option<anyhow::Error> = None;
+    let mut interrupted = false;
+    while let Some(batch) = receiver.recv().await {
+        if stop.load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+        let mut with_id = Vec::with_capacity(batch.len());
+        for message in batch {
+            let summary = summaries
+                .get_mut(&message.partition)
+                .expect("read only assigned partitions");
+            summary.messages += 1;
+            if message.event_id.is_some() {
+                with_id.push(message);
+                continue;
+            }
+            summary.missing_id += 1;
+            let error = format!(
+                "no event id ({}) in message {}:{}",
+                source_name(&args),
+                message.partition,
+                message.offset
+            );
+            write_dead_letter(&mut dead_letter, &args.topic, &message, &error)?;
+            if args.on_missing_id == OnMissingId::Fail && !args.dry_run {
+                failure = Some(anyhow!("{error}; stopping (--on-missing-id skip goes on)"));
+                break;
+            }
+        }
+        if failure.is_some() {
+            break;
+        }
+        let outcome = match &mut handler {
+            Handler::DryRun => {
+                let ids: Vec<&str> = with_id
+                    .iter()
+                    .filter_map(|m| m.event_id.as_deref())
+                    .collect();
+                let done = store.processed_ids(&args.consumer, &ids).await?;
+                let mut seen = HashSet::new();
+                let mut outcome = Outcome::default();
+                for (index, m) in with_id.iter().enumerate() {
+                    let id = m.event_id.as_deref().unwrap_or_default();
+                    if done.contains(id) || !seen.insert(id.to_string()) {
+                        outcome.duplicates.push(index);
+                    } else {
+                        outcome.processed.push(index);
+                    }
+                }
+                outcome
+            }
+            Handler::Sql(statements) => {
+                apply_sql(
+                    &store,
+                    statements,
+                    &args.consumer,
+                    &args.topic,
+                    &with_id,
+                    &pointers,
+                )
+                .await?
+            }
+            Handler::Exec(exec) => {
+                apply_exec(&store, exec, &args.consumer, &args.topic, &with_id).await?
+            }
+        };
+        for &index in &outcome.processed {
+            summaries
+                .get_mut(&with_id[index].partition)
+                .unwrap()
+                .processed += 1;
+        }
+        for &index in &outcome.duplicates {
+            summaries
+                .get_mut(&with_id[index].partition)
+                .unwrap()
+                .skipped_duplicate += 1;
+        }
+        for (index, error) in &outcome.failed {
+            let message = &with_id[*index];
+            summaries.get_mut(&message.partition).unwrap().failed += 1;
+            output.warn(format!(
+                "{}:{} (event {}): {error}",
+                message.partition,
+                message.offset,
+                message.event_id.as_deref().unwrap_or("")
+            ));
+            write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
+        }
+        for message in &with_id {
+            let summary = summaries.get_mut(&message.partition).unwrap();
+            summary.last_offset = Some(
+                summary
+                    .last_offset
+                    .map_or(message.offset, |o| o.max(message.offset)),
+            );
+        }
+        progress.inc(with_id.len() as u64);
+        if let (Some((index, error)), OnError::Stop) = (outcome.failed.first(), args.on_error) {
+            let m = &with_id[*index];
+            failure = Some(anyhow!(
+                "the handler failed on {}:{} (event {}): {error}; stopping (--on-error skip goes on)",
+                m.partition,
+                m.offset,
+                m.event_id.as_deref().unwrap_or("")
+            ));
+            break;
+        }
+    }
+    drop(receiver);
+    progress.finish_and_clear();
+    signal.abort();
+    let read = reader
+        .await
+        .context("the topic reader stopped unexpectedly")?;
+    if let Handler::Exec(exec) = handler {
+        finish_exec(*exec).await;
+    }
+    store.close().await;
+    if failure.is_none() && !interrupted {
+        read?;
+    }
+    let elapsed = started.elapsed();
+    print_summary(&args, &summaries, elapsed, interrupted, &output)?;
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    let failed: u64 = summaries.values().map(|s| s.failed).sum();
+    if interrupted {
+        output.warn("interrupted: every finished batch is committed; re-run the same command to complete the replay");
+        return Ok(ExitStatus::Interrupted);
+    }
+    if failed > 0 {
+        output.warn(format!(
+            "{failed} message(s) failed; see above{}",
+            if args.dead_letter.is_some() {
+                " and the dead-letter file"
+            } else {
+                ""
+            }
+        ));
+        return Ok(ExitStatus::Error);
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn source_name(args: &ReplayArgs) -> String {
+    args.event_id_from
+        .clone()
+        .unwrap_or(EventIdSource::Default)
+        .to_string()
+}
+
+/// Fixes each partition's `[from, to)` when the command starts.
+fn resolve_ranges(kafka: &Kafka, args: &ReplayArgs) -> anyhow::Result<Vec<(i32, i64, i64)>> {
+    let client = match &args.from {
+        Start::Committed(group) => kafka.group_client(group)?,
+        _ => kafka.reader(&[])?,
+    };
+    let existing = kafka.partitions(&client, &args.topic)?;
+    let mut partitions: Vec<i32> = if args.partition.is_empty() {
+        match &args.from {
+            Start::PerPartition(map) => map.keys().copied().collect(),
+            _ => existing.clone(),
+        }
+    } else {
+        args.partition.clone()
+    };
+    partitions.sort_unstable();
+    partitions.dedup();
+    for partition in &partitions {
+        if !existing.contains(partition) {
+            bail!(
+                "partition {partition} of topic '{}' does not exist (it has partitions 0-{})",
+                args.topic,
+                existing.len().saturating_sub(1)
+            );
+        }
+    }
+    let by_time = |at: DateTime<Utc>| {
+        kafka.offsets_for_time(&client, &args.topic, &partitions, at.timestamp_millis())
+    };
+    let start_times = match &args.from {
+        Start::Time(at) => Some(by_time(*at)?),
+        Start::Ago(ago) => Some(by_time(
+            Utc::now()
+                - chrono::Duration::from_std(*ago)
+                    .map_err(|_| usage("the duration is too large"))?,
+        )?),
+        _ => None,
+    };
+    let end_times = match &args.to {
+        End::Time(at) => Some(by_time(*at)?),
+        _ => None,
+    };
+    let committed = match &args.from {
+        Start::Committed(_) => {
+            let keys: Vec<(String, i32)> = partitions
+                .iter()
+                .map(|p| (args.topic.clone(), *p))
+                .collect();
+            Some(kafka.committed(&client, &keys)?)
+        }
+        _ => None,
+    };
+    let mut ranges = Vec::new();
+    for partition in partitions {
+        let marks = kafka.watermarks(&client, &args.topic, partition)?;
+        let from = match &args.from {
+            Start::Earliest => marks.log_start,
+            Start::Offset(offset) => *offset,
+            Start::PerPartition(map) => map.get(&partition).copied().unwrap_or(marks.log_start),
+            Start::Time(_) | Start::Ago(_) => start_times
+                .as_ref()
+                .and_then(|t| t.get(&partition).copied().flatten())
+                .unwrap_or(marks.log_end),
+            Start::Committed(_) => committed
+                .as_ref()
+                .and_then(|c| c.get(&(args.topic.clone(), partition)).copied().flatten())
+                .unwrap_or(marks.log_start),
+        };
+        let to = match &args.to {
+            End::Latest => marks.log_end,
+            End::Offset(offset) => *offset,
+            End::Time(_) => end_times
+                .as_ref()
+                .and_then(|t| t.get(&partition).copied().flatten())
+                .unwrap_or(marks.log_end),
+        };
+        if let (Start::Offset(_) | Start::PerPartition(_), End::Offset(_)) = (&args.from, &args.to)
+        {
+            if to < from {
+                return Err(usage(format!(
+                    "--to {to} is before --from {from} in partition {partition}"
+                )));
+            }
+        }
+        // Fixed now, and inside the log: a start past the end is an empty range, not a wait.
+        let from = from.clamp(marks.log_start, marks.log_end);
+        let to = to.clamp(from, marks.log_end);
+        ranges.push((partition, from, to));
+    }
+    Ok(ranges)
+}
+
+#[derive(Default)]
+struct Outcome {
+    processed: Vec<usize>,
+    duplicates: Vec<usize>,
+    failed: Vec<(usize, String)>,
+}
+
+/// Why a transaction failed.
+struct MessageError {
+    error: anyhow::Error,
+}
+
+/// The batch in one transaction; on failure, each message in its own.
+async fn apply_sql(
+    store: &Store,
+    statements: &[Statement],
+    consumer: &str,
+    topic: &str,
+    batch: &[Replayed],
+    pointers: &BTreeMap<String, String>,
+) -> anyhow::Result<Outcome> {
+    let all: Vec<usize> = (0..batch.len()).collect();
+    let job = SqlJob {
+        store,
+        statements,
+        consumer,
+        topic,
+        batch,
+        pointers,
+    };
+    if let Ok(new) = job.run(&all).await {
+        return Ok(split(&all, &new));
+    }
+    let mut outcome = Outcome::default();
+    for index in 0..batch.len() {
+        match job.run(&[index]).await {
+            Ok(new) => {
+                let one = split(&[index], &new);
+                outcome.processed.extend(one.processed);
+                outcome.duplicates.extend(one.duplicates);
+            }
+            Err(failure) => outcome.failed.push((index, format!("{:#}", failure.error))),
+        }
+    }
+    Ok(outcome)
+}
+
+/// Which of `indexes` were new (processed) and which the inbox already held.
+fn split(indexes: &[usize], new: &HashSet<usize>) -> Outcome {
+    let mut outcome = Outcome::default();
+    for &index in indexes {
+        if new.contains(&index) {
+            outcome.processed.push(index);
+        } else {
+            outcome.duplicates.push(index);
+        }
+    }
+    outcome
+}
+
+/// Attempts of one transaction that hit a deadlock or a busy database.
+const TRANSIENT_RETRIES: u32 = 20;
+
+struct SqlJob<'a> {
+    store: &'a Store,
+    statements: &'a [Statement],
+    consumer: &'a str,
+    topic: &'a str,
+    batch: &'a [Replayed],
+    pointers: &'a BTreeMap<String, String>,
+}
+
+impl SqlJob<'_> {
+    /// One transaction: the inbox rows of `indexes`, then the handler for the new ones.
+    /// Returns the indexes that were new. Deadlocks and busy errors are retried.
+    async fn run(&self, indexes: &[usize]) -> Result<HashSet<usize>, MessageError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.attempt(indexes).await {
+                Ok(new) => return Ok(new),
+                Err((failure, transient)) if transient && attempt < TRANSIENT_RETRIES => {
+                    let _ = failure;
+                    tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
+                }
+                Err((failure, _)) => return Err(failure),
+            }
+        }
+    }
+
+    async fn attempt(&self, indexes: &[usize]) -> Result<HashSet<usize>, (MessageError, bool)> {
+        let fail = |error: anyhow::Error, transient: bool| (MessageError { error }, transient);
+        let mut conn = self.store.acquire().await.map_err(|e| fail(e, true))?;
+        if let Err(error) = conn.execute(self.store.dialect.begin_write).await {
+            let transient = is_transient(&error);
+            return Err(fail(error.into(), transient));
+        }
+        let result = self.in_transaction(&mut conn, indexes).await;
+        match result {
+            Ok(new) => match conn.execute("COMMIT").await {
+                Ok(_) => Ok(new),
+                Err(error) => {
+                    let _ = conn.execute("ROLLBACK").await;
+                    let transient = is_transient(&error);
+                    Err(fail(error.into(), transient))
+                }
+            },
+            Err(failure) => {
+                let _ = conn.execute("ROLLBACK").await;
+                Err(failure)
+            }
+        }
+    }
+
+    async fn in_transaction(
+        &self,
+        conn: &mut sqlx::pool::PoolConnection<Any>,
+        indexes: &[usize],
+    ) -> Result<HashSet<usize>, (MessageError, bool)> {
+        let messages: Vec<&Replayed> = indexes.iter().map(|i| &self.batch[*i]).collect();
+        let inserted = insert_new(self.store, conn, self.consumer, self.topic, &messages)
+            .await
+            .map_err(|error| {
+                let transient = is_transient(&error);
+                (
+                    MessageError {
+                        error: error.into(),
+                    },
+                    transient,
+                )
+            })?;
+        let mut new = HashSet::new();
+        let mut handled: HashSet<&str> = HashSet::new();
+        for &index in indexes {
+            let message = &self.batch[index];
+            let id = message.event_id.as_deref().unwrap_or_default();
+            if !inserted.contains(id) || !handled.insert(id) {
+                continue;
+            }
+            new.insert(index);
+            for statement in self.statements {
+                self.execute(conn, statement, message)
+                    .await
+                    .map_err(|(error, transient)| (MessageError { error }, transient))?;
+            }
+        }
+        Ok(new)
+    }
+
+    async fn execute(
+        &self,
+        conn: &mut sqlx::pool::PoolConnection<Any>,
+        statement: &Statement,
+        message: &Replayed,
+    ) -> Result<(), (anyhow::Error, bool)> {
+        let built_ins: BTreeMap<&'static str, Value> = BTreeMap::from([
+            ("event_id", json!(message.event_id)),
+            ("topic", json!(self.topic)),
+            ("partition", json!(message.partition)),
+            ("offset", json!(message.offset)),
+            ("key", json!(message.key)),
+            ("timestamp", json!(message.timestamp)),
+            ("payload", json!(message.payload)),
+        ]);
+        let payload = message.payload_json();
+        let mut query = sqlx::query(&statement.sql);
+        for name in &statement.params {
+            let Some(value) = handler::value(name, &built_ins, self.pointers, payload.as_ref())
+            else {
+                return Err((
+                    anyhow!(
+                        "message {}:{} has no value for :{name}",
+                        message.partition,
+                        message.offset
+                    ),
+                    false,
+                ));
+            };
+            query = match value {
+                Value::Null => query.bind(None::<String>),
+                Value::Bool(b) => query.bind(b),
+                Value::Number(n) => match n.as_i64() {
+                    Some(i) => query.bind(i),
+                    None => query.bind(n.as_f64().unwrap_or_default()),
+                },
+                Value::String(s) => query.bind(s),
+                other => query.bind(other.to_string()),
+            };
+        }
+        query
+            .execute(&mut **conn)
+            .await
+            .map(|_| ())
+            .map_err(|error| {
+                let transient = is_transient(&error);
+                (
+                    anyhow!(error).context(format!(
+                        "handler statement failed on {}:{}",
+                        message.partition, message.offset
+                    )),
+                    transient,
+                )
+            })
+    }
+}
+
+/// One multi-row insert into the inbox; returns the event ids it inserted (the new ones).
+async fn insert_new(
+    store: &Store,
+    conn: &mut sqlx::pool::PoolConnection<Any>,
+    consumer: &str,
+    topic: &str,
+    messages: &[&Replayed],
+) -> Result<HashSet<String>, sqlx::Error> {
+    let d = store.dialect;
+    let (prefix, suffix) = d.insert_new;
+    let mut sql = store.sql();
+    sql.push(&format!(
+        "{prefix} {INBOX_TABLE} (consumer, event_id, topic, {}, {}) VALUES ",
+        d.quote("partition"),
+        d.quote("offset")
+    ));
+    for (index, _) in messages.iter().enumerate() {
+        if index > 0 {
+            sql.push(", ");
+        }
+        sql.push("(")
+            .param()
+            .push(", ")
+            .param()
+            .push(", ")
+            .param()
+            .push(", ")
+            .param()
+            .push(", ")
+            .param()
+            .push(")");
+    }
+    sql.push(suffix);
+    let text = sql.build();
+    let mut query = sqlx::query_scalar::<_, String>(&text);
+    for message in messages {
+        query = query
+            .bind(consumer)
+            .bind(message.event_id.as_deref().unwrap_or_default())
+            .bind(topic)
+            .bind(message.partition)
+            .bind(message.offset);
+    }
+    Ok(query.fetch_all(&mut **conn).await?.into_iter().collect())
+}
+
+fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("could not start the exec handler `{command}`"))?;
+    let stdin = child
+        .stdin
+        .take()
+        .context("the exec handler has no stdin")?;
+    let stdout = child
+        .stdout
+        .take()
+        .context("the exec handler has no stdout")?;
+    Ok(ExecHandler {
+        child,
+        stdin,
+        replies: BufReader::new(stdout).lines(),
+    })
+}
+
+async fn finish_exec(mut exec: ExecHandler) {
+    drop(exec.stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(5), exec.child.wait()).await;
+}
+
+/// Feeds the batch's new events to the handler one line each, then records in the inbox, in
+/// one transaction, those it answered ok for. A kill between a reply and that commit makes the
+/// next run send those events again: the handler must be idempotent by event id.
+async fn apply_exec(
+    store: &Store,
+    exec: &mut ExecHandler,
+    consumer: &str,
+    topic: &str,
+    batch: &[Replayed],
+) -> anyhow::Result<Outcome> {
+    let ids: Vec<&str> = batch.iter().filter_map(|m| m.event_id.as_deref()).collect();
+    let done = store.processed_ids(consumer, &ids).await?;
+    let mut outcome = Outcome::default();
+    let mut sent: HashSet<&str> = HashSet::new();
+    let mut ok: Vec<&Replayed> = Vec::new();
+    for (index, message) in batch.iter().enumerate() {
+        let id = message.event_id.as_deref().unwrap_or_default();
+        if done.contains(id) || !sent.insert(id) {
+            outcome.duplicates.push(index);
+            continue;
+        }
+        let mut line = message.to_json(topic).to_string();
+        line.push('\n');
+        exec.stdin
+            .write_all(line.as_bytes())
+            .await
+            .context("the exec handler stopped reading its input")?;
+        exec.stdin.flush().await?;
+        let reply = exec
+            .replies
+            .next_line()
+            .await
+            .context("could not read the exec handler's reply")?
+            .ok_or_else(|| {
+                anyhow!(
+                    "the exec handler exited before answering {}:{}",
+                    message.partition,
+                    message.offset
+                )
+            })?;
+        let reply: Value = serde_json::from_str(&reply)
+            .map_err(|_| anyhow!("the exec handler answered {}:{} with '{reply}', not a JSON object like {{\"ok\":true}}", message.partition, message.offset))?;
+        if reply.get("ok") == Some(&Value::Bool(true)) {
+            ok.push(message);
+            outcome.processed.push(index);
+        } else {
+            let error = reply
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("the handler answered ok: false")
+                .to_string();
+            outcome.failed.push((index, error));
+        }
+    }
+    if !ok.is_empty() {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut conn = store.acquire().await?;
+            let result = async {
+                conn.execute(store.dialect.begin_write).await?;
+                match insert_new(store, &mut conn, consumer, topic, &ok).await {
+                    Ok(_) => conn.execute("COMMIT").await.map(|_| ()),
+                    Err(error) => {
+                        let _ = conn.execute("ROLLBACK").await;
+                        Err(error)
+                    }
+                }
+            }
+            .await;
+            match result {
+                Ok(()) => break,
+                Err(error) if is_transient(&error) && attempt < TRANSIENT_RETRIES => {
+                    tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
+                }
+                Err(error) => {
+                    return Err(
+                        anyhow!(error).context("could not record the handled events in the inbox")
+                    )
+                }
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+fn open_dead_letter(path: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("could not open the dead-letter file {}", path.display()))
+}
+
+fn write_dead_letter(
+    file: &mut Option<std::fs::File>,
+    topic: &str,
+    message: &Replayed,
+    error: &str,
+) -> anyhow::Result<()> {
+    if let Some(file) = file {
+        let mut record = message.to_json(topic);
+        record["error"] = json!(error);
+        writeln!(file, "{record}").context("could not write the dead-letter file")?;
+    }
+    Ok(())
+}
+
+fn print_summary(
+    args: &ReplayArgs,
+    summaries: &BTreeMap<i32, PartitionSummary>,
+    elapsed: Duration,
+    interrupted: bool,
+    output: &Output,
+) -> anyhow::Result<()> {
+    let messages: u64 = summaries.values().map(|s| s.messages).sum();
+    let rate = if elapsed.as_secs_f64() > 0.0 {
+        messages as f64 / elapsed.as_secs_f64()
+    } else {
+        0.0
+    };
+    if output.format == Format::Json {
+        return output.print_json(&json!({
+            "topic": args.topic,
+            "consumer": args.consumer,
+            "dry_run": args.dry_run,
+            "interrupted": interrupted,
+            "partitions": summaries.values().collect::<Vec<_>>(),
+            "messages": messages,
+            "processed": summaries.values().map(|s| s.processed).sum::<u64>(),
+            "skipped_duplicate": summaries.values().map(|s| s.skipped_duplicate).sum::<u64>(),
+            "failed": summaries.values().map(|s| s.failed).sum::<u64>(),
+            "missing_id": summaries.values().map(|s| s.missing_id).sum::<u64>(),
+            "elapsed_ms": elapsed.as_millis(),
+            "messages_per_second": rate,
+        }));
+    }
+    let (processed, skipped) = if args.dry_run {
+        ("WOULD PROCESS", "WOULD SKIP")
+    } else {
+        ("PROCESSED", "SKIPPED (IN INBOX)")
+    };
+    let mut t = table(
+        &[
+            "PARTITION",
+            "FROM",
+            "TO",
+            "MESSAGES",
+            processed,
+            skipped,
+            "FAILED",
+            "MISSING ID",
+            "LAST OFFSET",
+        ],
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+    );
+    for s in summaries.values() {
+        t.add_row(vec![
+            s.partition.to_string(),
+            s.from.to_string(),
+            s.to.to_string(),
+            s.messages.to_string(),
+            s.processed.to_string(),
+            s.skipped_duplicate.to_string(),
+            s.failed.to_string(),
+            s.missing_id.to_string(),
+            or_dash(s.last_offset),
+        ]);
+    }
+    output.print(t.to_string());
+    output.print(format!(
+        "{} {messages} messages in {:.2}s ({rate:.0} msg/s){}",
+        if args.dry_run {
+            "Dry run: read"
+        } else {
+            "Replayed"
+        },
+        elapsed.as_secs_f64(),
+        if args.dry_run {
+            "; nothing was written"
+        } else {
+            ""
+        }
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_in_every_form() {
+        assert_eq!(parse_start("earliest").unwrap(), Start::Earliest);
+        assert_eq!(parse_start("42").unwrap(), Start::Offset(42));
+        assert_eq!(
+            parse_start("0:5,2:7").unwrap(),
+            Start::PerPartition(BTreeMap::from([(0, 5), (2, 7)]))
+        );
+        assert_eq!(
+            parse_start("-2h").unwrap(),
+            Start::Ago(Duration::from_secs(7200))
+        );
+        assert_eq!(
+            parse_start("committed:billing").unwrap(),
+            Start::Committed("billing".into())
+        );
+        assert!(matches!(
+            parse_start("2026-11-01T08:00:00Z").unwrap(),
+            Start::Time(_)
+        ));
+        assert!(parse_start("soon")
+            .unwrap_err()
+            .contains("expected earliest"));
+        assert!(parse_start("-7x").is_err());
+        assert!(parse_start("committed:").is_err());
+    }
+
+    #[test]
+    fn ends_in_every_form() {
+        assert_eq!(parse_end("latest").unwrap(), End::Latest);
+        assert_eq!(parse_end("100").unwrap(), End::Offset(100));
+        assert!(matches!(parse_end("2026-11-01").unwrap(), End::Time(_)));
+        assert!(parse_end("-5").is_err());
+        assert!(parse_end("later").unwrap_err().contains("expected latest"));
+    }
+}

@@ -1,0 +1,239 @@
+//! The SQL handler of `replay`: a file of SQL with named placeholders (`:amount`), rewritten
+//! to the backend's placeholders and always bound, never spliced into the text.
+
+use std::collections::BTreeMap;
+
+use anyhow::bail;
+use serde_json::Value;
+
+use crate::store::Dialect;
+
+/// Placeholders every message provides.
+pub const BUILT_INS: [&str; 7] = [
+    "event_id",
+    "topic",
+    "partition",
+    "offset",
+    "key",
+    "timestamp",
+    "payload",
+];
+
+/// One statement of the handler: its text for the backend and the names to bind, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    pub sql: String,
+    pub params: Vec<String>,
+}
+
+/// Splits the file into statements and rewrites `:name` placeholders. Quoted strings, quoted
+/// identifiers, comments and PostgreSQL's `::type` casts are left alone.
+pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
+    let mut statements = Vec::new();
+    let mut sql = String::new();
+    let mut params: Vec<String> = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    let finish = |sql: &mut String, params: &mut Vec<String>, statements: &mut Vec<Statement>| {
+        if !sql.trim().is_empty() {
+            statements.push(Statement {
+                sql: sql.trim().to_string(),
+                params: std::mem::take(params),
+            });
+        }
+        sql.clear();
+        params.clear();
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\'' | '"' | '`' => {
+                // Copy the quoted run whole; a doubled quote is an escaped one.
+                sql.push(c);
+                i += 1;
+                while i < chars.len() {
+                    sql.push(chars[i]);
+                    if chars[i] == c {
+                        if chars.get(i + 1) == Some(&c) {
+                            sql.push(c);
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                if i >= chars.len() {
+                    bail!("the handler SQL has an unterminated {c}…{c} quote");
+                }
+                i += 1;
+            }
+            '-' if chars.get(i + 1) == Some(&'-') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if chars.get(i + 1) == Some(&'*') => {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                    i += 1;
+                }
+                i += 2;
+                sql.push(' ');
+            }
+            ':' if chars.get(i + 1) == Some(&':') => {
+                sql.push_str("::");
+                i += 2;
+            }
+            ':' if chars
+                .get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphabetic() || *n == '_') =>
+            {
+                let start = i + 1;
+                let mut end = start;
+                while end < chars.len() && (chars[end].is_ascii_alphanumeric() || chars[end] == '_')
+                {
+                    end += 1;
+                }
+                let name: String = chars[start..end].iter().collect();
+                if dialect.numbered_params {
+                    let number = match params.iter().position(|p| *p == name) {
+                        Some(index) => index + 1,
+                        None => {
+                            params.push(name);
+                            params.len()
+                        }
+                    };
+                    sql.push_str(&format!("${number}"));
+                } else {
+                    params.push(name);
+                    sql.push('?');
+                }
+                i = end;
+            }
+            ';' => {
+                finish(&mut sql, &mut params, &mut statements);
+                i += 1;
+            }
+            _ => {
+                sql.push(c);
+                i += 1;
+            }
+        }
+    }
+    finish(&mut sql, &mut params, &mut statements);
+    if statements.is_empty() {
+        bail!("the handler SQL file holds no statement");
+    }
+    Ok(statements)
+}
+
+/// The value of a placeholder for one message: a built-in, a `--param` JSON pointer, or a
+/// top-level field of the JSON payload. `None` when the message has no value for it.
+pub fn value(
+    name: &str,
+    built_ins: &BTreeMap<&'static str, Value>,
+    pointers: &BTreeMap<String, String>,
+    payload: Option<&Value>,
+) -> Option<Value> {
+    if let Some(value) = built_ins.get(name) {
+        return Some(value.clone());
+    }
+    let pointer = pointers
+        .get(name)
+        .cloned()
+        .unwrap_or_else(|| format!("/{name}"));
+    payload?.pointer(&pointer).cloned()
+}
+
+/// `name=json:/a/b`, for `--param`.
+pub fn parse_param(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, source)) if !name.is_empty() && source.starts_with("json:/") => {
+            Ok((name.to_string(), source["json:".len()..].to_string()))
+        }
+        _ => Err(format!("'{text}' is not a parameter; expected NAME=json:/pointer, e.g. account=json:/order/account")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Backend;
+
+    #[test]
+    fn placeholders_become_the_backends_and_keep_their_order() {
+        let sql = "UPDATE accounts SET balance = balance + :amount WHERE id = :account; \
+                   INSERT INTO log (e, a) VALUES (:event_id, :amount)";
+        let pg = parse(sql, Backend::Postgres.dialect()).unwrap();
+        assert_eq!(
+            pg[0].sql,
+            "UPDATE accounts SET balance = balance + $1 WHERE id = $2"
+        );
+        assert_eq!(pg[0].params, ["amount", "account"]);
+        assert_eq!(pg[1].sql, "INSERT INTO log (e, a) VALUES ($1, $2)");
+        assert_eq!(pg[1].params, ["event_id", "amount"]);
+        let my = parse(sql, Backend::Mysql.dialect()).unwrap();
+        assert_eq!(
+            my[0].sql,
+            "UPDATE accounts SET balance = balance + ? WHERE id = ?"
+        );
+        assert_eq!(my[1].params, ["event_id", "amount"]);
+    }
+
+    #[test]
+    fn repeated_names_reuse_a_number_only_where_the_backend_can() {
+        let pg = parse("SELECT :a, :b, :a", Backend::Postgres.dialect()).unwrap();
+        assert_eq!(pg[0].sql, "SELECT $1, $2, $1");
+        assert_eq!(pg[0].params, ["a", "b"]);
+        let lite = parse("SELECT :a, :b, :a", Backend::Sqlite.dialect()).unwrap();
+        assert_eq!(lite[0].sql, "SELECT ?, ?, ?");
+        assert_eq!(lite[0].params, ["a", "b", "a"]);
+    }
+
+    #[test]
+    fn quotes_comments_and_casts_are_not_placeholders() {
+        let sql = "-- :not_this\nINSERT INTO t VALUES (':nor_this', \"x:y\", :yes::text /* :no */, 'it''s :no');";
+        let pg = parse(sql, Backend::Postgres.dialect()).unwrap();
+        assert_eq!(pg.len(), 1);
+        assert_eq!(pg[0].params, ["yes"]);
+        assert_eq!(
+            pg[0].sql,
+            "INSERT INTO t VALUES (':nor_this', \"x:y\", $1::text  , 'it''s :no')"
+        );
+        assert!(parse("SELECT 'open", Backend::Postgres.dialect())
+            .unwrap_err()
+            .to_string()
+            .contains("unterminated"));
+        assert!(parse(" ; -- nothing", Backend::Postgres.dialect()).is_err());
+    }
+
+    #[test]
+    fn values_come_from_built_ins_pointers_then_the_payload() {
+        let payload: Value = serde_json::json!({"amount": 5, "order": {"account": "a-1"}});
+        let mut built_ins = BTreeMap::new();
+        built_ins.insert("offset", serde_json::json!(41));
+        let pointers = BTreeMap::from([("account".to_string(), "/order/account".to_string())]);
+        assert_eq!(
+            value("offset", &built_ins, &pointers, Some(&payload)),
+            Some(serde_json::json!(41))
+        );
+        assert_eq!(
+            value("amount", &built_ins, &pointers, Some(&payload)),
+            Some(serde_json::json!(5))
+        );
+        assert_eq!(
+            value("account", &built_ins, &pointers, Some(&payload)),
+            Some(serde_json::json!("a-1"))
+        );
+        assert_eq!(
+            value("missing", &built_ins, &pointers, Some(&payload)),
+            None
+        );
+        assert_eq!(value("amount", &built_ins, &pointers, None), None);
+        assert!(parse_param("account=json:/order/account").is_ok());
+        assert!(parse_param("account=/order")
+            .unwrap_err()
+            .contains("NAME=json:/pointer"));
+    }
+}
