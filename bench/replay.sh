@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# replay throughput and memory.
+#
+# A nisshi broker with in-memory storage gets MESSAGES messages ({"event_id","account","amount"})
+# over PARTITIONS partitions; PostgreSQL gets accounts(id, balance). Measured:
+#   - replay with the SQL handler `UPDATE accounts SET balance = balance + :amount WHERE id =
+#     :account`, default batch size, over the whole range (msg/s, peak RSS by /usr/bin/time -v);
+#   - the same with --batch-size 1 (one transaction per message) over the first PER_MESSAGE
+#     messages, since a million single transactions take minutes;
+#   - the raw read of the range (a minimal rdkafka consumer that only counts);
+#   - a raw INSERT … SELECT of MESSAGES inbox rows.
+# Goals: default >= 20x per-message; >= 50% of the slower of raw read and raw write; RSS <= 64 MiB.
+#
+# Env: MESSAGES (1000000), PARTITIONS (6), PER_MESSAGE (20000), BATCH (inboxctl's default),
+#      BENCH_PG_ADMIN (postgres://postgres@127.0.0.1:5432/test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MESSAGES=${MESSAGES:-1000000}
+PARTITIONS=${PARTITIONS:-6}
+PER_MESSAGE=${PER_MESSAGE:-20000}
+PG_ADMIN=${BENCH_PG_ADMIN:-postgres://postgres@127.0.0.1:5432/test}
+DB=inboxctl_bench_replay
+PG_URL="${PG_ADMIN%/*}/$DB"
+TOPIC=bench-payments
+BATCH_FLAG=()
+[ -n "${BATCH:-}" ] && BATCH_FLAG=(--batch-size "$BATCH")
+
+cargo build --release --quiet --bin inboxctl --example kafka_bench
+INBOXCTL=target/release/inboxctl
+KB=target/release/examples/kafka_bench
+
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+BROKERS=127.0.0.1:$port
+(cd "$work" && exec nisshi broker --storage-engine memory://bench/ --listener-url "tcp://$BROKERS" \
+    --advertised-listener-url "tcp://$BROKERS" >broker.log 2>&1) &
+broker=$!
+cleanup() {
+    kill "$broker" 2>/dev/null || true
+    wait "$broker" 2>/dev/null || true
+    rm -rf "$work"
+    psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+done
+
+echo "== producing $MESSAGES messages over $PARTITIONS partitions"
+$KB produce "$BROKERS" "$TOPIC" "$PARTITIONS" "$MESSAGES"
+
+echo "== PostgreSQL: inbox and accounts"
+psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null 2>&1
+DATABASE_URL=$PG_URL $INBOXCTL migrate run >/dev/null
+psql "$PG_URL" -qc "CREATE TABLE accounts (id integer PRIMARY KEY, balance bigint NOT NULL DEFAULT 0)" \
+    -c "INSERT INTO accounts (id) SELECT g FROM generate_series(0, 999) AS g"
+echo 'UPDATE accounts SET balance = balance + :amount WHERE id = :account' > "$work/handler.sql"
+
+echo "== raw read"
+read -r raw_count raw_secs < <($KB count "$BROKERS" "$TOPIC")
+
+echo "== raw INSERT … SELECT of $MESSAGES inbox rows"
+start=$(date +%s.%N)
+psql "$PG_URL" -qc "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\")
+    SELECT 'raw-insert', 'evt-' || n, '$TOPIC', n % $PARTITIONS, n / $PARTITIONS FROM generate_series(0, $MESSAGES - 1) AS n"
+end=$(date +%s.%N)
+raw_write_secs=$(python3 -c "print($end - $start)")
+psql "$PG_URL" -qc "DELETE FROM processed_messages WHERE consumer = 'raw-insert'" -c "VACUUM ANALYZE processed_messages"
+
+replay() {  # consumer, json out, time out, extra args…
+    local consumer=$1 json=$2 timing=$3
+    shift 3
+    DATABASE_URL=$PG_URL KAFKA_BROKERS=$BROKERS /usr/bin/time -v -o "$timing" \
+        $INBOXCTL replay --topic "$TOPIC" --from earliest --consumer "$consumer" \
+        --sql "$work/handler.sql" --format json "$@" > "$json"
+}
+
+echo "== replay, --batch-size 1, first $PER_MESSAGE messages"
+per_partition=$(( (PER_MESSAGE + PARTITIONS - 1) / PARTITIONS ))
+replay bench-per-message "$work/one.json" "$work/one.time" --batch-size 1 --to "$per_partition"
+
+echo "== replay, ${BATCH:-default} batch size, all $MESSAGES messages"
+replay bench-batched "$work/batched.json" "$work/batched.time" "${BATCH_FLAG[@]}"
+
+total=$(psql "$PG_URL" -tAc "SELECT sum(balance) FROM accounts")
+python3 - "$work" "$raw_count" "$raw_secs" "$raw_write_secs" "$MESSAGES" "$total" <<'PY'
+import json, re, sys
+work, raw_count, raw_secs, raw_write_secs, messages, total = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+one = json.load(open(f"{work}/one.json"))
+batched = json.load(open(f"{work}/batched.json"))
+def rss(path):
+    return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(path).read()).group(1)) / 1024
+one_rate = one["messages_per_second"]
+rate = batched["messages_per_second"]
+read_rate = raw_count / raw_secs
+write_rate = messages / raw_write_secs
+slower = min(read_rate, write_rate)
+print()
+print(f"processed: per-message run {one['processed']}, batched run {batched['processed']}; sum of balances {total} (expected {one['processed'] + batched['processed']})")
+print(f"replay --batch-size 1   {one_rate:10.0f} msg/s   peak RSS {rss(work + '/one.time'):6.1f} MiB")
+print(f"replay (batched)        {rate:10.0f} msg/s   peak RSS {rss(work + '/batched.time'):6.1f} MiB")
+print(f"raw read                {read_rate:10.0f} msg/s")
+print(f"raw INSERT ... SELECT   {write_rate:10.0f} rows/s")
+print(f"batched / per-message   {rate / one_rate:10.1f} x   (goal >= 20x: {'met' if rate / one_rate >= 20 else 'NOT met'})")
+print(f"batched / slower raw    {rate / slower * 100:10.1f} %   (goal >= 50%: {'met' if rate / slower >= 0.5 else 'NOT met'})")
+print(f"peak RSS                {rss(work + '/batched.time'):10.1f} MiB (goal <= 64 MiB: {'met' if rss(work + '/batched.time') <= 64 else 'NOT met'})")
+PY
