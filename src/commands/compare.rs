@@ -338,9 +338,9 @@ async fn scan_topic(
     };
 
     // A set of the inbox's ids turns a million lookups into one streamed read.
-    let loaded: Option<std::collections::HashSet<u128>> =
+    let loaded: Option<std::collections::HashSet<u128, HashIsKey>> =
         if store.consumer_rows(consumer).await? <= load_limit() {
-            let mut ids = std::collections::HashSet::new();
+            let mut ids = std::collections::HashSet::with_hasher(HashIsKey);
             store
                 .for_each_event_id(consumer, |id| {
                     ids.insert(hash128(id));
@@ -362,7 +362,8 @@ async fn scan_topic(
     };
     // First position of every event id, by a 128-bit hash of it: memory stays small on large
     // topics, and the id text is kept only for the duplicates found.
-    let mut first_seen: HashMap<u128, (i32, i64)> = HashMap::new();
+    let mut first_seen: HashMap<u128, (i32, i64), HashIsKey> =
+        HashMap::with_capacity_and_hasher(total.max(0) as usize, HashIsKey);
     let mut duplicates: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
     while let Some(chunk) = receiver.recv().await {
         let processed = match &loaded {
@@ -424,6 +425,35 @@ async fn scan_topic(
         })
         .collect();
     Ok(scan)
+}
+
+/// The keys of the scan's maps are already 128-bit hashes: their low bits are the hash.
+#[derive(Clone, Copy, Default)]
+struct HashIsKey;
+
+impl std::hash::BuildHasher for HashIsKey {
+    type Hasher = KeyBits;
+    fn build_hasher(&self) -> KeyBits {
+        KeyBits(0)
+    }
+}
+
+#[derive(Default)]
+struct KeyBits(u64);
+
+impl Hasher for KeyBits {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u128 keys reach here (via write_u128); fold anything else in, in case.
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64;
+    }
 }
 
 fn hash128(text: &str) -> u128 {

@@ -43,7 +43,6 @@ pub fn group_offsets(
     topics: &[String],
 ) -> anyhow::Result<(GroupState, Vec<PartitionOffsets>)> {
     let client = kafka.group_client(group)?;
-    let state = kafka.group_state(&client, group)?;
     let candidates: Vec<(String, i32)> = if topics.is_empty() {
         kafka
             .all_topics(&client)?
@@ -59,6 +58,9 @@ pub fn group_offsets(
         }
         list
     };
+    // After the metadata request: librdkafka's group listing waits up to a second for broker
+    // connections when it is the client's first request.
+    let state = kafka.group_state(&client, group)?;
     let committed = kafka.committed(&client, &candidates)?;
     // Without --topic, only the topics where the group has committed something.
     let with_offsets: std::collections::BTreeSet<&String> = committed
@@ -227,7 +229,6 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
 
     let (state, plan) = block_in_place(|| -> anyhow::Result<(GroupState, Vec<PlannedOffset>)> {
         let client = kafka.group_client(&args.group)?;
-        let state = kafka.group_state(&client, &args.group)?;
         let mut partitions = Vec::new();
         for entry in &named {
             let existing = kafka.partitions(&client, &entry.topic)?;
@@ -254,6 +255,8 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 }
             }
         }
+        // After the metadata requests, as in group_offsets.
+        let state = kafka.group_state(&client, &args.group)?;
         let committed = kafka.committed(&client, &partitions)?;
         let mut by_time: BTreeMap<(String, i32), Option<i64>> = BTreeMap::new();
         if let Target::Time(at) = target {
