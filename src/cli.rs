@@ -21,7 +21,8 @@ fn parse_count(text: &str) -> Result<u64, String> {
 #[command(
     name = "inboxctl",
     version,
-    about = "Operate the inbox (processed_messages) of Kafka consumers: migrate, inspect, prune",
+    about = "Operate the inbox (processed_messages) of Kafka consumers: migrate, inspect, prune, \
+             offsets, compare, replay",
     propagate_version = true,
     max_term_width = 100
 )]
@@ -145,6 +146,7 @@ pub struct InspectArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("cutoff").required(true).args(["older_than", "before"])))]
 pub struct PruneArgs {
     #[command(flatten)]
     pub database: DatabaseOpts,
@@ -154,9 +156,7 @@ pub struct PruneArgs {
         long,
         value_name = "DURATION",
         value_parser = parse_duration,
-        allow_hyphen_values = true,
-        required_unless_present = "before",
-        conflicts_with = "before"
+        allow_hyphen_values = true
     )]
     pub older_than: Option<Duration>,
 

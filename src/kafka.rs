@@ -22,7 +22,12 @@ use crate::time::parse_duration;
 #[derive(Debug, Clone, Args)]
 pub struct KafkaOpts {
     /// Bootstrap brokers, host:port[,host:port…]
-    #[arg(long, env = "KAFKA_BROKERS", default_value = "localhost:9092")]
+    #[arg(
+        long,
+        env = "KAFKA_BROKERS",
+        default_value = "localhost:9092",
+        hide_env_values = true
+    )]
     pub brokers: String,
 
     /// A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN

@@ -353,20 +353,32 @@ async fn revert_applied(
         placeholders(store, 1)
     );
     let mut steps = Vec::new();
-    for migration in plan_revert(store, &applied, to)? {
+    let plan = plan_revert(store, &applied, to)?;
+    // Reverting version 1 drops the table, which undoes everything above it too: the later
+    // down steps are only forgotten, not run. (Migration 2's down step cannot run on a table
+    // where one event id belongs to several consumers, and need not when the table goes.)
+    let drops_table = plan.iter().any(|m| m.version == 1);
+    for migration in plan {
         let started = Instant::now();
+        let run_sql = !drops_table || migration.version == 1;
         if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;
-            match undo_one(&mut transaction, migration, &forget).await {
+            match undo_one(&mut transaction, migration, &forget, run_sql).await {
                 Ok(()) => transaction.commit().await,
                 Err(error) => Err(error),
             }
         } else {
-            undo_one(connection, migration, &forget).await
+            undo_one(connection, migration, &forget, run_sql).await
         }
         .with_context(|| {
+            let hint = if migration.version == 2 {
+                "; the classic layout keys on event_id alone, so no event id may belong to \
+                 several consumers"
+            } else {
+                ""
+            };
             format!(
-                "reverting migration {} ({}) failed",
+                "reverting migration {} ({}) failed{hint}",
                 migration.version, migration.description
             )
         })?;
@@ -404,10 +416,13 @@ async fn undo_one(
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
     forget: &str,
+    run_sql: bool,
 ) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(migration.down)
-        .execute(&mut *connection)
-        .await?;
+    if run_sql {
+        sqlx::raw_sql(migration.down)
+            .execute(&mut *connection)
+            .await?;
+    }
     sqlx::query(forget)
         .bind(migration.version)
         .execute(&mut *connection)

@@ -137,8 +137,13 @@ pub fn table(header: &[&str], right_aligned: &[usize]) -> Table {
     };
     table
         .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(arrangement)
-        .set_header(header.iter().map(Cell::new));
+        .set_content_arrangement(arrangement);
+    // Some pseudo-terminals report a width of 0: fitting into that would squeeze every
+    // column to one character.
+    if table.width().is_some_and(|width| width < 40) {
+        table.set_content_arrangement(ContentArrangement::Disabled);
+    }
+    table.set_header(header.iter().map(Cell::new));
     for &index in right_aligned {
         if let Some(column) = table.column_mut(index) {
             column.set_cell_alignment(CellAlignment::Right);

@@ -122,6 +122,26 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     }
+    let neither = inboxctl(&["prune"]).code(2);
+    assert!(
+        neither
+            .stderr
+            .contains("<--older-than <DURATION>|--before <TIMESTAMP>>"),
+        "{}",
+        neither.stderr
+    );
+    for args in [
+        vec!["prune", "--older-than", "7d", "--format", "csv"],
+        vec!["compare", "-g", "g", "-t", "t", "--format", "csv"],
+        vec!["migrate", "run", "--format", "csv"],
+    ] {
+        let run = inboxctl(&args).code(2);
+        assert!(
+            run.stderr.contains("--format csv is not available for"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
     let duration = inboxctl(&["prune", "--older-than", "7x"]);
     assert!(
         duration

@@ -496,6 +496,10 @@ async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
         }
     })
     .await;
+    // Another consumer's row: the group's offsets say nothing about it, so --group alone
+    // prunes the group's own consumer only.
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('other', 'x')")
+        .await;
     // Everything is older than the cutoff: "--older-than 0s".
     let json = inboxctl(
         &db,
@@ -506,8 +510,6 @@ async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
             "0s",
             "--group",
             &group,
-            "--consumer",
-            &group,
             "--yes",
             "--format",
             "json",
@@ -517,9 +519,14 @@ async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
     .json();
     assert_eq!(json["rows_kept_for_redelivery"], 3);
     assert_eq!(json["rows_deleted"], 21);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages WHERE consumer = 'other'")
+            .await,
+        1
+    );
     let pool = db.pool().await;
     let left: Vec<(i64, i64)> = sqlx::query_as(&format!(
-        "SELECT {p}, {o} FROM processed_messages ORDER BY {p}, {o}",
+        "SELECT {p}, {o} FROM processed_messages WHERE consumer <> 'other' ORDER BY {p}, {o}",
         p = (backend.dialect().bigint)(&backend.dialect().quote("partition")),
         o = (backend.dialect().bigint)(&backend.dialect().quote("offset"))
     ))

@@ -312,7 +312,41 @@ async fn unknown_newer_migration_is_refused(backend: Backend) {
     assert_eq!(status["migrations"][2]["state"], "unknown");
 }
 
+async fn revert_with_an_event_id_of_several_consumers(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c1', 'e')")
+        .await;
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c2', 'e')")
+        .await;
+
+    // Back to the classic key cannot hold both rows: refused, with the reason, nothing changed.
+    let refused = db.run(&["migrate", "revert"]).code(1);
+    assert!(
+        refused.stderr.contains("reverting migration 2")
+            && refused
+                .stderr
+                .contains("no event id may belong to several consumers"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(db.schema().await, expected_schema(backend));
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(db.count("processed_messages").await, 2);
+
+    // Down to 0 drops the table; the step through the classic key is not needed.
+    let run = db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();
+    assert!(
+        run.stdout.contains("Reverted 2/") && run.stdout.contains("Reverted 1/"),
+        "{}",
+        run.stdout
+    );
+    assert!(!db.table_exists("processed_messages").await);
+    assert_eq!(db.count("inboxctl_migrations").await, 0);
+}
+
 each_backend!(
+    revert_with_an_event_id_of_several_consumers,
     migrated_schema_is_exactly_the_design,
     dry_run_prints_sql_and_changes_nothing,
     revert_steps_back_and_to_zero_returns_to_empty,

@@ -224,7 +224,8 @@ async fn lookup(
                         r.topic.clone().unwrap_or_default(),
                         r.partition.map(|v| v.to_string()).unwrap_or_default(),
                         r.offset.map(|v| v.to_string()).unwrap_or_default(),
-                        r.processed_at.to_rfc3339(),
+                        r.processed_at
+                            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
                     ]
                 })
                 .collect::<Vec<_>>(),

@@ -21,7 +21,7 @@ pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus
             let store = match super::connect(&database, create, &output).await {
                 Ok(store) => store,
                 // A dry run against a SQLite file that does not exist yet: everything is pending.
-                Err(_) if dry_run && database.database_url.starts_with("sqlite") => {
+                Err(_) if dry_run && sqlite_file_missing(&database.database_url) => {
                     return print_plan(&output, all_migrations(&database.database_url)?, "apply");
                 }
                 Err(error) => return Err(error),
@@ -48,6 +48,16 @@ pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus
             result
         }
     }
+}
+
+fn sqlite_file_missing(url: &str) -> bool {
+    let Ok(parsed) = crate::store::DatabaseUrl::parse(url) else {
+        return false;
+    };
+    parsed.backend == crate::store::Backend::Sqlite
+        && parsed
+            .sqlite_path()
+            .is_some_and(|path| !std::path::Path::new(path).exists())
 }
 
 fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
@@ -157,7 +167,16 @@ async fn status(store: &Store, output: &Output) -> anyhow::Result<ExitStatus> {
         Format::Json => {
             output.print_json(&json!({ "database": store.url.redacted, "migrations": states }))?
         }
-        Format::Csv => output.print_csv(&header, &rows)?,
+        Format::Csv => output.print_csv(
+            &[
+                "version",
+                "description",
+                "state",
+                "applied_at",
+                "duration_ms",
+            ],
+            &rows,
+        )?,
         Format::Table => {
             let mut t = table(&header, &[0, 4]);
             for row in rows {

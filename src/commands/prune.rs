@@ -63,7 +63,10 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     store.require_inbox().await?;
 
     let mut consumers = Vec::new();
-    for consumer in store.consumers(args.consumer.as_deref()).await? {
+    // A group's committed offsets say nothing about another consumer's rows: with --group,
+    // prune that group's consumer (same name) unless --consumer names another.
+    let only = args.consumer.clone().or_else(|| args.group.clone());
+    for consumer in store.consumers(only.as_deref()).await? {
         let keep = match &args.group {
             Some(group) => redeliverable(&store, &args.kafka, group, &consumer).await?,
             None => Vec::new(),

@@ -236,6 +236,13 @@ impl DatabaseUrl {
     }
 }
 
+impl DatabaseUrl {
+    /// The file of a SQLite URL.
+    pub fn sqlite_path(&self) -> Option<&str> {
+        (self.backend == Backend::Sqlite).then(|| sqlite_path(&self.connect))
+    }
+}
+
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.redacted)
