@@ -3,6 +3,7 @@
 //! queries themselves are written once, here.
 
 pub mod mysql;
+pub mod pg_pipeline;
 pub mod postgres;
 pub mod sqlite;
 

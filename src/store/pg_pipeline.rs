@@ -1,0 +1,359 @@
+//! A PostgreSQL fast path for `replay`'s SQL handler. tokio-postgres pipelines queries issued
+//! together on one connection, so a batch's handler statements cost about one round trip
+//! instead of one each; sqlx sends them one at a time.
+//!
+//! Parameters are typed from the prepared statements: integers, floats, booleans, text and
+//! JSON bind natively; any other type (numeric, timestamptz, uuid, …) is sent as text and cast
+//! by the server, so the handler's SQL needs no casts.
+
+use std::collections::HashSet;
+
+use anyhow::Context;
+use bytes::BytesMut;
+use futures_util::future::try_join_all;
+use serde_json::Value;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{IsNull, ToSql, Type};
+use tokio_postgres::{Client, NoTls, Statement};
+
+use crate::handler;
+
+/// How a JSON value is sent for one parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Text,
+    Json,
+}
+
+impl Kind {
+    fn of(ty: &Type) -> Option<Kind> {
+        Some(match *ty {
+            Type::BOOL => Kind::Bool,
+            Type::INT2 => Kind::Int2,
+            Type::INT4 => Kind::Int4,
+            Type::INT8 => Kind::Int8,
+            Type::FLOAT4 => Kind::Float4,
+            Type::FLOAT8 => Kind::Float8,
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => Kind::Text,
+            Type::JSON | Type::JSONB => Kind::Json,
+            _ => return None,
+        })
+    }
+}
+
+/// One bound value, already converted to what the statement expects.
+#[derive(Debug)]
+enum Param {
+    Null,
+    Bool(bool),
+    Int2(i16),
+    Int4(i32),
+    Int8(i64),
+    Float4(f32),
+    Float8(f64),
+    Text(String),
+    Json(Value),
+}
+
+impl ToSql for Param {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Param::Null => Ok(IsNull::Yes),
+            Param::Bool(v) => v.to_sql(ty, out),
+            Param::Int2(v) => v.to_sql(ty, out),
+            Param::Int4(v) => v.to_sql(ty, out),
+            Param::Int8(v) => v.to_sql(ty, out),
+            Param::Float4(v) => v.to_sql(ty, out),
+            Param::Float8(v) => v.to_sql(ty, out),
+            Param::Text(v) => v.to_sql(ty, out),
+            Param::Json(v) => v.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+fn convert(value: &Value, kind: Kind) -> Result<Param, String> {
+    let text = || match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let integer = || -> Result<i64, String> {
+        match value {
+            Value::Number(n) => n.as_i64().ok_or_else(|| format!("{n} is not an integer")),
+            Value::String(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}' is not an integer")),
+            Value::Bool(b) => Ok(i64::from(*b)),
+            other => Err(format!("{other} is not an integer")),
+        }
+    };
+    let float = || -> Result<f64, String> {
+        match value {
+            Value::Number(n) => n.as_f64().ok_or_else(|| format!("{n} is not a number")),
+            Value::String(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}' is not a number")),
+            other => Err(format!("{other} is not a number")),
+        }
+    };
+    if value.is_null() {
+        return Ok(Param::Null);
+    }
+    Ok(match kind {
+        Kind::Bool => match value {
+            Value::Bool(b) => Param::Bool(*b),
+            other => return Err(format!("{other} is not a boolean")),
+        },
+        Kind::Int2 => Param::Int2(i16::try_from(integer()?).map_err(|e| e.to_string())?),
+        Kind::Int4 => Param::Int4(i32::try_from(integer()?).map_err(|e| e.to_string())?),
+        Kind::Int8 => Param::Int8(integer()?),
+        Kind::Float4 => Param::Float4(float()? as f32),
+        Kind::Float8 => Param::Float8(float()?),
+        Kind::Text => Param::Text(text()),
+        Kind::Json => Param::Json(value.clone()),
+    })
+}
+
+/// A handler statement prepared on the pipeline's connection.
+struct Prepared {
+    statement: Statement,
+    names: Vec<String>,
+    kinds: Vec<Kind>,
+}
+
+pub struct PgPipeline {
+    client: Client,
+    handler: Vec<Prepared>,
+    insert: Statement,
+}
+
+/// Why a batch failed, and whether trying again may succeed (deadlock, serialization).
+pub struct BatchError {
+    pub error: anyhow::Error,
+    pub transient: bool,
+}
+
+impl PgPipeline {
+    /// Connects (without TLS: `sslmode=require` makes this fail, and the caller keeps to
+    /// the plain path) and prepares the handler's statements.
+    pub async fn connect(
+        url: &str,
+        statements: &[handler::Statement],
+    ) -> anyhow::Result<PgPipeline> {
+        let (client, connection) = tokio_postgres::connect(url, NoTls)
+            .await
+            .context("pipeline connection")?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+            .batch_execute("SET TIME ZONE 'UTC'; SET application_name = 'inboxctl'")
+            .await?;
+        let mut handler = Vec::new();
+        for statement in statements {
+            handler.push(prepare(&client, statement).await?);
+        }
+        let insert = client
+            .prepare(
+                "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\") \
+                 SELECT $1, e, $2, p, o FROM unnest($3::text[], $4::int4[], $5::int8[]) AS t(e, p, o) \
+                 ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id",
+            )
+            .await?;
+        Ok(PgPipeline {
+            client,
+            handler,
+            insert,
+        })
+    }
+
+    /// One transaction: the inbox rows (event id, partition, offset), then every handler
+    /// statement for the new ones, pipelined. `values(index, name)` gives a message's value
+    /// for a placeholder. Returns the indexes of the new (processed) messages.
+    pub async fn run<F>(
+        &mut self,
+        consumer: &str,
+        topic: &str,
+        rows: &[(String, i32, i64)],
+        values: F,
+    ) -> Result<HashSet<usize>, BatchError>
+    where
+        F: Fn(usize, &str) -> Result<Value, String>,
+    {
+        let fail = |error: tokio_postgres::Error| {
+            let transient = matches!(
+                error.code(),
+                Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE
+            );
+            BatchError {
+                error: anyhow::Error::new(error),
+                transient,
+            }
+        };
+        let transaction = self.client.transaction().await.map_err(fail)?;
+        let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+        let partitions: Vec<i32> = rows.iter().map(|r| r.1).collect();
+        let offsets: Vec<i64> = rows.iter().map(|r| r.2).collect();
+        let inserted: HashSet<String> = transaction
+            .query(
+                &self.insert,
+                &[&consumer, &topic, &ids, &partitions, &offsets],
+            )
+            .await
+            .map_err(fail)?
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .collect();
+        let mut new = HashSet::new();
+        let mut handled: HashSet<&str> = HashSet::new();
+        let mut bound: Vec<(usize, &Prepared, Vec<Param>)> = Vec::new();
+        for (index, row) in rows.iter().enumerate() {
+            if !inserted.contains(&row.0) || !handled.insert(row.0.as_str()) {
+                continue;
+            }
+            new.insert(index);
+            for prepared in &self.handler {
+                let mut params = Vec::with_capacity(prepared.names.len());
+                for (name, kind) in prepared.names.iter().zip(&prepared.kinds) {
+                    let value = values(index, name).map_err(|e| BatchError {
+                        error: anyhow::anyhow!(e),
+                        transient: false,
+                    })?;
+                    params.push(convert(&value, *kind).map_err(|e| BatchError {
+                        error: anyhow::anyhow!("message {}:{}: :{name}: {e}", row.1, row.2),
+                        transient: false,
+                    })?);
+                }
+                bound.push((index, prepared, params));
+            }
+        }
+        let executions = bound.iter().map(|(_, prepared, params)| {
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+            let transaction = &transaction;
+            async move { transaction.execute(&prepared.statement, &refs).await }
+        });
+        try_join_all(executions).await.map_err(fail)?;
+        transaction.commit().await.map_err(fail)?;
+        Ok(new)
+    }
+}
+
+/// Prepares a statement; parameters of types without a native binding are rewritten as
+/// `CAST($n::text AS type)` and sent as text.
+async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Result<Prepared> {
+    let first = client.prepare(&statement.sql).await.with_context(|| {
+        format!(
+            "could not prepare the handler statement `{}`",
+            statement.sql
+        )
+    })?;
+    let types: Vec<Type> = first.params().to_vec();
+    if types.iter().all(|ty| Kind::of(ty).is_some()) {
+        return Ok(Prepared {
+            kinds: types
+                .iter()
+                .map(|ty| Kind::of(ty).unwrap_or(Kind::Text))
+                .collect(),
+            statement: first,
+            names: statement.params.clone(),
+        });
+    }
+    let mut sql = statement.sql.clone();
+    // Highest numbers first, so that $1 never matches the start of $10.
+    for (index, ty) in types.iter().enumerate().rev() {
+        if Kind::of(ty).is_none() {
+            let placeholder = format!("${}", index + 1);
+            sql = replace_placeholder(
+                &sql,
+                &placeholder,
+                &format!("CAST({placeholder}::text AS {})", ty.name()),
+            );
+        }
+    }
+    let statement_cast = client
+        .prepare(&sql)
+        .await
+        .with_context(|| format!("could not prepare the handler statement `{sql}`"))?;
+    Ok(Prepared {
+        kinds: statement_cast
+            .params()
+            .iter()
+            .map(|ty| Kind::of(ty).unwrap_or(Kind::Text))
+            .collect(),
+        statement: statement_cast,
+        names: statement.params.clone(),
+    })
+}
+
+/// Replaces `$n` where it is not the start of a longer number.
+fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(at) = rest.find(placeholder) {
+        let after = &rest[at + placeholder.len()..];
+        out.push_str(&rest[..at]);
+        if after.starts_with(|c: char| c.is_ascii_digit()) {
+            out.push_str(placeholder);
+        } else {
+            out.push_str(with);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_replaced_whole() {
+        assert_eq!(
+            replace_placeholder("$1 + $10 + $1", "$1", "X"),
+            "X + $10 + X"
+        );
+    }
+
+    #[test]
+    fn json_values_convert_to_the_parameter_type() {
+        assert!(matches!(
+            convert(&serde_json::json!(5), Kind::Int4),
+            Ok(Param::Int4(5))
+        ));
+        assert!(matches!(
+            convert(&serde_json::json!("7"), Kind::Int8),
+            Ok(Param::Int8(7))
+        ));
+        assert!(matches!(
+            convert(&serde_json::json!(1.5), Kind::Float8),
+            Ok(Param::Float8(_))
+        ));
+        assert!(
+            matches!(convert(&serde_json::json!(12.5), Kind::Text), Ok(Param::Text(ref s)) if s == "12.5")
+        );
+        assert!(matches!(convert(&Value::Null, Kind::Int4), Ok(Param::Null)));
+        assert!(convert(&serde_json::json!(1.5), Kind::Int4)
+            .unwrap_err()
+            .contains("not an integer"));
+        assert!(convert(&serde_json::json!(70000), Kind::Int2).is_err());
+    }
+}
