@@ -156,10 +156,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
                 break 'consumers;
             }
             let limit = args.batch_size.min(remaining);
-            let next_from = store
-                .batch_upper_bound(&consumer.consumer, &from, cutoff, &consumer.keep, limit)
-                .await?;
-            let deleted = store
+            let (deleted, next_from) = store
                 .delete_older_batch(&consumer.consumer, &from, cutoff, &consumer.keep, limit)
                 .await
                 .with_context(|| {

@@ -100,6 +100,9 @@ pub struct Dialect {
     /// Wraps a multi-row `INSERT … VALUES` into the inbox so that rows already there are
     /// skipped and the statement returns the event ids it did insert.
     pub insert_new: (&'static str, &'static str),
+    /// Whether a DELETE can report its rows (`RETURNING` in a CTE): the batch then tells
+    /// where the next one starts, and no separate query is needed.
+    pub delete_returning: bool,
     pub migration_locking: MigrationLocking,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
@@ -670,7 +673,7 @@ impl Store {
     ///
     /// Starting each batch at this bound keeps every batch an index range scan from where the
     /// last one stopped, instead of stepping over the entries earlier batches left dead.
-    pub async fn batch_upper_bound(
+    async fn batch_upper_bound(
         &self,
         consumer: &str,
         from: &str,
@@ -696,7 +699,8 @@ impl Store {
 
     /// Deletes up to `limit` of the consumer's oldest prunable rows (processed at or after
     /// `from`, strictly before `cutoff`, not protected by `keep`), in one short transaction of
-    /// its own. Returns how many went.
+    /// its own. Returns how many went and where the next batch starts (the newest
+    /// `processed_at` deleted, as the store's own text).
     pub async fn delete_older_batch(
         &self,
         consumer: &str,
@@ -704,14 +708,37 @@ impl Store {
         cutoff: DateTime<Utc>,
         keep: &[KeepFrom],
         limit: u64,
-    ) -> anyhow::Result<u64> {
+    ) -> anyhow::Result<(u64, Option<String>)> {
         let (prefix, suffix) = self.dialect.delete_batch;
         let mut sql = self.sql();
+        if self.dialect.delete_returning {
+            sql.push("WITH deleted AS (");
+        }
         sql.push(prefix);
         self.push_prune_condition(&mut sql, keep);
         sql.push(" ORDER BY processed_at LIMIT ")
             .param()
             .push(suffix);
+        let context = || format!("could not delete a batch of consumer '{consumer}'");
+        if self.dialect.delete_returning {
+            sql.push(&format!(
+                " RETURNING processed_at) SELECT COUNT(*), {} FROM deleted",
+                (self.dialect.timestamp_text)("MAX(processed_at)")
+            ));
+            let text = sql.build();
+            let query = sqlx::query(&text);
+            let row = self
+                .bind_prune_condition(query, consumer, from, cutoff, keep)
+                .bind(limit as i64)
+                .fetch_one(&self.pool)
+                .await
+                .with_context(context)?;
+            let deleted: i64 = row.try_get(0)?;
+            return Ok((deleted as u64, row.try_get(1)?));
+        }
+        let next_from = self
+            .batch_upper_bound(consumer, from, cutoff, keep, limit)
+            .await?;
         let text = sql.build();
         let query = sqlx::query(&text);
         let result = self
@@ -719,8 +746,8 @@ impl Store {
             .bind(limit as i64)
             .execute(&self.pool)
             .await
-            .with_context(|| format!("could not delete a batch of consumer '{consumer}'"))?;
-        Ok(result.rows_affected())
+            .with_context(context)?;
+        Ok((result.rows_affected(), next_from))
     }
 
     /// `consumer = ? AND processed_at >= ? AND processed_at < ?`, then one exclusion per

@@ -36,6 +36,7 @@ pub static DIALECT: Dialect = Dialect {
         "))",
     ),
     // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
+    delete_returning: true,
     begin_write: "BEGIN",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     migration_locking: MigrationLocking::SessionLock {

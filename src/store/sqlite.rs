@@ -28,6 +28,7 @@ pub static DIALECT: Dialect = Dialect {
         "DELETE FROM processed_messages WHERE rowid IN (SELECT rowid FROM processed_messages WHERE ",
         ")",
     ),
+    delete_returning: false,
     begin_write: "BEGIN IMMEDIATE",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     migration_locking: MigrationLocking::ExclusiveTransaction {
