@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::bail;
 use serde_json::Value;
 
-use crate::store::Dialect;
+use crate::store::{Backend, Dialect};
 
 /// Placeholders every message provides.
 pub const BUILT_INS: [&str; 7] = [
@@ -27,8 +27,10 @@ pub struct Statement {
 }
 
 /// Splits the file into statements and rewrites `:name` placeholders. Quoted strings, quoted
-/// identifiers, comments and PostgreSQL's `::type` casts are left alone.
+/// identifiers, comments and PostgreSQL's `::type` casts are left alone. MySQL also escapes a
+/// quote inside a string with a backslash (`'it\'s'`) and starts comments with `#`.
 pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
+    let mysql = std::ptr::eq(dialect, Backend::Mysql.dialect());
     let mut statements = Vec::new();
     let mut sql = String::new();
     let mut params: Vec<String> = Vec::new();
@@ -53,6 +55,13 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
                 i += 1;
                 while i < chars.len() {
                     sql.push(chars[i]);
+                    if mysql && c != '`' && chars[i] == '\\' {
+                        if let Some(&escaped) = chars.get(i + 1) {
+                            sql.push(escaped);
+                        }
+                        i += 2;
+                        continue;
+                    }
                     if chars[i] == c {
                         if chars.get(i + 1) == Some(&c) {
                             sql.push(c);
@@ -69,6 +78,11 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
                 i += 1;
             }
             '-' if chars.get(i + 1) == Some(&'-') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '#' if mysql => {
                 while i < chars.len() && chars[i] != '\n' {
                     i += 1;
                 }
@@ -206,6 +220,23 @@ mod tests {
             .to_string()
             .contains("unterminated"));
         assert!(parse(" ; -- nothing", Backend::Postgres.dialect()).is_err());
+    }
+
+    #[test]
+    fn mysql_backslash_escapes_and_hash_comments_hide_no_placeholder() {
+        let sql =
+            "# :not_this\nINSERT INTO t VALUES ('it\\'s :no', \"a\\\"b :no\", :yes, '\\\\', :also)";
+        let my = parse(sql, Backend::Mysql.dialect()).unwrap();
+        assert_eq!(my.len(), 1);
+        assert_eq!(my[0].params, ["yes", "also"]);
+        assert_eq!(
+            my[0].sql,
+            "INSERT INTO t VALUES ('it\\'s :no', \"a\\\"b :no\", ?, '\\\\', ?)"
+        );
+        // Elsewhere a backslash is an ordinary character and '#' is not a comment.
+        let pg = parse("SELECT '\\', :a, 1 # 2", Backend::Postgres.dialect()).unwrap();
+        assert_eq!(pg[0].sql, "SELECT '\\', $1, 1 # 2");
+        assert_eq!(pg[0].params, ["a"]);
     }
 
     #[test]

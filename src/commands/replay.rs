@@ -29,7 +29,7 @@ use crate::exit::ExitStatus;
 use crate::handler::{self, Statement};
 use crate::kafka::{read_range, Kafka};
 use crate::output::{or_dash, table, Output};
-use crate::store::{is_transient, CreateMode, Store, INBOX_TABLE};
+use crate::store::{is_transient, Backend, CreateMode, Store, INBOX_TABLE};
 use crate::time::{parse_duration, parse_timestamp};
 
 /// Where the replay starts in each partition.
@@ -192,6 +192,15 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     store.require_inbox().await?;
+    let widths = inbox_widths(&store).await?;
+    if let Some(width) = widths.consumer {
+        let length = args.consumer.chars().count();
+        if length > width {
+            return Err(usage(format!(
+                "--consumer is {length} characters long; the inbox's consumer column holds at most {width}"
+            )));
+        }
+    }
     let mut handler = if args.dry_run {
         Handler::DryRun
     } else if let Some(path) = &args.sql {
@@ -209,9 +218,11 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
         ));
     };
     let pointers: BTreeMap<String, String> = args.param.iter().cloned().collect();
+    // A dry run writes nothing, the dead-letter file included: the real run would write the
+    // same lines again.
     let mut dead_letter = match &args.dead_letter {
-        Some(path) => Some(open_dead_letter(path)?),
-        None => None,
+        Some(path) if !args.dry_run => Some(open_dead_letter(path)?),
+        _ => None,
     };
 
     let mut summaries: BTreeMap<i32, PartitionSummary> = ranges
@@ -256,17 +267,27 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
 
     let mut failure: Option<anyhow::Error> = None;
     let mut interrupted = false;
+    // The dry run's "would process" ids so far: a producer duplicate in a later batch would be
+    // skipped by the real run (the inbox holds it by then), so it is a "would skip" here too.
+    let mut would_process: HashSet<String> = HashSet::new();
     while let Some(batch) = receiver.recv().await {
         if stop.load(Ordering::SeqCst) {
             interrupted = true;
             break;
         }
-        let mut with_id = Vec::with_capacity(batch.len());
+        let batch_len = batch.len();
+        let mut with_id = Vec::with_capacity(batch_len);
+        // Every message of the batch counts for the last offset, those without an id too.
+        let mut last_offsets: BTreeMap<i32, i64> = BTreeMap::new();
         for message in batch {
             let summary = summaries
                 .get_mut(&message.partition)
                 .expect("read only assigned partitions");
             summary.messages += 1;
+            let last = last_offsets
+                .entry(message.partition)
+                .or_insert(message.offset);
+            *last = (*last).max(message.offset);
             if message.event_id.is_some() {
                 with_id.push(message);
                 continue;
@@ -287,18 +308,39 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
         if failure.is_some() {
             break;
         }
-        let outcome = match &mut handler {
+        // Ids the inbox cannot hold fail on their own; the handler sees the others.
+        let too_long: Vec<usize> = match widths.event_id {
+            Some(width) => with_id
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.event_id.as_deref().unwrap_or_default().chars().count() > width)
+                .map(|(index, _)| index)
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut accepted: Vec<usize> = Vec::new();
+        let handled: Vec<Replayed>;
+        let for_handler: &[Replayed] = if too_long.is_empty() {
+            &with_id
+        } else {
+            accepted = (0..with_id.len())
+                .filter(|index| !too_long.contains(index))
+                .collect();
+            handled = accepted.iter().map(|&i| with_id[i].clone()).collect();
+            &handled
+        };
+        let mut outcome = match &mut handler {
             Handler::DryRun => {
+                let with_id = for_handler;
                 let ids: Vec<&str> = with_id
                     .iter()
                     .filter_map(|m| m.event_id.as_deref())
                     .collect();
                 let done = store.processed_ids(&args.consumer, &ids).await?;
-                let mut seen = HashSet::new();
                 let mut outcome = Outcome::default();
                 for (index, m) in with_id.iter().enumerate() {
                     let id = m.event_id.as_deref().unwrap_or_default();
-                    if done.contains(id) || !seen.insert(id.to_string()) {
+                    if done.contains(id) || !would_process.insert(id.to_string()) {
                         outcome.duplicates.push(index);
                     } else {
                         outcome.processed.push(index);
@@ -312,15 +354,30 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                     statements,
                     &args.consumer,
                     &args.topic,
-                    &with_id,
+                    for_handler,
                     &pointers,
                 )
                 .await?
             }
             Handler::Exec(exec) => {
-                apply_exec(&store, exec, &args.consumer, &args.topic, &with_id).await?
+                apply_exec(&store, exec, &args.consumer, &args.topic, for_handler).await?
             }
         };
+        if !too_long.is_empty() {
+            outcome.remap(&accepted);
+            for &index in &too_long {
+                let id = with_id[index].event_id.as_deref().unwrap_or_default();
+                outcome.failed.push((
+                    index,
+                    format!(
+                        "the event id is {} characters long; the inbox's event_id column holds at most {}",
+                        id.chars().count(),
+                        widths.event_id.unwrap_or_default()
+                    ),
+                ));
+            }
+            outcome.failed.sort_by_key(|(index, _)| *index);
+        }
         for &index in &outcome.processed {
             summaries
                 .get_mut(&with_id[index].partition)
@@ -344,15 +401,11 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
             ));
             write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
         }
-        for message in &with_id {
-            let summary = summaries.get_mut(&message.partition).unwrap();
-            summary.last_offset = Some(
-                summary
-                    .last_offset
-                    .map_or(message.offset, |o| o.max(message.offset)),
-            );
+        for (partition, offset) in last_offsets {
+            let summary = summaries.get_mut(&partition).unwrap();
+            summary.last_offset = Some(summary.last_offset.map_or(offset, |o| o.max(offset)));
         }
-        progress.inc(with_id.len() as u64);
+        progress.inc(batch_len as u64);
         if let (Some((index, error)), OnError::Stop) = (outcome.failed.first(), args.on_error) {
             let m = &with_id[*index];
             failure = Some(anyhow!(
@@ -505,6 +558,52 @@ struct Outcome {
     processed: Vec<usize>,
     duplicates: Vec<usize>,
     failed: Vec<(usize, String)>,
+}
+
+impl Outcome {
+    /// From indexes into a subset of the batch to indexes into the batch: `subset[i]` is the
+    /// batch index of the subset's `i`-th message.
+    fn remap(&mut self, subset: &[usize]) {
+        for index in self.processed.iter_mut().chain(self.duplicates.iter_mut()) {
+            *index = subset[*index];
+        }
+        for (index, _) in &mut self.failed {
+            *index = subset[*index];
+        }
+    }
+}
+
+/// The widest event id and consumer name the inbox can hold, in characters, where the backend
+/// would otherwise cut a longer one short: MySQL's `INSERT IGNORE`, which is how the inbox
+/// insert skips what is already there, also turns "too long" into a warning and stores the
+/// first characters. The event would then be recorded under another id with its effect never
+/// applied, and two ids that share their first 255 characters would dedupe each other.
+#[derive(Debug, Default, Clone, Copy)]
+struct Widths {
+    event_id: Option<usize>,
+    consumer: Option<usize>,
+}
+
+async fn inbox_widths(store: &Store) -> anyhow::Result<Widths> {
+    if store.backend != Backend::Mysql {
+        return Ok(Widths::default());
+    }
+    let width = |column: &'static str| async move {
+        let width: Option<Option<i64>> = sqlx::query_scalar(
+            "SELECT CAST(character_maximum_length AS SIGNED) FROM information_schema.columns \
+             WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?",
+        )
+        .bind(INBOX_TABLE)
+        .bind(column)
+        .fetch_optional(store.pool())
+        .await
+        .with_context(|| format!("could not read the width of {INBOX_TABLE}.{column}"))?;
+        anyhow::Ok(width.flatten().and_then(|w| usize::try_from(w).ok()))
+    };
+    Ok(Widths {
+        event_id: width("event_id").await?,
+        consumer: width("consumer").await?,
+    })
 }
 
 /// Why a transaction failed.

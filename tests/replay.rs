@@ -1,0 +1,1649 @@
+//! `replay` against the nisshi broker on every backend: each effect applied once whatever
+//! happens (second runs, producer duplicates, SIGKILL at random moments, four replays at
+//! once), poison messages and missing ids, the exec handler, odd ranges and the dry run.
+//! Every run of the binary is bounded by a timeout, so a hang fails instead of blocking.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::kafka::*;
+use common::*;
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use serde_json::{json, Value};
+
+/// The longest any one run of the binary may take.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// The handler most tests use: a ledger line (no key, so a second application would show as
+/// a second line) and the account's balance.
+const HANDLER: &str = "-- one deposit\n\
+    INSERT INTO ledger (event_id, account, amount) VALUES (:event_id, :account, :amount);\n\
+    UPDATE accounts SET balance = balance + :amount WHERE id = :account;\n";
+
+const ACCOUNTS: [i64; 4] = [1, 2, 3, 4];
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+/// One message to produce: its event id goes into the `event_id` header and the JSON body;
+/// `None` produces a message with no event id anywhere.
+#[derive(Debug, Clone)]
+struct Event {
+    partition: i32,
+    id: Option<String>,
+    payload: Value,
+}
+
+/// A deposit of `amount` into `account`, also given nested at `/order/account`.
+fn deposit(partition: i32, id: &str, account: i64, amount: i64) -> Event {
+    Event {
+        partition,
+        id: Some(id.to_string()),
+        payload: json!({
+            "event_id": id,
+            "account": account,
+            "amount": amount,
+            "order": {"account": account},
+        }),
+    }
+}
+
+/// `per_partition` deposits into each of `partitions`, amounts 1, 2, 3, … in production
+/// order; inside a partition the accounts take turns.
+fn deposits(prefix: &str, partitions: i32, per_partition: usize) -> Vec<Event> {
+    let mut events = Vec::new();
+    for n in 0..per_partition {
+        for partition in 0..partitions {
+            let index = events.len() as i64;
+            events.push(deposit(
+                partition,
+                &format!("{prefix}-p{partition}-{n}"),
+                ACCOUNTS[(n + partition as usize) % ACCOUNTS.len()],
+                index + 1,
+            ));
+        }
+    }
+    events
+}
+
+/// Where a produced event landed.
+#[derive(Debug, Clone)]
+struct Landed {
+    partition: i32,
+    offset: i64,
+    event: Event,
+}
+
+/// Produces the events (all queued at once, then each delivery awaited) and returns where
+/// each landed, in the order given.
+async fn produce(topic: &str, events: &[Event]) -> Vec<Landed> {
+    let producer: FutureProducer = broker()
+        .config()
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "30000")
+        .create()
+        .unwrap();
+    let mut pending = Vec::with_capacity(events.len());
+    for event in events {
+        let body = event.payload.to_string();
+        let mut record = FutureRecord::to(topic)
+            .partition(event.partition)
+            .payload(&body);
+        if let Some(id) = &event.id {
+            record = record
+                .key(id.as_str())
+                .headers(OwnedHeaders::new().insert(Header {
+                    key: "event_id",
+                    value: Some(id.as_bytes()),
+                }));
+        }
+        let future = producer
+            .send_result(record)
+            .unwrap_or_else(|(error, _)| panic!("queue a message for {topic}: {error}"));
+        pending.push(future);
+    }
+    let mut landed = Vec::with_capacity(events.len());
+    for (event, future) in events.iter().zip(pending) {
+        let delivery = future
+            .await
+            .expect("the producer answers")
+            .unwrap_or_else(|(error, _)| panic!("produce to {topic}: {error}"));
+        assert_eq!(delivery.partition, event.partition);
+        landed.push(Landed {
+            partition: delivery.partition,
+            offset: delivery.offset,
+            event: event.clone(),
+        });
+    }
+    landed
+}
+
+/// A fresh topic with `partitions` partitions.
+async fn topic(partitions: i32) -> String {
+    let name = unique("replay");
+    broker().create_topic(&name, partitions).await;
+    name
+}
+
+/// The balance each account must have once every distinct event id with an amount has been
+/// applied exactly once (a duplicate carries the same body as its first copy).
+fn expected_balances(landed: &[Landed]) -> Vec<(i64, i64)> {
+    let mut balances: BTreeMap<i64, i64> = ACCOUNTS.iter().map(|a| (*a, 0)).collect();
+    let mut seen = BTreeSet::new();
+    for l in landed {
+        let Some(id) = &l.event.id else { continue };
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        if let (Some(account), Some(amount)) = (
+            l.event.payload["account"].as_i64(),
+            l.event.payload["amount"].as_i64(),
+        ) {
+            *balances.get_mut(&account).unwrap() += amount;
+        }
+    }
+    balances.into_iter().collect()
+}
+
+/// Every distinct event id, sorted.
+fn distinct_ids(landed: &[Landed]) -> Vec<String> {
+    let set: BTreeSet<String> = landed.iter().filter_map(|l| l.event.id.clone()).collect();
+    set.into_iter().collect()
+}
+
+/// Each event id's positions, in production order.
+fn positions(landed: &[Landed]) -> HashMap<String, Vec<(i32, i64)>> {
+    let mut map: HashMap<String, Vec<(i32, i64)>> = HashMap::new();
+    for l in landed {
+        if let Some(id) = &l.event.id {
+            map.entry(id.clone())
+                .or_default()
+                .push((l.partition, l.offset));
+        }
+    }
+    map
+}
+
+// ---------------------------------------------------------------------------------------------
+// The database side
+
+/// The migrated inbox, accounts 1-4 at balance 0 and an empty ledger.
+async fn setup(db: &mut TestDb) {
+    db.run(&["migrate", "run"]).ok();
+    db.exec("CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL)")
+        .await;
+    db.exec("INSERT INTO accounts (id, balance) VALUES (1, 0), (2, 0), (3, 0), (4, 0)")
+        .await;
+    db.exec(
+        "CREATE TABLE ledger (event_id VARCHAR(600) NOT NULL, account BIGINT NOT NULL, \
+         amount BIGINT NOT NULL, CHECK (amount > 0))",
+    )
+    .await;
+}
+
+async fn balances(db: &mut TestDb) -> Vec<(i64, i64)> {
+    let pool = db.pool().await;
+    sqlx::query_as("SELECT id, balance FROM accounts ORDER BY id")
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+}
+
+/// The ledger's event ids, sorted, with repeats.
+async fn ledger(db: &mut TestDb) -> Vec<String> {
+    let pool = db.pool().await;
+    sqlx::query_scalar("SELECT event_id FROM ledger ORDER BY event_id")
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+}
+
+/// The consumer's inbox rows: (event id, topic, partition, offset), sorted by event id.
+async fn inbox(db: &mut TestDb, consumer: &str) -> Vec<(String, String, i64, i64)> {
+    let d = db.backend.dialect();
+    let mut sql = db.store().await.sql();
+    sql.push(&format!(
+        "SELECT event_id, topic, {}, {} FROM processed_messages WHERE consumer = ",
+        (d.bigint)(&d.quote("partition")),
+        (d.bigint)(&d.quote("offset")),
+    ))
+    .param()
+    .push(" ORDER BY event_id");
+    let pool = db.pool().await;
+    sqlx::query_as(&sql.build())
+        .bind(consumer)
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+}
+
+async fn inbox_count(db: &mut TestDb) -> i64 {
+    db.count("processed_messages").await
+}
+
+/// Writes a file into the test's folder and returns its path.
+fn write(db: &TestDb, name: &str, text: &str) -> String {
+    let path = db.dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+
+fn inboxctl(db: &TestDb, args: &[&str]) -> Run {
+    let mut command = db.cmd();
+    command
+        .env("KAFKA_BROKERS", &broker().address)
+        .args(args)
+        .timeout(RUN_LIMIT);
+    Run::from(command.output().unwrap())
+}
+
+/// `replay --topic T --from earliest --consumer C --format json` and `rest`.
+fn replay(db: &TestDb, topic: &str, consumer: &str, rest: &[&str]) -> Run {
+    let mut args = vec![
+        "replay",
+        "--topic",
+        topic,
+        "--consumer",
+        consumer,
+        "--format",
+        "json",
+    ];
+    if !rest.contains(&"--from") {
+        args.extend(["--from", "earliest"]);
+    }
+    args.extend_from_slice(rest);
+    inboxctl(db, &args)
+}
+
+/// The totals of a JSON summary: (messages, processed, skipped_duplicate, failed, missing_id).
+fn totals(json: &Value) -> (i64, i64, i64, i64, i64) {
+    let n = |key: &str| {
+        json[key]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no {key} in {json}"))
+    };
+    (
+        n("messages"),
+        n("processed"),
+        n("skipped_duplicate"),
+        n("failed"),
+        n("missing_id"),
+    )
+}
+
+/// Per partition: (partition, from, to, messages, processed, skipped_duplicate, failed,
+/// missing_id).
+#[allow(clippy::type_complexity)]
+fn per_partition(json: &Value) -> Vec<(i64, i64, i64, i64, i64, i64, i64, i64)> {
+    json["partitions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no partitions in {json}"))
+        .iter()
+        .map(|p| {
+            let n = |key: &str| p[key].as_i64().unwrap_or_else(|| panic!("{key} in {p}"));
+            (
+                n("partition"),
+                n("from"),
+                n("to"),
+                n("messages"),
+                n("processed"),
+                n("skipped_duplicate"),
+                n("failed"),
+                n("missing_id"),
+            )
+        })
+        .collect()
+}
+
+/// The binary as a child process, for killing and for running several at once.
+fn spawn(db: &TestDb, args: &[String], stderr: &Path) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", &broker().address)
+        .current_dir(db.dir.path())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .expect("start inboxctl")
+}
+
+/// Waits for the child until `deadline`, killing it then; `None` when it had to be killed.
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<i32> {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status.code().unwrap_or(-1));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A small deterministic generator (xorshift64*), seeded from the clock or from
+/// `INBOXCTL_TEST_SEED` to repeat a run; the seed is printed.
+struct Rng(u64);
+
+impl Rng {
+    fn new(what: &str) -> Rng {
+        let seed = std::env::var("INBOXCTL_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            });
+        eprintln!("{what}: INBOXCTL_TEST_SEED={seed}");
+        Rng(seed.max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// In `low..=high`.
+    fn range(&mut self, low: u64, high: u64) -> u64 {
+        low + self.next() % (high - low + 1)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Each effect once
+
+async fn replaying_twice_applies_each_effect_once(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let topic = topic(3).await;
+    let landed = produce(&topic, &deposits("e", 3, 20)).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+
+    let first = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "7"],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&first), (60, 60, 0, 0, 0));
+    assert_eq!(
+        per_partition(&first),
+        vec![
+            (0, 0, 20, 20, 20, 0, 0, 0),
+            (1, 0, 20, 20, 20, 0, 0, 0),
+            (2, 0, 20, 20, 20, 0, 0, 0)
+        ]
+    );
+    let lasts: Vec<&Value> = first["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["last_offset"])
+        .collect();
+    assert_eq!(lasts, [&json!(19), &json!(19), &json!(19)]);
+    assert_eq!(
+        (first["topic"].as_str(), first["consumer"].as_str()),
+        (Some(topic.as_str()), Some("billing"))
+    );
+    let expected = expected_balances(&landed);
+    // Amounts 1..=60; the n-th event of partition p goes to account (n + p) % 4 + 1.
+    assert_eq!(expected, vec![(1, 465), (2, 450), (3, 435), (4, 480)]);
+    assert_eq!(balances(&mut db).await, expected);
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+    // The inbox names where each event was read.
+    let mut rows: Vec<(String, String, i64, i64)> = landed
+        .iter()
+        .map(|l| {
+            (
+                l.event.id.clone().unwrap(),
+                topic.clone(),
+                i64::from(l.partition),
+                l.offset,
+            )
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(inbox(&mut db, "billing").await, rows);
+
+    // Again, in other batches: everything is in the inbox, nothing is applied.
+    let second = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "13"],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&second), (60, 0, 60, 0, 0));
+    assert_eq!(
+        per_partition(&second),
+        vec![
+            (0, 0, 20, 20, 0, 20, 0, 0),
+            (1, 0, 20, 20, 0, 20, 0, 0),
+            (2, 0, 20, 20, 0, 20, 0, 0)
+        ]
+    );
+    assert_eq!(balances(&mut db).await, expected);
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+    assert_eq!(inbox(&mut db, "billing").await, rows);
+
+    // Another consumer is another inbox: its replay applies everything once more, through a
+    // handler that takes the account from the nested field (--param), and only once.
+    let nested = write(
+        &db,
+        "nested.sql",
+        "UPDATE accounts SET balance = balance + :amount WHERE id = :acct",
+    );
+    for (run, expected_totals) in [(1, (60, 60, 0, 0, 0)), (2, (60, 0, 60, 0, 0))] {
+        let json = replay(
+            &db,
+            &topic,
+            "audit",
+            &["--sql", &nested, "--param", "acct=json:/order/account"],
+        )
+        .ok()
+        .json();
+        assert_eq!(totals(&json), expected_totals, "run {run}");
+        let doubled: Vec<(i64, i64)> = expected.iter().map(|(a, b)| (*a, 2 * b)).collect();
+        assert_eq!(balances(&mut db).await, doubled, "run {run}");
+    }
+    assert_eq!(inbox(&mut db, "audit").await.len(), 60);
+    assert_eq!(inbox(&mut db, "billing").await, rows);
+    assert_eq!(inbox_count(&mut db).await, 120);
+}
+
+async fn producer_duplicates_apply_once(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let topic = topic(2).await;
+    let mut events = deposits("d", 2, 10);
+    // The producer retried: p0-3 again at once (same batch) and later in partition 0, p0-1
+    // in partition 1, and p1-4 twice at the end of partition 1 (another batch).
+    let copy = |id: &str, partition: i32| {
+        let original = events.iter().find(|e| e.id.as_deref() == Some(id)).unwrap();
+        Event {
+            partition,
+            ..original.clone()
+        }
+    };
+    let extra = vec![
+        copy("d-p0-3", 0),
+        copy("d-p0-3", 0),
+        copy("d-p0-1", 1),
+        copy("d-p1-4", 1),
+        copy("d-p1-4", 1),
+    ];
+    events.extend(extra);
+    let landed = produce(&topic, &events).await;
+    assert_eq!(landed.len(), 25);
+    let handler = write(&db, "deposit.sql", HANDLER);
+
+    // Small batches so that copies fall into the same batch and into later ones.
+    let dry = replay(&db, &topic, "billing", &["--dry-run", "--batch-size", "4"])
+        .ok()
+        .json();
+    assert_eq!(totals(&dry), (25, 20, 5, 0, 0));
+    let first = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "4"],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&first), (25, 20, 5, 0, 0));
+    assert_eq!(
+        per_partition(&first),
+        vec![(0, 0, 12, 12, 10, 2, 0, 0), (1, 0, 13, 13, 10, 3, 0, 0)]
+    );
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+    // One inbox row per event id, at one of the places it was read; inside one partition the
+    // first copy wins.
+    let rows = inbox(&mut db, "billing").await;
+    assert_eq!(rows.len(), 20);
+    let places = positions(&landed);
+    for (id, row_topic, partition, offset) in &rows {
+        assert_eq!(row_topic, &topic);
+        let at = (*partition as i32, *offset);
+        assert!(places[id].contains(&at), "{id} at {at:?}");
+        let first_in_partition = places[id].iter().find(|p| p.0 == at.0).unwrap();
+        assert_eq!(&at, first_in_partition, "{id}");
+    }
+    let second = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "4"],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&second), (25, 0, 25, 0, 0));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(ledger(&mut db).await.len(), 20);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The live group is left alone
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_leaves_the_groups_committed_offsets_alone() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    setup(&mut db).await;
+    let topic = topic(3).await;
+    let landed = produce(&topic, &deposits("c", 3, 8)).await;
+    let group = unique("billing");
+    broker().commit(&group, &topic, &[(0, 3), (1, 5)]);
+    let before = broker().committed(&group, &topic, 3);
+    assert_eq!(before, vec![Some(3), Some(5), None]);
+    let handler = write(&db, "deposit.sql", HANDLER);
+
+    // From the group's position: partition 2 has none, so it starts at the log start.
+    let from_group = format!("committed:{group}");
+    let json = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", &from_group],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&json), (16, 16, 0, 0, 0));
+    assert_eq!(
+        per_partition(&json),
+        vec![
+            (0, 3, 8, 5, 5, 0, 0, 0),
+            (1, 5, 8, 3, 3, 0, 0, 0),
+            (2, 0, 8, 8, 8, 0, 0, 0)
+        ]
+    );
+    let applied: Vec<Landed> = landed
+        .iter()
+        .filter(|l| match l.partition {
+            0 => l.offset >= 3,
+            1 => l.offset >= 5,
+            _ => true,
+        })
+        .cloned()
+        .collect();
+    assert_eq!(balances(&mut db).await, expected_balances(&applied));
+    assert_eq!(broker().committed(&group, &topic, 3), before);
+
+    let json = replay(&db, &topic, "billing", &["--sql", &handler])
+        .ok()
+        .json();
+    assert_eq!(totals(&json), (24, 8, 16, 0, 0));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(broker().committed(&group, &topic, 3), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIGKILL at random moments
+
+/// Replays a few thousand events in a child process killed with SIGKILL `kills` times (after
+/// a random delay, or once the inbox has grown by a random number of rows), now and then
+/// stopped with Ctrl-C instead, re-running until a run completes; then every event is
+/// applied exactly once.
+async fn killed_replays_converge(backend: Backend, kills: usize) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let topic = topic(4).await;
+    let mut events = deposits("k", 4, 500);
+    // A few producer duplicates, far from their originals.
+    for n in [3usize, 777, 1500] {
+        let original = events[n].clone();
+        events.push(Event {
+            partition: (original.partition + 1) % 4,
+            ..original
+        });
+    }
+    let landed = produce(&topic, &events).await;
+    let total = distinct_ids(&landed).len() as i64;
+    assert_eq!(total, 2000);
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let mut rng = Rng::new(&format!("killed_replays_converge({backend:?})"));
+    let mut killed = 0;
+    let mut interrupted = 0;
+    let mut runs = 0;
+    let mut log = Vec::new();
+    loop {
+        runs += 1;
+        assert!(runs <= 4 * kills + 20, "no complete run after {runs} runs");
+        let batch = rng.range(5, 50).to_string();
+        let args: Vec<String> = [
+            "replay",
+            "--topic",
+            &topic,
+            "--from",
+            "earliest",
+            "--consumer",
+            "billing",
+            "--sql",
+            &handler,
+            "--batch-size",
+            &batch,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let stderr = db.dir.path().join(format!("run-{runs}.stderr"));
+        let before = inbox_count(&mut db).await;
+        let started = Instant::now();
+        let mut child = spawn(&db, &args, &stderr);
+        let mut exit = None;
+        if killed < kills {
+            // Leave room for the kills still to come.
+            let left = (total - before).max(1) as u64;
+            let room = (left / (kills - killed + 1) as u64).max(1);
+            // Now and then a Ctrl-C instead of a kill.
+            let interrupt = interrupted < 3 && rng.range(0, 5) == 0;
+            let (delay, rows) = if rng.range(0, 2) == 0 {
+                (Some(Duration::from_millis(rng.range(0, 400))), None)
+            } else {
+                (None, Some(before + rng.range(1, room) as i64))
+            };
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    exit = Some(status.code().unwrap_or(-1));
+                    break;
+                }
+                let due = match (delay, rows) {
+                    (Some(delay), _) => started.elapsed() >= delay,
+                    (_, Some(rows)) => inbox_count(&mut db).await >= rows,
+                    _ => unreachable!(),
+                };
+                if due && interrupt {
+                    // Ctrl-C: the batch under way finishes, then the run stops (130), unless
+                    // the signal came before the handler was set up, or after the last batch.
+                    let sent = Command::new("kill")
+                        .args(["-INT", &child.id().to_string()])
+                        .status()
+                        .unwrap();
+                    assert!(sent.success());
+                    let status = loop {
+                        if let Some(status) = child.try_wait().unwrap() {
+                            break status;
+                        }
+                        assert!(started.elapsed() < RUN_LIMIT, "run {runs} ignores Ctrl-C");
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    };
+                    let text = std::fs::read_to_string(&stderr).unwrap();
+                    use std::os::unix::process::ExitStatusExt;
+                    assert!(
+                        matches!(status.code(), Some(130) | Some(0)) || status.signal() == Some(2),
+                        "run {runs} after Ctrl-C: {status:?}\n{text}"
+                    );
+                    if status.code() == Some(130) {
+                        assert!(
+                            text.contains("interrupted: every finished batch is committed"),
+                            "{text}"
+                        );
+                    }
+                    interrupted += 1;
+                    log.push(format!(
+                        "run {runs}: batch {batch}, Ctrl-C after {:?}: {status:?} at {} rows",
+                        started.elapsed(),
+                        inbox_count(&mut db).await
+                    ));
+                    break;
+                }
+                if due {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    killed += 1;
+                    log.push(format!(
+                        "run {runs}: batch {batch}, killed after {:?} at {} rows",
+                        started.elapsed(),
+                        inbox_count(&mut db).await
+                    ));
+                    break;
+                }
+                assert!(started.elapsed() < RUN_LIMIT, "run {runs} hangs");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        } else {
+            exit = Some(
+                wait_until(&mut child, started + RUN_LIMIT)
+                    .unwrap_or_else(|| panic!("run {runs} did not finish within {RUN_LIMIT:?}")),
+            );
+        }
+        if let Some(code) = exit {
+            let text = std::fs::read_to_string(&stderr).unwrap();
+            assert_eq!(code, 0, "run {runs} (batch {batch}) failed:\n{text}");
+            log.push(format!("run {runs}: batch {batch}, completed"));
+            if killed >= kills {
+                break;
+            }
+        }
+    }
+    eprintln!("{}", log.join("\n"));
+    assert!(killed >= kills, "only {killed} kills landed: {log:?}");
+
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+    let rows = inbox(&mut db, "billing").await;
+    let ids: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    assert_eq!(ids, distinct_ids(&landed));
+    let places = positions(&landed);
+    for (id, _, partition, offset) in &rows {
+        assert!(places[id].contains(&(*partition as i32, *offset)), "{id}");
+    }
+    // And one more run finds nothing left to do.
+    let json = replay(&db, &topic, "billing", &["--sql", &handler])
+        .ok()
+        .json();
+    assert_eq!(totals(&json), (2003, 0, 2003, 0, 0));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_replays_converge_on_sqlite() {
+    killed_replays_converge(Backend::Sqlite, 12).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_replays_converge_on_postgres() {
+    killed_replays_converge(Backend::Postgres, 12).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_replays_converge_on_mysql() {
+    killed_replays_converge(Backend::Mysql, 6).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Four at once
+
+/// Starts one replay of the topic up to `to` per (consumer, batch size) at the same moment,
+/// waits for all (bounded), checks each succeeded and read all `messages`, and returns what
+/// each processed.
+fn replay_at_once(
+    db: &TestDb,
+    topic: &str,
+    handler: &str,
+    to: &str,
+    messages: i64,
+    runs: &[(&str, &str)],
+) -> Vec<i64> {
+    let mut children = Vec::new();
+    for (n, (consumer, batch)) in runs.iter().enumerate() {
+        let args: Vec<String> = [
+            "replay",
+            "--topic",
+            topic,
+            "--from",
+            "earliest",
+            "--to",
+            to,
+            "--consumer",
+            consumer,
+            "--sql",
+            handler,
+            "--batch-size",
+            batch,
+            "--format",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let stdout = db.dir.path().join(format!("{consumer}-{n}.json"));
+        let stderr = db.dir.path().join(format!("{consumer}-{n}.stderr"));
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"));
+        command
+            .env("DATABASE_URL", &db.url)
+            .env("KAFKA_BROKERS", &broker().address)
+            .current_dir(db.dir.path())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        children.push((command.spawn().unwrap(), stdout, stderr));
+    }
+    let deadline = Instant::now() + RUN_LIMIT;
+    let mut processed = Vec::new();
+    for (n, (mut child, stdout, stderr)) in children.into_iter().enumerate() {
+        let code = wait_until(&mut child, deadline);
+        let text = std::fs::read_to_string(&stderr).unwrap();
+        assert_eq!(code, Some(0), "run {n} {:?}:\n{text}", runs[n]);
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&stdout).unwrap())
+            .unwrap_or_else(|error| panic!("run {n}: {error}"));
+        let (read, p, skipped, failed, missing) = totals(&json);
+        assert_eq!(
+            (read, p + skipped, failed, missing),
+            (messages, messages, 0, 0),
+            "run {n} {:?}",
+            runs[n]
+        );
+        processed.push(p);
+    }
+    processed
+}
+
+async fn four_replays_at_once_apply_each_effect_once(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let topic = topic(4).await;
+    let landed = produce(&topic, &deposits("f", 4, 500)).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let expected = expected_balances(&landed);
+
+    // The same range, the same inbox: between them, each event is processed once.
+    let processed = replay_at_once(
+        &db,
+        &topic,
+        &handler,
+        "latest",
+        2000,
+        &[
+            ("billing", "5"),
+            ("billing", "8"),
+            ("billing", "13"),
+            ("billing", "20"),
+        ],
+    );
+    assert_eq!(
+        processed.iter().sum::<i64>(),
+        2000,
+        "each event processed by exactly one run: {processed:?}"
+    );
+    assert_eq!(balances(&mut db).await, expected);
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+    assert_eq!(inbox_count(&mut db).await, 2000);
+
+    // Four consumers at once over the first 100 offsets of each partition: no inbox row holds
+    // one back behind another, so their batches update the same accounts in different orders
+    // all the time. The deadlocks (PostgreSQL, MariaDB) and busy waits (SQLite) this brings
+    // are retried: each consumer applies every event exactly once.
+    if backend == Backend::Postgres {
+        // PostgreSQL looks for deadlocks after deadlock_timeout (1 s by default), InnoDB at
+        // once; a shorter wait keeps this test short. The retries are what is under test.
+        db.exec(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = %L', \
+             current_database(), '20ms'); END $$",
+        )
+        .await;
+    }
+    let processed = replay_at_once(
+        &db,
+        &topic,
+        &handler,
+        "100",
+        400,
+        &[("c0", "5"), ("c1", "8"), ("c2", "13"), ("c3", "20")],
+    );
+    assert_eq!(processed, vec![400; 4]);
+    let head: Vec<Landed> = landed.iter().filter(|l| l.offset < 100).cloned().collect();
+    let four_times = expected_balances(&head);
+    let both: Vec<(i64, i64)> = expected
+        .iter()
+        .zip(&four_times)
+        .map(|((account, all), (_, head))| (*account, all + 4 * head))
+        .collect();
+    assert_eq!(balances(&mut db).await, both);
+    assert_eq!(ledger(&mut db).await.len(), 2000 + 4 * 400);
+    assert_eq!(inbox_count(&mut db).await, 2000 + 4 * 400);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Poison messages and missing ids
+
+async fn a_poison_message_fails_alone(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    let mut events = deposits("x", 1, 30);
+    // Offset 12 breaks the ledger's CHECK (amount > 0); offset 20 has no amount at all.
+    events[12] = deposit(0, "x-p0-12", 2, -5);
+    events[20].payload.as_object_mut().unwrap().remove("amount");
+    let landed = produce(&topic, &events).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let dead = db.dir.path().join("dead.jsonl");
+    let dead = dead.to_str().unwrap();
+    let good = |upto: i64| -> Vec<Landed> {
+        landed
+            .iter()
+            .filter(|l| l.offset < upto && l.offset != 12 && l.offset != 20)
+            .cloned()
+            .collect()
+    };
+
+    // --on-error stop (the default): the failing batch of 5 (offsets 10-14) goes message by
+    // message, so 10, 11, 13 and 14 are applied, then the replay stops.
+    let stopped = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--batch-size",
+            "5",
+            "--dead-letter",
+            dead,
+        ],
+    )
+    .code(1);
+    assert_eq!(totals(&stopped.json()), (15, 14, 0, 1, 0));
+    assert!(
+        stopped
+            .stderr
+            .contains("error: the handler failed on 0:12 (event x-p0-12): "),
+        "{}",
+        stopped.stderr
+    );
+    assert!(
+        stopped.stderr.contains("--on-error skip goes on"),
+        "{}",
+        stopped.stderr
+    );
+    assert_eq!(balances(&mut db).await, expected_balances(&good(15)));
+    assert_eq!(ledger(&mut db).await, distinct_ids(&good(15)));
+    let lines: Vec<Value> = std::fs::read_to_string(dead)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        (
+            &lines[0]["offset"],
+            &lines[0]["event_id"],
+            &lines[0]["partition"]
+        ),
+        (&json!(12), &json!("x-p0-12"), &json!(0))
+    );
+    assert_eq!(lines[0]["topic"], topic.as_str());
+    assert_eq!(lines[0]["payload"]["amount"], -5);
+    let error = lines[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("handler statement failed on 0:12"),
+        "{error}"
+    );
+
+    // --on-error skip: the rest is applied, both poison messages are reported and written to
+    // the dead-letter file, and the exit code still says something failed.
+    let skipped = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--batch-size",
+            "5",
+            "--dead-letter",
+            dead,
+            "--on-error",
+            "skip",
+        ],
+    )
+    .code(1);
+    let json = skipped.json();
+    assert_eq!(totals(&json), (30, 14, 14, 2, 0));
+    for needle in [
+        "warning: 0:12 (event x-p0-12): handler statement failed on 0:12",
+        "warning: 0:20 (event x-p0-20): message 0:20 has no value for :amount",
+        "warning: 2 message(s) failed; see above and the dead-letter file",
+    ] {
+        assert!(
+            skipped.stderr.contains(needle),
+            "{needle}\n{}",
+            skipped.stderr
+        );
+    }
+    assert_eq!(balances(&mut db).await, expected_balances(&good(30)));
+    assert_eq!(ledger(&mut db).await, distinct_ids(&good(30)));
+    assert_eq!(inbox(&mut db, "billing").await.len(), 28);
+    let lines: Vec<Value> = std::fs::read_to_string(dead)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let offsets: Vec<(&Value, &Value)> = lines
+        .iter()
+        .map(|l| (&l["offset"], &l["event_id"]))
+        .collect();
+    assert_eq!(
+        offsets,
+        vec![
+            (&json!(12), &json!("x-p0-12")),
+            (&json!(12), &json!("x-p0-12")),
+            (&json!(20), &json!("x-p0-20"))
+        ]
+    );
+    assert_eq!(
+        lines[2]["error"], "message 0:20 has no value for :amount",
+        "{}",
+        lines[2]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_without_an_event_id_fail_or_are_skipped() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    let mut events = deposits("m", 1, 12);
+    // Offset 7: neither an event_id header nor an event_id field.
+    events[7].id = None;
+    events[7]
+        .payload
+        .as_object_mut()
+        .unwrap()
+        .remove("event_id");
+    let landed = produce(&topic, &events).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let dead = db.dir.path().join("dead.jsonl");
+    let dead = dead.to_str().unwrap();
+
+    // --on-missing-id fail (the default): stops at the batch holding offset 7 (5-9), before
+    // applying any of it.
+    let failed = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--batch-size",
+            "5",
+            "--dead-letter",
+            dead,
+        ],
+    )
+    .code(1);
+    assert!(
+        failed.stderr.contains(
+            "error: no event id (header:event_id, then json:/event_id) in message 0:7; \
+             stopping (--on-missing-id skip goes on)"
+        ),
+        "{}",
+        failed.stderr
+    );
+    let (messages, processed, _, failures, missing) = totals(&failed.json());
+    assert_eq!((messages, processed, failures, missing), (8, 5, 0, 1));
+    let first_five: Vec<Landed> = landed.iter().take(5).cloned().collect();
+    assert_eq!(balances(&mut db).await, expected_balances(&first_five));
+    let line: Value = serde_json::from_str(std::fs::read_to_string(dead).unwrap().trim()).unwrap();
+    assert_eq!(
+        (&line["offset"], &line["event_id"], &line["partition"]),
+        (&json!(7), &Value::Null, &json!(0))
+    );
+    assert!(line["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("no event id (header:event_id, then json:/event_id) in message 0:7"));
+
+    // --on-missing-id skip: everything else applied, the message counted; success.
+    let json = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--batch-size",
+            "5",
+            "--on-missing-id",
+            "skip",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&json), (12, 6, 5, 0, 1));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(inbox(&mut db, "billing").await.len(), 11);
+
+    // An explicit source that finds nothing: every message is missing its id.
+    let json = replay(
+        &db,
+        &topic,
+        "other",
+        &[
+            "--sql",
+            &handler,
+            "--event-id-from",
+            "header:trace_id",
+            "--on-missing-id",
+            "skip",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&json), (12, 0, 0, 0, 12));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The exec handler
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_handler_gets_each_event_once() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(2).await;
+    let mut events = deposits("x", 2, 10);
+    // A producer duplicate, and one message the handler refuses.
+    events.push(Event {
+        partition: 1,
+        ..events[0].clone()
+    });
+    events[9].payload["refuse"] = json!(true);
+    let refused = events[9].id.clone().unwrap();
+    let landed = produce(&topic, &events).await;
+    let script: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "tests",
+        "fixtures",
+        "exec_handler.py",
+    ]
+    .iter()
+    .collect();
+    let effects = db.dir.path().join("effects.txt");
+    let received = db.dir.path().join("received.jsonl");
+    let command = format!(
+        "python3 '{}' '{}' '{}'",
+        script.display(),
+        effects.display(),
+        received.display()
+    );
+    let lines = |path: &Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let accepted: Vec<String> = distinct_ids(&landed)
+        .into_iter()
+        .filter(|id| *id != refused)
+        .collect();
+
+    let first = replay(
+        &db,
+        &topic,
+        "mailer",
+        &[
+            "--exec",
+            &command,
+            "--on-error",
+            "skip",
+            "--batch-size",
+            "4",
+        ],
+    )
+    .code(1);
+    assert_eq!(totals(&first.json()), (21, 19, 1, 1, 0));
+    assert!(
+        first
+            .stderr
+            .contains(&format!("(event {refused}): refused by the handler")),
+        "{}",
+        first.stderr
+    );
+    let mut effected = lines(&effects);
+    effected.sort();
+    assert_eq!(effected, accepted, "each accepted event once");
+    assert_eq!(lines(&received).len(), 20);
+    // What the handler reads: the message with its coordinates and parsed payload.
+    let sent: Value = serde_json::from_str(&lines(&received)[0]).unwrap();
+    let l0 = landed
+        .iter()
+        .find(|l| Some(sent["event_id"].as_str().unwrap()) == l.event.id.as_deref())
+        .unwrap();
+    assert_eq!(sent["topic"], topic.as_str());
+    assert_eq!(
+        (&sent["partition"], &sent["offset"], &sent["payload"]),
+        (&json!(l0.partition), &json!(l0.offset), &l0.event.payload)
+    );
+    assert_eq!(sent["headers"]["event_id"], sent["event_id"]);
+    let ids: Vec<String> = inbox(&mut db, "mailer")
+        .await
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(ids, accepted);
+
+    // Again: only the refused message is sent (it is not in the inbox); nothing else.
+    let second = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", &command, "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&second.json()), (21, 0, 20, 1, 0));
+    let mut effected = lines(&effects);
+    effected.sort();
+    assert_eq!(effected, accepted);
+    let received_now = lines(&received);
+    assert_eq!(received_now.len(), 21);
+    let last: Value = serde_json::from_str(&received_now[20]).unwrap();
+    assert_eq!(last["event_id"], refused.as_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Odd ranges: never a hang
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn odd_ranges_end_cleanly() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    setup(&mut db).await;
+    // Four partitions, only 0 and 2 hold messages.
+    let topic = topic(4).await;
+    let mut events: Vec<Event> = (0..5)
+        .map(|n| deposit(0, &format!("o-p0-{n}"), 1, n + 1))
+        .collect();
+    events.extend((0..3).map(|n| deposit(2, &format!("o-p2-{n}"), 2, 10 * (n + 1))));
+    let landed = produce(&topic, &events).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let started = Instant::now();
+
+    let json = replay(&db, &topic, "billing", &["--sql", &handler])
+        .ok()
+        .json();
+    assert_eq!(totals(&json), (8, 8, 0, 0, 0));
+    assert_eq!(
+        per_partition(&json),
+        vec![
+            (0, 0, 5, 5, 5, 0, 0, 0),
+            (1, 0, 0, 0, 0, 0, 0, 0),
+            (2, 0, 3, 3, 3, 0, 0, 0),
+            (3, 0, 0, 0, 0, 0, 0, 0)
+        ]
+    );
+    assert_eq!(json["partitions"][1]["last_offset"], Value::Null);
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+
+    // A start past the log end: an empty range in every partition, at once.
+    let json = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", "1000"],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&json), (0, 0, 0, 0, 0));
+    assert_eq!(
+        per_partition(&json),
+        vec![
+            (0, 5, 5, 0, 0, 0, 0, 0),
+            (1, 0, 0, 0, 0, 0, 0, 0),
+            (2, 3, 3, 0, 0, 0, 0, 0),
+            (3, 0, 0, 0, 0, 0, 0, 0)
+        ]
+    );
+
+    // Only the empty partitions; and an empty --from..--to.
+    let json = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "-p", "1", "-p", "3"],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&json), (0, 0, 0, 0, 0));
+    assert_eq!(json["partitions"].as_array().unwrap().len(), 2);
+    let json = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", "2", "--to", "2"],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&json), (0, 0, 0, 0, 0));
+
+    // Per-partition starts, an end past the log end clamped to it.
+    let json = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", "0:2,2:1", "--to", "4"],
+    )
+    .ok()
+    .json();
+    assert_eq!(
+        per_partition(&json),
+        vec![(0, 2, 4, 2, 0, 2, 0, 0), (2, 1, 3, 2, 0, 2, 0, 0)]
+    );
+
+    // By time: everything from an hour ago up to a time in the future.
+    let json = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--from",
+            "-1h",
+            "--to",
+            "2999-01-01T00:00:00Z",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(totals(&json), (8, 0, 8, 0, 0));
+
+    // A topic with no message at all.
+    let empty = self::topic(3).await;
+    let json = replay(&db, &empty, "billing", &["--sql", &handler])
+        .ok()
+        .json();
+    assert_eq!(totals(&json), (0, 0, 0, 0, 0));
+    assert_eq!(json["partitions"].as_array().unwrap().len(), 3);
+
+    // --to before --from: a usage error.
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", "5", "--to", "3"],
+    )
+    .code(2);
+    assert!(
+        run.stderr
+            .contains("error: --to 3 is before --from 5 in partition 0"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "");
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", "0:1,2:3", "--to", "2"],
+    )
+    .code(2);
+    assert!(
+        run.stderr
+            .contains("error: --to 2 is before --from 3 in partition 2"),
+        "{}",
+        run.stderr
+    );
+    // A partition or topic that does not exist.
+    let run = replay(&db, &topic, "billing", &["--sql", &handler, "-p", "7"]).code(1);
+    assert!(
+        run.stderr.contains(&format!(
+            "partition 7 of topic '{topic}' does not exist (it has partitions 0-3)"
+        )),
+        "{}",
+        run.stderr
+    );
+    let missing = unique("missing");
+    let run = replay(&db, &missing, "billing", &["--sql", &handler]).code(1);
+    assert!(
+        run.stderr
+            .contains(&format!("topic '{missing}' does not exist")),
+        "{}",
+        run.stderr
+    );
+    // No handler at all.
+    let run = replay(&db, &topic, "billing", &[]).code(2);
+    assert!(run.stderr.contains("--sql"), "{}", run.stderr);
+
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(inbox_count(&mut db).await, 8);
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "odd ranges took {:?}",
+        started.elapsed()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dry run
+
+async fn dry_run_counts_and_writes_nothing(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let topic = topic(3).await;
+    let mut events = deposits("y", 3, 8);
+    // Partition 0's y-p0-2 again in partitions 0 and 1; y-p1-0 again at the end of 1; a
+    // message without an id in 2.
+    events.push(Event {
+        partition: 0,
+        ..events[6].clone()
+    });
+    events.push(Event {
+        partition: 1,
+        ..events[6].clone()
+    });
+    events.push(Event {
+        partition: 1,
+        ..events[1].clone()
+    });
+    let mut anonymous = deposit(2, "unused", 3, 1000);
+    anonymous.id = None;
+    anonymous
+        .payload
+        .as_object_mut()
+        .unwrap()
+        .remove("event_id");
+    events.push(anonymous);
+    let landed = produce(&topic, &events).await;
+    assert_eq!(events[6].id.as_deref(), Some("y-p0-2"));
+    let handler = write(&db, "deposit.sql", HANDLER);
+
+    // Partition 0 first.
+    let json = replay(&db, &topic, "billing", &["--sql", &handler, "-p", "0"])
+        .ok()
+        .json();
+    assert_eq!(totals(&json), (9, 8, 1, 0, 0));
+    let applied: Vec<Landed> = landed
+        .iter()
+        .filter(|l| l.partition == 0)
+        .cloned()
+        .collect();
+    let after_p0 = balances(&mut db).await;
+    assert_eq!(after_p0, expected_balances(&applied));
+
+    let dead = db.dir.path().join("dead.jsonl");
+    let dead = dead.to_str().unwrap();
+    let dry = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--dry-run",
+            "--sql",
+            &handler,
+            "--batch-size",
+            "3",
+            "--dead-letter",
+            dead,
+        ],
+    )
+    .ok()
+    .json();
+    assert!(!Path::new(dead).exists(), "a dry run writes no dead letter");
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(totals(&dry), (28, 16, 11, 0, 1));
+    assert_eq!(
+        per_partition(&dry),
+        vec![
+            (0, 0, 9, 9, 0, 9, 0, 0),
+            (1, 0, 10, 10, 8, 2, 0, 0),
+            (2, 0, 9, 9, 8, 0, 0, 1)
+        ]
+    );
+    assert_eq!(balances(&mut db).await, after_p0);
+    assert_eq!(inbox_count(&mut db).await, 8);
+    assert_eq!(ledger(&mut db).await.len(), 8);
+
+    // The table says the same, in its own words.
+    let table = inboxctl(
+        &db,
+        &[
+            "replay",
+            "--topic",
+            &topic,
+            "--from",
+            "earliest",
+            "--consumer",
+            "billing",
+            "--dry-run",
+        ],
+    )
+    .ok();
+    assert!(table.stdout.contains("WOULD PROCESS"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("Dry run: read 28 messages in ")
+            && table.stdout.contains("nothing was written"),
+        "{}",
+        table.stdout
+    );
+    assert_eq!(
+        table.table_rows(),
+        vec![
+            ["0", "0", "9", "9", "0", "9", "0", "0", "8"],
+            ["1", "0", "10", "10", "8", "2", "0", "0", "9"],
+            ["2", "0", "9", "9", "8", "0", "0", "1", "8"],
+        ]
+    );
+
+    // The real run does what the dry run said.
+    let real = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--batch-size",
+            "3",
+            "--on-missing-id",
+            "skip",
+            "--dead-letter",
+            dead,
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(per_partition(&real), per_partition(&dry));
+    let lines: Vec<Value> = std::fs::read_to_string(dead)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        (
+            &lines[0]["partition"],
+            &lines[0]["offset"],
+            &lines[0]["event_id"]
+        ),
+        (&json!(2), &json!(8), &Value::Null)
+    );
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(inbox_count(&mut db).await, 24);
+}
+
+each_backend!(
+    replaying_twice_applies_each_effect_once,
+    producer_duplicates_apply_once,
+    four_replays_at_once_apply_each_effect_once,
+    a_poison_message_fails_alone,
+    dry_run_counts_and_writes_nothing,
+    long_event_ids_are_applied_or_refused_never_cut,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Ids wider than the inbox
+
+/// PostgreSQL and SQLite store ids of any length; MySQL's inbox holds 255 characters, and an
+/// id longer than that must fail, not be cut short (recorded under another id, its effect
+/// never applied, and two such ids deduping each other).
+async fn long_event_ids_are_applied_or_refused_never_cut(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    let stem = "L".repeat(260);
+    let (a, b) = (format!("{stem}-a"), format!("{stem}-b"));
+    let landed = produce(
+        &topic,
+        &[
+            deposit(0, &a, 1, 1),
+            deposit(0, &b, 1, 2),
+            deposit(0, "short", 1, 4),
+        ],
+    )
+    .await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--on-error", "skip"],
+    );
+    let ids: Vec<String> = inbox(&mut db, "billing")
+        .await
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    if backend == Backend::Mysql {
+        let run = run.code(1);
+        assert_eq!(totals(&run.json()), (3, 1, 0, 2, 0));
+        for (offset, id) in [(0, &a), (1, &b)] {
+            let needle = format!(
+                "warning: 0:{offset} (event {id}): the event id is 262 characters long; \
+                 the inbox's event_id column holds at most 255"
+            );
+            assert!(run.stderr.contains(&needle), "{}", run.stderr);
+        }
+        assert_eq!(
+            balances(&mut db).await,
+            vec![(1, 4), (2, 0), (3, 0), (4, 0)]
+        );
+        assert_eq!(ids, ["short"]);
+        // Stopping names the first of them.
+        let stopped = replay(&db, &topic, "billing", &["--sql", &handler]).code(1);
+        assert!(
+            stopped
+                .stderr
+                .contains(&format!("error: the handler failed on 0:0 (event {a}): ")),
+            "{}",
+            stopped.stderr
+        );
+        // A consumer name the inbox cannot hold is refused before anything is read.
+        let long = "c".repeat(256);
+        let refused = replay(&db, &topic, &long, &["--sql", &handler]).code(2);
+        assert!(
+            refused.stderr.contains(
+                "error: --consumer is 256 characters long; the inbox's consumer column holds at most 255"
+            ),
+            "{}",
+            refused.stderr
+        );
+    } else {
+        let run = run.ok();
+        assert_eq!(totals(&run.json()), (3, 3, 0, 0, 0));
+        assert_eq!(balances(&mut db).await, expected_balances(&landed));
+        assert_eq!(ids, distinct_ids(&landed));
+    }
+    assert_eq!(
+        balances(&mut db).await[0].1,
+        if backend == Backend::Mysql { 4 } else { 7 }
+    );
+}
