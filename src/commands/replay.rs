@@ -29,6 +29,7 @@ use crate::exit::ExitStatus;
 use crate::handler::{self, Statement};
 use crate::kafka::{read_range, Kafka};
 use crate::output::{or_dash, table, Output};
+use crate::store::pg_pipeline::PgPipeline;
 use crate::store::{is_transient, Backend, CreateMode, Store, INBOX_TABLE};
 use crate::time::{parse_duration, parse_timestamp};
 
@@ -218,6 +219,25 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
         ));
     };
     let pointers: BTreeMap<String, String> = args.param.iter().cloned().collect();
+    // On PostgreSQL the handler's statements of a batch go out pipelined on a connection of
+    // their own; where that connection cannot be made (TLS required, say), one at a time.
+    let mut pipeline = match &handler {
+        Handler::Sql(statements)
+            if store.backend == Backend::Postgres
+                && std::env::var("INBOXCTL_PG_PIPELINE").as_deref() != Ok("0") =>
+        {
+            match PgPipeline::connect(store.url.connect_url(), statements).await {
+                Ok(pipeline) => Some(pipeline),
+                Err(error) => {
+                    output.debug(format!(
+                        "no pipelined connection ({error:#}); handler statements go one at a time"
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     // A dry run writes nothing, the dead-letter file included: the real run would write the
     // same lines again.
     let mut dead_letter = match &args.dead_letter {
@@ -356,6 +376,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                     &args.topic,
                     for_handler,
                     &pointers,
+                    pipeline.as_mut(),
                 )
                 .await?
             }
@@ -612,6 +633,71 @@ struct MessageError {
 }
 
 /// The batch in one transaction; on failure, each message in its own.
+/// A placeholder's value for one message: a built-in, a `--param` pointer or a payload field.
+fn message_value(
+    topic: &str,
+    message: &Replayed,
+    payload: Option<&Value>,
+    pointers: &BTreeMap<String, String>,
+    name: &str,
+) -> Option<Value> {
+    let built_ins: BTreeMap<&'static str, Value> = BTreeMap::from([
+        ("event_id", json!(message.event_id)),
+        ("topic", json!(topic)),
+        ("partition", json!(message.partition)),
+        ("offset", json!(message.offset)),
+        ("key", json!(message.key)),
+        ("timestamp", json!(message.timestamp)),
+        ("payload", json!(message.payload)),
+    ]);
+    handler::value(name, &built_ins, pointers, payload)
+}
+
+/// The whole batch through the PostgreSQL pipeline, retrying deadlocks. `None` when it
+/// failed otherwise: the caller then goes message by message on the plain path, which names
+/// the failing message.
+async fn apply_pipelined(
+    pipeline: &mut PgPipeline,
+    consumer: &str,
+    topic: &str,
+    batch: &[Replayed],
+    pointers: &BTreeMap<String, String>,
+) -> Option<HashSet<usize>> {
+    let rows: Vec<(String, i32, i64)> = batch
+        .iter()
+        .map(|m| {
+            (
+                m.event_id.clone().unwrap_or_default(),
+                m.partition,
+                m.offset,
+            )
+        })
+        .collect();
+    let payloads: Vec<Option<Value>> = batch.iter().map(Replayed::payload_json).collect();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let values = |index: usize, name: &str| {
+            let message = &batch[index];
+            message_value(topic, message, payloads[index].as_ref(), pointers, name).ok_or_else(
+                || {
+                    format!(
+                        "message {}:{} has no value for :{name}",
+                        message.partition, message.offset
+                    )
+                },
+            )
+        };
+        match pipeline.run(consumer, topic, &rows, values).await {
+            Ok(new) => return Some(new),
+            Err(failure) if failure.transient && attempt < TRANSIENT_RETRIES => {
+                tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
 async fn apply_sql(
     store: &Store,
     statements: &[Statement],
@@ -619,6 +705,7 @@ async fn apply_sql(
     topic: &str,
     batch: &[Replayed],
     pointers: &BTreeMap<String, String>,
+    pipeline: Option<&mut PgPipeline>,
 ) -> anyhow::Result<Outcome> {
     let all: Vec<usize> = (0..batch.len()).collect();
     let job = SqlJob {
@@ -629,8 +716,17 @@ async fn apply_sql(
         batch,
         pointers,
     };
-    if let Ok(new) = job.run(&all).await {
-        return Ok(split(&all, &new));
+    match pipeline {
+        Some(pipeline) => {
+            if let Some(new) = apply_pipelined(pipeline, consumer, topic, batch, pointers).await {
+                return Ok(split(&all, &new));
+            }
+        }
+        None => {
+            if let Ok(new) = job.run(&all).await {
+                return Ok(split(&all, &new));
+            }
+        }
     }
     let mut outcome = Outcome::default();
     for index in 0..batch.len() {
@@ -754,19 +850,11 @@ impl SqlJob<'_> {
         statement: &Statement,
         message: &Replayed,
     ) -> Result<(), (anyhow::Error, bool)> {
-        let built_ins: BTreeMap<&'static str, Value> = BTreeMap::from([
-            ("event_id", json!(message.event_id)),
-            ("topic", json!(self.topic)),
-            ("partition", json!(message.partition)),
-            ("offset", json!(message.offset)),
-            ("key", json!(message.key)),
-            ("timestamp", json!(message.timestamp)),
-            ("payload", json!(message.payload)),
-        ]);
         let payload = message.payload_json();
         let mut query = sqlx::query(&statement.sql);
         for name in &statement.params {
-            let Some(value) = handler::value(name, &built_ins, self.pointers, payload.as_ref())
+            let Some(value) =
+                message_value(self.topic, message, payload.as_ref(), self.pointers, name)
             else {
                 return Err((
                     anyhow!(

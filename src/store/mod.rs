@@ -241,6 +241,11 @@ impl DatabaseUrl {
 }
 
 impl DatabaseUrl {
+    /// The URL to connect with (scheme normalised). It may hold a password: never print it.
+    pub fn connect_url(&self) -> &str {
+        &self.connect
+    }
+
     /// The file of a SQLite URL.
     pub fn sqlite_path(&self) -> Option<&str> {
         (self.backend == Backend::Sqlite).then(|| sqlite_path(&self.connect))
@@ -964,9 +969,14 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
     let Some(database) = error.as_database_error() else {
         return matches!(error, sqlx::Error::PoolTimedOut);
     };
+    // MySQL's deadlock (1213) and lock wait timeout (1205) by number: the SQLSTATE of the
+    // latter is the generic HY000.
+    if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return matches!(mysql.number(), 1213 | 1205);
+    }
     matches!(
         database.code().as_deref(),
-        Some("40P01" | "40001" | "1213" | "1205" | "5" | "6" | "517" | "261" | "262")
+        Some("40P01" | "40001" | "5" | "6" | "517" | "261" | "262")
     )
 }
 
