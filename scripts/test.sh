@@ -63,4 +63,12 @@ cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 log "cargo test"
-cargo test --locked --all-targets
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+set +e
+cargo test --locked --all-targets 2>&1 | tee "$results"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line over every test binary.
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "%d passed, %d failed\n", passed, failed }' "$results"
+exit "$status"
