@@ -273,7 +273,12 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Replayed>>(4);
     let reader = {
-        let client = kafka.reader(&[])?;
+        // The handler, not the broker, sets the pace: a small prefetch queue (librdkafka's
+        // default is 64 MiB) keeps memory flat however long the range.
+        let client = kafka.reader(&[
+            ("queued.max.messages.kbytes", "4096"),
+            ("fetch.max.bytes", "4194304"),
+        ])?;
         let topic = args.topic.clone();
         let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
         let idle_limit = kafka.timeout();
