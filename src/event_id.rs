@@ -1,7 +1,9 @@
 //! Where a message's event id comes from. `compare --scan` and `replay` share this one
 //! extraction, so both agree on what "the same event" means.
 
+use std::collections::hash_map::DefaultHasher;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 
@@ -102,6 +104,16 @@ impl fmt::Display for EventIdSource {
             EventIdSource::Default => f.write_str("header:event_id, then json:/event_id"),
         }
     }
+}
+
+/// A 128-bit hash of an event id: sets of a topic's worth of ids stay small, and two ids
+/// colliding is as likely as a UUID collision.
+pub fn id_hash(text: &str) -> u128 {
+    let mut first = DefaultHasher::new();
+    text.hash(&mut first);
+    let mut second = DefaultHasher::new();
+    (text, 0x5eed_u32).hash(&mut second);
+    (u128::from(first.finish()) << 64) | u128::from(second.finish())
 }
 
 #[cfg(test)]

@@ -10,9 +10,8 @@
 //! inbox row counts as lost, so a producer duplicate (absorbed by the inbox under its first
 //! offset) also counts; `--scan` reads the topic and decides by event id.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -22,7 +21,7 @@ use tokio::task::block_in_place;
 
 use crate::cli::{CompareArgs, Format};
 use crate::commands::offsets::{group_offsets, PartitionOffsets};
-use crate::event_id::EventIdSource;
+use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::kafka::{read_range, Kafka};
 use crate::output::{or_dash, table, Output};
@@ -343,7 +342,7 @@ async fn scan_topic(
             let mut ids = std::collections::HashSet::with_hasher(HashIsKey);
             store
                 .for_each_event_id(consumer, |id| {
-                    ids.insert(hash128(id));
+                    ids.insert(id_hash(id));
                 })
                 .await?;
             output.debug(format!(
@@ -380,7 +379,7 @@ async fn scan_topic(
                 partition.missing_event_id += 1;
                 continue;
             };
-            let key = hash128(event_id);
+            let key = id_hash(event_id);
             match first_seen.get(&key) {
                 Some(first) => duplicates
                     .entry(event_id.clone())
@@ -454,14 +453,6 @@ impl Hasher for KeyBits {
     fn write_u128(&mut self, value: u128) {
         self.0 = value as u64;
     }
-}
-
-fn hash128(text: &str) -> u128 {
-    let mut first = DefaultHasher::new();
-    text.hash(&mut first);
-    let mut second = DefaultHasher::new();
-    (text, 0x5eed_u32).hash(&mut second);
-    (u128::from(first.finish()) << 64) | u128::from(second.finish())
 }
 
 fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
@@ -611,7 +602,7 @@ mod tests {
 
     #[test]
     fn hashes_tell_ids_apart() {
-        assert_eq!(hash128("evt-1"), hash128("evt-1"));
-        assert_ne!(hash128("evt-1"), hash128("evt-2"));
+        assert_eq!(id_hash("evt-1"), id_hash("evt-1"));
+        assert_ne!(id_hash("evt-1"), id_hash("evt-2"));
     }
 }

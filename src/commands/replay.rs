@@ -24,7 +24,7 @@ use tokio::task::block_in_place;
 
 use crate::cli::{Format, OnError, OnMissingId, ReplayArgs};
 use crate::error::usage;
-use crate::event_id::EventIdSource;
+use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::handler::{self, Statement};
 use crate::kafka::{read_range, Kafka};
@@ -294,7 +294,8 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let mut interrupted = false;
     // The dry run's "would process" ids so far: a producer duplicate in a later batch would be
     // skipped by the real run (the inbox holds it by then), so it is a "would skip" here too.
-    let mut would_process: HashSet<String> = HashSet::new();
+    // Every id a dry run would process, as hashes: a long range stays small in memory.
+    let mut would_process: HashSet<u128> = HashSet::new();
     while let Some(batch) = receiver.recv().await {
         if stop.load(Ordering::SeqCst) {
             interrupted = true;
@@ -365,7 +366,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                 let mut outcome = Outcome::default();
                 for (index, m) in with_id.iter().enumerate() {
                     let id = m.event_id.as_deref().unwrap_or_default();
-                    if done.contains(id) || !would_process.insert(id.to_string()) {
+                    if done.contains(id) || !would_process.insert(id_hash(id)) {
                         outcome.duplicates.push(index);
                     } else {
                         outcome.processed.push(index);
