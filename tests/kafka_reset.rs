@@ -19,7 +19,6 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Message, Offset, TopicPartitionList};
 use serde_json::json;
-use sqlx::AnyPool;
 
 fn inboxctl(db: &TestDb, broker: &Broker, args: &[&str]) -> Run {
     let mut command = db.cmd();
@@ -198,44 +197,6 @@ fn files_in(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// The service's half of the inbox pattern: insert the event's row with its coordinates,
-/// ignoring a duplicate, which is the inbox absorbing a redelivery.
-async fn record(pool: AnyPool, backend: Backend, consumer: String, topic: String, seen: Seen) {
-    let d = backend.dialect();
-    let mut sql = inboxctl::store::SqlBuilder::new(d);
-    sql.push(&format!(
-        "INSERT INTO processed_messages (consumer, event_id, topic, {}, {}) VALUES (",
-        d.quote("partition"),
-        d.quote("offset")
-    ))
-    .param()
-    .push(", ")
-    .param()
-    .push(", ")
-    .param()
-    .push(", ")
-    .param()
-    .push(", ")
-    .param()
-    .push(")");
-    let result = sqlx::query(&sql.build())
-        .bind(consumer)
-        .bind(seen.event_id)
-        .bind(topic)
-        .bind(seen.partition)
-        .bind(seen.offset)
-        .execute(&pool)
-        .await;
-    match result {
-        Ok(_) => {}
-        Err(error)
-            if error
-                .as_database_error()
-                .is_some_and(|e| e.is_unique_violation()) => {}
-        Err(error) => panic!("inbox insert: {error}"),
-    }
 }
 
 /// Deletes the records of `topic:partition` below `offset`, so that its log start is `offset`.
@@ -523,6 +484,7 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset() {
                 consumer.clone(),
                 topic_name.clone(),
                 seen,
+                true,
             )
         },
     )

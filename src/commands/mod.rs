@@ -53,3 +53,19 @@ pub(crate) async fn connect(
     output.debug(format!("connecting to {} ({})", url.endpoint, url.redacted));
     Store::connect(&url, options.connect_timeout, create).await
 }
+
+/// A flag that Ctrl-C sets, for commands that stop between two batches instead of dying in
+/// the middle of one; abort the task when done.
+pub(crate) fn stop_on_ctrl_c() -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tokio::task::JoinHandle<()>,
+) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let signal = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    (stop, signal)
+}

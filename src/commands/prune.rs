@@ -2,8 +2,7 @@
 //!
 //! A row is deleted when `processed_at < cutoff`; a row processed exactly at the cutoff stays.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -137,13 +136,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 
     // Ctrl-C asks to stop; the batch in flight finishes (it is one transaction) and the
     // summary says how far the run got.
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_on_signal = stop.clone();
-    let signal = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop_on_signal.store(true, Ordering::SeqCst);
-        }
-    });
+    let (stop, signal) = super::stop_on_ctrl_c();
 
     let started = Instant::now();
     let progress = output.progress(rows_planned, "rows");

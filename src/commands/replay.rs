@@ -9,8 +9,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
@@ -262,13 +261,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let total: i64 = ranges.iter().map(|(_, from, to)| to - from).sum();
     let progress = output.progress(total.max(0) as u64, "messages");
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_on_signal = stop.clone();
-    let signal = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop_on_signal.store(true, Ordering::SeqCst);
-        }
-    });
+    let (stop, signal) = super::stop_on_ctrl_c();
 
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Replayed>>(4);

@@ -318,3 +318,61 @@ where
     drop(consumer);
     seen
 }
+
+/// The service's half of the inbox pattern: insert the event's row (with its coordinates when
+/// `coordinates`), ignoring a duplicate, which is the inbox absorbing a redelivery.
+pub async fn record(
+    pool: sqlx::AnyPool,
+    backend: inboxctl::store::Backend,
+    consumer: String,
+    topic: String,
+    seen: Seen,
+    coordinates: bool,
+) {
+    let d = backend.dialect();
+    let mut sql = inboxctl::store::SqlBuilder::new(d);
+    let result = if coordinates {
+        sql.push(&format!(
+            "INSERT INTO processed_messages (consumer, event_id, topic, {}, {}) VALUES (",
+            d.quote("partition"),
+            d.quote("offset")
+        ))
+        .param()
+        .push(", ")
+        .param()
+        .push(", ")
+        .param()
+        .push(", ")
+        .param()
+        .push(", ")
+        .param()
+        .push(")");
+        sqlx::query(&sql.build())
+            .bind(consumer)
+            .bind(seen.event_id)
+            .bind(topic)
+            .bind(seen.partition)
+            .bind(seen.offset)
+            .execute(&pool)
+            .await
+    } else {
+        sql.push("INSERT INTO processed_messages (consumer, event_id) VALUES (")
+            .param()
+            .push(", ")
+            .param()
+            .push(")");
+        sqlx::query(&sql.build())
+            .bind(consumer)
+            .bind(seen.event_id)
+            .execute(&pool)
+            .await
+    };
+    match result {
+        Ok(_) => {}
+        Err(error)
+            if error
+                .as_database_error()
+                .is_some_and(|e| e.is_unique_violation()) => {}
+        Err(error) => panic!("inbox insert: {error}"),
+    }
+}
