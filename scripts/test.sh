@@ -12,9 +12,10 @@ log() { printf '==> %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # System packages for the build: TLS for the database drivers; SSL and SASL for librdkafka,
-# which rdkafka builds from source; cmake for the test broker's build.
+# which rdkafka builds from source; cmake for the test broker's build; openssl for the
+# certificate of the TLS broker test.
 missing=()
-for package in pkg-config libssl-dev libsasl2-dev cmake; do
+for package in pkg-config libssl-dev libsasl2-dev cmake openssl; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then

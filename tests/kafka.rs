@@ -598,3 +598,58 @@ async fn kafka_errors_are_specific() {
     );
     assert!(!unreachable.stderr.contains("panicked"));
 }
+
+/// SSL through -X, as operators pass it: against a broker that speaks TLS only, the same
+/// command fails without the properties and reads the group's offsets with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_brokers_are_reached_through_x_properties() {
+    let broker = tls_broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    broker.produce(&topic, &events("e", 2, 3)).await;
+    broker.commit(&group, &topic, &[(0, 2), (1, 3)]);
+    let ca = broker.tls_ca.clone().unwrap();
+    let ca_property = format!("ssl.ca.location={}", ca.display());
+
+    let with_tls = inboxctl(
+        &db,
+        &broker,
+        &[
+            "offsets",
+            "show",
+            "-g",
+            &group,
+            "-X",
+            "security.protocol=SSL",
+            "-X",
+            &ca_property,
+            "--format",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    let committed: Vec<i64> = with_tls["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["committed"].as_i64().unwrap())
+        .collect();
+    assert_eq!(committed, vec![2, 3]);
+    assert_eq!(with_tls["partitions"][0]["log_end"], 3);
+
+    let plaintext = inboxctl(
+        &db,
+        &broker,
+        &["offsets", "show", "-g", &group, "--kafka-timeout", "2s"],
+    )
+    .code(1);
+    assert!(
+        plaintext
+            .stderr
+            .contains("could not reach the Kafka brokers"),
+        "{}",
+        plaintext.stderr
+    );
+}

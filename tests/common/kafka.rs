@@ -15,6 +15,8 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 pub struct Broker {
     pub address: String,
+    /// The CA file clients trust, for a broker that speaks TLS.
+    pub tls_ca: Option<std::path::PathBuf>,
 }
 
 static BROKER: OnceLock<Broker> = OnceLock::new();
@@ -36,59 +38,98 @@ fn nisshi_binary() -> String {
 /// The broker shared by this test binary's tests; they keep apart by random topic and group
 /// names. It stops when the test process exits (a watchdog shell waits on our pid).
 pub fn broker() -> &'static Broker {
-    BROKER.get_or_init(|| {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = tempfile::Builder::new()
-            .prefix("inboxctl-nisshi-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        let script = r#"cd "$1" || exit 1
+    BROKER.get_or_init(|| start_broker(false))
+}
+
+/// A broker of its own whose listener speaks TLS only, with a self-signed certificate for
+/// 127.0.0.1 made by the openssl command.
+pub fn tls_broker() -> Broker {
+    start_broker(true)
+}
+
+fn start_broker(tls: bool) -> Broker {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::Builder::new()
+        .prefix("inboxctl-nisshi-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let mut extra = String::new();
+    let mut tls_ca = None;
+    if tls {
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args([
+                "-keyout",
+                "key.pem",
+                "-out",
+                "cert.pem",
+                "-subj",
+                "/CN=127.0.0.1",
+            ])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run openssl (installed by scripts/test.sh)");
+        assert!(made.success(), "openssl could not make a certificate");
+        extra = " --cert cert.pem --key key.pem".to_string();
+        tls_ca = Some(dir.join("cert.pem"));
+    }
+    let script = format!(
+        r#"cd "$1" || exit 1
 "$2" broker --storage-engine sqlite://broker.db \
     --listener-url "tcp://127.0.0.1:$3" --advertised-listener-url "tcp://127.0.0.1:$3" \
-    --group-initial-rebalance-delay 0s > broker.log 2>&1 &
+    --group-initial-rebalance-delay 0s{extra} > broker.log 2>&1 &
 broker=$!
 while kill -0 "$4" 2>/dev/null && kill -0 "$broker" 2>/dev/null; do sleep 0.5; done
 kill "$broker" 2>/dev/null; wait "$broker" 2>/dev/null
-rm -rf "$1""#;
-        // The watchdog outlives this process by design (it cleans up after it), so it is
-        // never waited for.
-        #[allow(clippy::zombie_processes)]
-        let _watchdog = Command::new("bash")
-            .args(["-c", script, "nisshi-watchdog"])
-            .arg(&dir)
-            .arg(nisshi_binary())
-            .arg(port.to_string())
-            .arg(std::process::id().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the nisshi broker (installed by scripts/test.sh)");
-        let address = format!("127.0.0.1:{port}");
-        let client: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &address)
-            .set("group.id", "inboxctl-test-probe")
-            .create()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if client.fetch_metadata(None, Duration::from_secs(1)).is_ok() {
-                break;
-            }
-            let log = std::fs::read_to_string(dir.join("broker.log")).unwrap_or_default();
-            assert!(
-                Instant::now() < deadline,
-                "nisshi did not answer on {address} within 60s; its log:\n{log}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
+rm -rf "$1""#
+    );
+    // The watchdog outlives this process by design (it cleans up after it), so it is
+    // never waited for.
+    #[allow(clippy::zombie_processes)]
+    let _watchdog = Command::new("bash")
+        .args(["-c", &script, "nisshi-watchdog"])
+        .arg(&dir)
+        .arg(nisshi_binary())
+        .arg(port.to_string())
+        .arg(std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the nisshi broker (installed by scripts/test.sh)");
+    let broker = Broker {
+        address: format!("127.0.0.1:{port}"),
+        tls_ca,
+    };
+    let client: BaseConsumer = broker
+        .config()
+        .set("group.id", "inboxctl-test-probe")
+        .create()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if client.fetch_metadata(None, Duration::from_secs(1)).is_ok() {
+            break;
         }
-        Broker { address }
-    })
+        let log = std::fs::read_to_string(dir.join("broker.log")).unwrap_or_default();
+        assert!(
+            Instant::now() < deadline,
+            "nisshi did not answer on {} within 60s; its log:\n{log}",
+            broker.address
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    broker
 }
 
 /// A name no other test uses.
@@ -115,6 +156,11 @@ impl Broker {
     pub fn config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.address);
+        if let Some(ca) = &self.tls_ca {
+            config
+                .set("security.protocol", "SSL")
+                .set("ssl.ca.location", ca.display().to_string());
+        }
         config
     }
 
