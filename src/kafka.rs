@@ -159,8 +159,18 @@ impl Kafka {
     }
 
     fn unreachable(&self, error: KafkaError) -> anyhow::Error {
+        // A refused login or an untrusted certificate looks the same as a dead broker from
+        // here; say so when security is configured.
+        let secured = self.options.properties.iter().any(|(key, _)| {
+            key.starts_with("sasl.") || key.starts_with("ssl.") || key == "security.protocol"
+        });
+        let hint = if secured {
+            "; with -X security settings, also check the credentials and certificates"
+        } else {
+            ""
+        };
         anyhow::Error::new(error).context(format!(
-            "could not reach the Kafka brokers {} within {} (see --brokers / KAFKA_BROKERS, --kafka-timeout)",
+            "could not reach the Kafka brokers {} within {} (see --brokers / KAFKA_BROKERS, --kafka-timeout){hint}",
             self.options.brokers,
             humantime::format_duration(self.timeout())
         ))

@@ -653,3 +653,55 @@ async fn tls_brokers_are_reached_through_x_properties() {
         plaintext.stderr
     );
 }
+
+/// SASL/SCRAM through -X against a broker that requires authentication; the password is
+/// never printed, and a wrong one fails within the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl_brokers_are_reached_through_x_properties() {
+    let broker = scram_broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 1).await;
+    broker.produce(&topic, &events("e", 1, 4)).await;
+    broker.commit(&group, &topic, &[(0, 3)]);
+    let sasl = |password: &str| {
+        vec![
+            "-X".to_string(),
+            "security.protocol=SASL_PLAINTEXT".to_string(),
+            "-X".to_string(),
+            "sasl.mechanism=SCRAM-SHA-512".to_string(),
+            "-X".to_string(),
+            "sasl.username=alice".to_string(),
+            "-X".to_string(),
+            format!("sasl.password={password}"),
+        ]
+    };
+    let mut args: Vec<String> = ["offsets", "show", "-g", &group, "--format", "json", "-v"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(sasl("alice-s3cret"));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = inboxctl(&db, &broker, &refs).ok();
+    assert_eq!(run.json()["partitions"][0]["committed"], 3);
+    assert!(!run.stdout.contains("alice-s3cret") && !run.stderr.contains("alice-s3cret"));
+
+    let mut args: Vec<String> = ["offsets", "show", "-g", &group, "--kafka-timeout", "2s"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(sasl("not-her-password"));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let refused = inboxctl(&db, &broker, &refs).code(1);
+    assert!(
+        refused.stderr.contains("could not reach the Kafka brokers"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("credentials"), "{}", refused.stderr);
+    assert!(
+        !refused.stderr.contains("not-her-password"),
+        "{}",
+        refused.stderr
+    );
+}

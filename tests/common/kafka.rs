@@ -17,6 +17,16 @@ pub struct Broker {
     pub address: String,
     /// The CA file clients trust, for a broker that speaks TLS.
     pub tls_ca: Option<std::path::PathBuf>,
+    /// SASL/SCRAM-SHA-512 user and password, for a broker that requires authentication.
+    pub sasl: Option<(String, String)>,
+}
+
+/// How a test broker's listener is secured.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Security {
+    Plaintext,
+    Tls,
+    Scram,
 }
 
 static BROKER: OnceLock<Broker> = OnceLock::new();
@@ -38,21 +48,50 @@ fn nisshi_binary() -> String {
 /// The broker shared by this test binary's tests; they keep apart by random topic and group
 /// names. It stops when the test process exits (a watchdog shell waits on our pid).
 pub fn broker() -> &'static Broker {
-    BROKER.get_or_init(|| start_broker(false))
+    BROKER.get_or_init(|| start_broker(Security::Plaintext))
 }
 
 /// A broker of its own whose listener speaks TLS only, with a self-signed certificate for
 /// 127.0.0.1 made by the openssl command.
 pub fn tls_broker() -> Broker {
-    start_broker(true)
+    start_broker(Security::Tls)
 }
 
-fn start_broker(tls: bool) -> Broker {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A broker of its own that requires SASL/SCRAM-SHA-512 authentication, with one user. The
+/// user is created through a first, open broker on the same storage, which then stops.
+pub fn scram_broker() -> Broker {
+    start_broker(Security::Scram)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
+        .port()
+}
+
+fn wait_until_answering(broker: &Broker, log: &std::path::Path) {
+    let client: BaseConsumer = broker
+        .config()
+        .set("group.id", "inboxctl-test-probe")
+        .create()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.fetch_metadata(None, Duration::from_secs(1)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nisshi did not answer on {} within 60s; its log:\n{}",
+            broker.address,
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn start_broker(security: Security) -> Broker {
+    let tls = security == Security::Tls;
+    let port = free_port();
     let dir = tempfile::Builder::new()
         .prefix("inboxctl-nisshi-")
         .tempdir()
@@ -83,6 +122,45 @@ fn start_broker(tls: bool) -> Broker {
         extra = " --cert cert.pem --key key.pem".to_string();
         tls_ca = Some(dir.join("cert.pem"));
     }
+    let mut sasl = None;
+    if security == Security::Scram {
+        let setup_port = free_port();
+        let mut open = Command::new(nisshi_binary())
+            .args(["broker", "--storage-engine", "sqlite://broker.db"])
+            .arg("--listener-url")
+            .arg(format!("tcp://127.0.0.1:{setup_port}"))
+            .arg("--advertised-listener-url")
+            .arg(format!("tcp://127.0.0.1:{setup_port}"))
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the nisshi broker");
+        let setup = Broker {
+            address: format!("127.0.0.1:{setup_port}"),
+            tls_ca: None,
+            sasl: None,
+        };
+        wait_until_answering(&setup, &dir.join("setup.log"));
+        let created = Command::new(nisshi_binary())
+            .args([
+                "user",
+                "create",
+                "alice",
+                "alice-s3cret",
+                "--mechanism",
+                "scram512",
+            ])
+            .arg("--broker")
+            .arg(format!("tcp://127.0.0.1:{setup_port}"))
+            .status()
+            .expect("run nisshi user create");
+        let _ = open.kill();
+        let _ = open.wait();
+        assert!(created.success(), "nisshi could not create the SCRAM user");
+        extra = " --authentication".to_string();
+        sasl = Some(("alice".to_string(), "alice-s3cret".to_string()));
+    }
     let script = format!(
         r#"cd "$1" || exit 1
 "$2" broker --storage-engine sqlite://broker.db \
@@ -110,25 +188,9 @@ rm -rf "$1""#
     let broker = Broker {
         address: format!("127.0.0.1:{port}"),
         tls_ca,
+        sasl,
     };
-    let client: BaseConsumer = broker
-        .config()
-        .set("group.id", "inboxctl-test-probe")
-        .create()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if client.fetch_metadata(None, Duration::from_secs(1)).is_ok() {
-            break;
-        }
-        let log = std::fs::read_to_string(dir.join("broker.log")).unwrap_or_default();
-        assert!(
-            Instant::now() < deadline,
-            "nisshi did not answer on {} within 60s; its log:\n{log}",
-            broker.address
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_answering(&broker, &dir.join("broker.log"));
     broker
 }
 
@@ -160,6 +222,13 @@ impl Broker {
             config
                 .set("security.protocol", "SSL")
                 .set("ssl.ca.location", ca.display().to_string());
+        }
+        if let Some((user, password)) = &self.sasl {
+            config
+                .set("security.protocol", "SASL_PLAINTEXT")
+                .set("sasl.mechanism", "SCRAM-SHA-512")
+                .set("sasl.username", user)
+                .set("sasl.password", password);
         }
         config
     }
