@@ -147,7 +147,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'Only this consumer''s rows')
             [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Rows deleted per transaction')
             [CompletionResult]::new('--max-rows', '--max-rows', [CompletionResultType]::ParameterName, 'Stop after deleting this many rows in all')
-            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); needs the brokers')
+            [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); prunes only consumer GROUP unless --consumer names the group''s inbox consumer; needs the brokers')
             [CompletionResult]::new('--brokers', '--brokers', [CompletionResultType]::ParameterName, 'Bootstrap brokers, host:port[,host:port…]')
             [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN')
             [CompletionResult]::new('--kafka-timeout', '--kafka-timeout', [CompletionResultType]::ParameterName, 'Give up on any one broker call after this long')

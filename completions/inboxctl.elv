@@ -133,7 +133,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --consumer 'Only this consumer''s rows'
             cand --batch-size 'Rows deleted per transaction'
             cand --max-rows 'Stop after deleting this many rows in all'
-            cand --group 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); needs the brokers'
+            cand --group 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); prunes only consumer GROUP unless --consumer names the group''s inbox consumer; needs the brokers'
             cand --brokers 'Bootstrap brokers, host:port[,host:port…]'
             cand -X 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN'
             cand --kafka-timeout 'Give up on any one broker call after this long'

@@ -104,7 +104,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'D
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l consumer -d 'Only this consumer\'s rows' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l max-rows -d 'Stop after deleting this many rows in all' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l group -d 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); needs the brokers' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l group -d 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); prunes only consumer GROUP unless --consumer names the group\'s inbox consumer; needs the brokers' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l kafka-timeout -d 'Give up on any one broker call after this long' -r

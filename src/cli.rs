@@ -185,7 +185,8 @@ pub struct PruneArgs {
     pub yes: bool,
 
     /// Keep every row this consumer group could still have redelivered (offset >= its
-    /// committed offset for that partition); needs the brokers
+    /// committed offset for that partition); prunes only consumer GROUP unless --consumer
+    /// names the group's inbox consumer; needs the brokers
     #[arg(long, value_name = "GROUP")]
     pub group: Option<String>,
 

@@ -200,13 +200,19 @@ async fn revert(
 ) -> anyhow::Result<ExitStatus> {
     let plan = migrate::revert_plan(store, to).await?;
     if dry_run {
+        // As the real run: when version 1 goes, its DROP TABLE undoes the rest.
+        let drops_table = plan.iter().any(|m| m.version == 1);
         let steps = plan
             .iter()
             .map(|m| MigrationStep {
                 version: m.version,
                 description: m.description,
                 duration_ms: None,
-                sql: Some(m.down),
+                sql: Some(if drops_table && m.version != 1 {
+                    "-- nothing to run: migration 1 drops the table"
+                } else {
+                    m.down
+                }),
             })
             .collect();
         return print_plan(output, steps, "revert");

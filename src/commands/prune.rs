@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::Context;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use serde::Serialize;
 
 use crate::cli::{Format, PruneArgs};
@@ -54,6 +54,8 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
             Utc::now()
                 .checked_sub_signed(age)
                 .ok_or_else(|| usage("--older-than reaches before the start of the calendar"))?
+                // Milliseconds: the precision every backend stores and every output shows.
+                .trunc_subsecs(3)
         }
         (None, Some(before)) => before,
         (None, None) => return Err(usage("give --older-than DURATION or --before TIMESTAMP")),
@@ -65,6 +67,15 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
     let only = args.consumer.clone().or_else(|| args.group.clone());
+    if args.consumer.is_none() {
+        if let Some(group) = &args.group {
+            if store.consumer_rows(group).await? == 0 {
+                output.warn(format!(
+                    "the inbox has no rows of consumer '{group}'; with --group, name the group's inbox consumer with --consumer"
+                ));
+            }
+        }
+    }
     for consumer in store.consumers(only.as_deref()).await? {
         let keep = match &args.group {
             Some(group) => redeliverable(&store, &args.kafka, group, &consumer).await?,

@@ -226,7 +226,10 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                 && std::env::var("INBOXCTL_PG_PIPELINE").as_deref() != Ok("0") =>
         {
             match PgPipeline::connect(store.url.connect_url(), statements).await {
-                Ok(pipeline) => Some(pipeline),
+                Ok(pipeline) => {
+                    output.debug("handler statements go out pipelined on a second connection");
+                    Some(pipeline)
+                }
                 Err(error) => {
                     output.debug(format!(
                         "no pipelined connection ({error:#}); handler statements go one at a time"
@@ -735,7 +738,9 @@ async fn apply_sql(
                 outcome.processed.extend(one.processed);
                 outcome.duplicates.extend(one.duplicates);
             }
-            Err(failure) => outcome.failed.push((index, format!("{:#}", failure.error))),
+            Err(failure) => outcome
+                .failed
+                .push((index, crate::error_chain(&failure.error))),
         }
     }
     Ok(outcome)

@@ -11,10 +11,11 @@ use std::collections::HashSet;
 use anyhow::Context;
 use bytes::BytesMut;
 use futures_util::future::try_join_all;
+use postgres_native_tls::MakeTlsConnector;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type};
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
 
 use crate::handler;
 
@@ -151,13 +152,25 @@ pub struct BatchError {
 }
 
 impl PgPipeline {
-    /// Connects (without TLS: `sslmode=require` makes this fail, and the caller keeps to
-    /// the plain path) and prepares the handler's statements.
+    /// Connects with the URL's own `sslmode`, as the main connection does (`prefer` and
+    /// `require` encrypt without verifying the certificate, as libpq does; with the verifying
+    /// modes this refuses and the caller keeps to the plain path) and prepares the handler's
+    /// statements.
     pub async fn connect(
         url: &str,
         statements: &[handler::Statement],
     ) -> anyhow::Result<PgPipeline> {
-        let (client, connection) = tokio_postgres::connect(url, NoTls)
+        if url.contains("sslmode=verify") {
+            anyhow::bail!("with sslmode=verify-ca/verify-full only the main connection is used");
+        }
+        let config: tokio_postgres::Config = url.parse().context("pipeline connection settings")?;
+        let tls = native_tls::TlsConnector::builder()
+            .danger_accept_invalid_certs(true)
+            .danger_accept_invalid_hostnames(true)
+            .build()
+            .context("TLS for the pipeline connection")?;
+        let (client, connection) = config
+            .connect(MakeTlsConnector::new(tls))
             .await
             .context("pipeline connection")?;
         tokio::spawn(async move {
@@ -303,21 +316,30 @@ async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Res
     })
 }
 
-/// Replaces `$n` where it is not the start of a longer number.
+/// Replaces `$n` outside quotes where it is not the start of a longer number.
 fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> String {
     let mut out = String::with_capacity(sql.len());
-    let mut rest = sql;
-    while let Some(at) = rest.find(placeholder) {
-        let after = &rest[at + placeholder.len()..];
-        out.push_str(&rest[..at]);
-        if after.starts_with(|c: char| c.is_ascii_digit()) {
-            out.push_str(placeholder);
-        } else {
-            out.push_str(with);
+    let mut quote: Option<char> = None;
+    let mut index = 0;
+    while index < sql.len() {
+        let rest = &sql[index..];
+        let c = rest.chars().next().unwrap_or_default();
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if rest.starts_with(placeholder)
+                && !rest[placeholder.len()..].starts_with(|d: char| d.is_ascii_digit()) =>
+            {
+                out.push_str(with);
+                index += placeholder.len();
+                continue;
+            }
+            None => {}
         }
-        rest = after;
+        out.push(c);
+        index += c.len_utf8();
     }
-    out.push_str(rest);
     out
 }
 
