@@ -67,7 +67,7 @@ log "cargo test"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 set +e
-cargo test --locked --all-targets 2>&1 | tee "$results"
+cargo test --locked --lib --tests 2>&1 | tee "$results"
 status=${PIPESTATUS[0]}
 set -e
 # One closing line over every test binary.
