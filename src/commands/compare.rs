@@ -25,7 +25,8 @@ use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::kafka::{read_range, Kafka};
 use crate::output::{or_dash, table, Output};
-use crate::store::{CreateMode, Store, INBOX_TABLE};
+use crate::store::pg_pipeline;
+use crate::store::{Backend, CreateMode, Store, INBOX_TABLE};
 
 /// Messages read per inbox lookup during a scan.
 const SCAN_CHUNK: usize = 1000;
@@ -340,11 +341,20 @@ async fn scan_topic(
     let loaded: Option<std::collections::HashSet<u128, HashIsKey>> =
         if store.consumer_rows(consumer).await? <= load_limit() {
             let mut ids = std::collections::HashSet::with_hasher(HashIsKey);
-            store
-                .for_each_event_id(consumer, |id| {
-                    ids.insert(id_hash(id));
-                })
-                .await?;
+            let mut add = |id: &str| {
+                ids.insert(id_hash(id));
+            };
+            // PostgreSQL: a binary-protocol stream that borrows each id from its row.
+            let fast = match store.backend {
+                Backend::Postgres => pg_pipeline::connect_client(store.url.connect_url())
+                    .await
+                    .ok(),
+                _ => None,
+            };
+            match fast {
+                Some(client) => pg_pipeline::for_each_event_id(&client, consumer, &mut add).await?,
+                None => store.for_each_event_id(consumer, &mut add).await?,
+            }
             output.debug(format!(
                 "loaded {} inbox ids in {:.2}s",
                 ids.len(),

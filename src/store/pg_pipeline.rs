@@ -152,33 +152,13 @@ pub struct BatchError {
 }
 
 impl PgPipeline {
-    /// Connects with the URL's own `sslmode`, as the main connection does (`prefer` and
-    /// `require` encrypt without verifying the certificate, as libpq does; with the verifying
-    /// modes this refuses and the caller keeps to the plain path) and prepares the handler's
-    /// statements.
+    /// Connects (see [`connect_client`]; an error means the caller keeps to the plain path)
+    /// and prepares the handler's statements.
     pub async fn connect(
         url: &str,
         statements: &[handler::Statement],
     ) -> anyhow::Result<PgPipeline> {
-        if url.contains("sslmode=verify") {
-            anyhow::bail!("with sslmode=verify-ca/verify-full only the main connection is used");
-        }
-        let config: tokio_postgres::Config = url.parse().context("pipeline connection settings")?;
-        let tls = native_tls::TlsConnector::builder()
-            .danger_accept_invalid_certs(true)
-            .danger_accept_invalid_hostnames(true)
-            .build()
-            .context("TLS for the pipeline connection")?;
-        let (client, connection) = config
-            .connect(MakeTlsConnector::new(tls))
-            .await
-            .context("pipeline connection")?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        client
-            .batch_execute("SET TIME ZONE 'UTC'; SET application_name = 'inboxctl'")
-            .await?;
+        let client = connect_client(url).await?;
         let mut handler = Vec::new();
         for statement in statements {
             handler.push(prepare(&client, statement).await?);
@@ -267,6 +247,58 @@ impl PgPipeline {
         transaction.commit().await.map_err(fail)?;
         Ok(new)
     }
+}
+
+/// A tokio-postgres connection with the URL's own `sslmode`, as the main connection has:
+/// `prefer` and `require` encrypt without verifying the certificate, as libpq does; the
+/// verifying modes are refused, and callers keep to the main connection.
+pub async fn connect_client(url: &str) -> anyhow::Result<Client> {
+    if url.contains("sslmode=verify") {
+        anyhow::bail!("with sslmode=verify-ca/verify-full only the main connection is used");
+    }
+    let config: tokio_postgres::Config = url.parse().context("second connection settings")?;
+    let tls = native_tls::TlsConnector::builder()
+        .danger_accept_invalid_certs(true)
+        .danger_accept_invalid_hostnames(true)
+        .build()
+        .context("TLS for the second connection")?;
+    let (client, connection) = config
+        .connect(MakeTlsConnector::new(tls))
+        .await
+        .context("second connection")?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+        .batch_execute("SET TIME ZONE 'UTC'; SET application_name = 'inboxctl'")
+        .await?;
+    Ok(client)
+}
+
+/// Calls `each` with every event id of the consumer, streamed in the binary protocol and
+/// borrowed from the row: no string is allocated per id.
+pub async fn for_each_event_id(
+    client: &Client,
+    consumer: &str,
+    mut each: impl FnMut(&str),
+) -> anyhow::Result<()> {
+    use futures_util::TryStreamExt;
+    let rows = client
+        .query_raw(
+            "SELECT event_id FROM processed_messages WHERE consumer = $1",
+            [consumer],
+        )
+        .await
+        .context("could not read the inbox's event ids")?;
+    futures_util::pin_mut!(rows);
+    while let Some(row) = rows
+        .try_next()
+        .await
+        .context("could not read the inbox's event ids")?
+    {
+        each(row.get::<_, &str>(0));
+    }
+    Ok(())
 }
 
 /// Prepares a statement; parameters of types without a native binding are rewritten as
