@@ -18,16 +18,8 @@ BATCH=${BATCH:-200}
 DATABASE=${DATABASE:-postgres}
 TOPIC=kill-payments
 
-cargo build --release --quiet --bin inboxctl --example kafka_bench
-INBOXCTL=$PWD/target/release/inboxctl
-KB=$PWD/target/release/examples/kafka_bench
-
-work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-BROKERS=127.0.0.1:$port
-(cd "$work" && exec nisshi broker --storage-engine memory://kill/ --listener-url "tcp://$BROKERS" \
-    --advertised-listener-url "tcp://$BROKERS" >broker.log 2>&1) &
-broker=$!
+# shellcheck source=bench/broker.sh
+source bench/broker.sh
 case $DATABASE in
     postgres) URL=postgres://postgres@127.0.0.1:5432/inboxctl_kill
         psql postgres://postgres@127.0.0.1:5432/test -qc "DROP DATABASE IF EXISTS inboxctl_kill WITH (FORCE)" -c "CREATE DATABASE inboxctl_kill" >/dev/null 2>&1
@@ -39,20 +31,12 @@ case $DATABASE in
         sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute(sys.argv[2]).fetchall(); c.commit(); print("\n".join(str(x[0]) for x in r))' "$work/inbox.db" "$1"; } ;;
     *) echo "DATABASE must be postgres, mysql or sqlite" >&2; exit 2 ;;
 esac
-cleanup() {
-    kill "$broker" 2>/dev/null || true
-    wait "$broker" 2>/dev/null || true
+bench_cleanup() {
     case $DATABASE in
         postgres) psql postgres://postgres@127.0.0.1:5432/test -qc "DROP DATABASE IF EXISTS inboxctl_kill WITH (FORCE)" >/dev/null 2>&1 || true ;;
         mysql) mysql -uroot -h127.0.0.1 -e "DROP DATABASE IF EXISTS inboxctl_kill" || true ;;
     esac
-    rm -rf "$work"
 }
-trap cleanup EXIT
-for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.1
-done
 
 $KB produce "$BROKERS" "$TOPIC" 4 "$MESSAGES"
 DATABASE_URL=$URL $INBOXCTL migrate run >/dev/null

@@ -26,27 +26,11 @@ TOPIC=bench-payments
 BATCH_FLAG=()
 [ -n "${BATCH:-}" ] && BATCH_FLAG=(--batch-size "$BATCH")
 
-cargo build --release --quiet --bin inboxctl --example kafka_bench
-INBOXCTL=target/release/inboxctl
-KB=target/release/examples/kafka_bench
-
-work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-BROKERS=127.0.0.1:$port
-(cd "$work" && exec nisshi broker --storage-engine memory://bench/ --listener-url "tcp://$BROKERS" \
-    --advertised-listener-url "tcp://$BROKERS" >broker.log 2>&1) &
-broker=$!
-cleanup() {
-    kill "$broker" 2>/dev/null || true
-    wait "$broker" 2>/dev/null || true
-    rm -rf "$work"
+bench_cleanup() {
     psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
 }
-trap cleanup EXIT
-for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    sleep 0.1
-done
+# shellcheck source=bench/broker.sh
+source bench/broker.sh
 
 echo "== producing $MESSAGES messages over $PARTITIONS partitions"
 $KB produce "$BROKERS" "$TOPIC" "$PARTITIONS" "$MESSAGES"
