@@ -897,7 +897,7 @@ impl Store {
             .with_context(|| format!("could not count the rows of consumer '{consumer}'"))
     }
 
-    /// Calls `each` with every event id the consumer has processed, streaming (in key order).
+    /// Calls `each` with every event id the consumer has processed, streamed (in no order).
     pub async fn for_each_event_id(
         &self,
         consumer: &str,
