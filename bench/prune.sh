@@ -18,6 +18,7 @@
 #                   (default postgres://postgres@127.0.0.1:5432/test)
 #   ROWS            rows per table, even (default 1000000)
 #   BATCH           prune --batch-size (default: inboxctl's own default)
+#   PRUNE_ARGS      more prune arguments, e.g. "--pause 2ms" or "--strategy index"
 #   INBOXCTL        the binary (default target/release/inboxctl, built when missing)
 #   IDLE_SECONDS    how long the idle inserter runs before each phase (default 10)
 #   ORDER           prune-first (default) or delete-first
@@ -200,6 +201,8 @@ idle() {
 # ---------------------------------------------------------------------------------------
 batch_args=()
 [ -n "$BATCH" ] && batch_args=(--batch-size "$BATCH")
+# shellcheck disable=SC2206 # split on purpose: several arguments in one variable
+batch_args+=(${PRUNE_ARGS:-})
 
 phase_prune() {
     log "idle inserter on $DB_PRUNE (${IDLE_SECONDS}s)"
@@ -221,6 +224,9 @@ phase_prune() {
     prune_deleted=$(json_field rows_deleted)
     prune_batches=$(json_field batches)
     prune_loop=$(calc %.3f "$(json_field elapsed_ms) / 1000")
+    prune_strategy=$(sed -n 's/^  "strategy": "\([a-z]*\)",$/\1/p' "$WORK/prune.json")
+    # The delete loop is the end of the run: start-up, connecting and counting come first.
+    during_prune_loop=$(latency_stats prune "$(calc %.6f "$ended - $prune_loop")" "$ended")
     [ "$prune_deleted" = "$HALF" ] || die "prune deleted '$prune_deleted' rows, expected $HALF"
     local left
     left=$(older_than_cutoff "$URL_PRUNE")
@@ -265,6 +271,7 @@ esac
 read -r idle_prune_n _ idle_prune_p99 _ <<<"$idle_prune"
 read -r idle_delete_n _ idle_delete_p99 _ <<<"$idle_delete"
 read -r prune_n _ prune_p99 _ <<<"$during_prune"
+read -r prune_loop_n _ prune_loop_p99 _ <<<"$during_prune_loop"
 read -r delete_n _ delete_p99 _ <<<"$during_delete"
 prune_rate=$(calc %.0f "$HALF / $prune_wall")
 prune_loop_rate=$(calc %.0f "$HALF / $prune_loop")
@@ -273,18 +280,19 @@ delete_statement_rate=$(calc %.0f "$HALF / $delete_statement")
 ratio=$(calc %.1f "100 * $prune_rate / $delete_rate")
 inner_ratio=$(calc %.1f "100 * $prune_loop_rate / $delete_statement_rate")
 prune_vs_idle=$(calc %.2f "$prune_p99 / $idle_prune_p99")
+prune_loop_vs_idle=$(calc %.2f "$prune_loop_p99 / $idle_prune_p99")
 delete_vs_idle=$(calc %.2f "$delete_p99 / $idle_delete_p99")
 goal() { awk "BEGIN { exit !($1) }" && echo met || echo "NOT met"; }
 
 row() { printf '%-26s %9s %9s %11s %9s %8s\n' "$@"; }
 echo "inboxctl prune benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, PostgreSQL $(psql_admin -At -c "SHOW server_version")"
 echo "table: $ROWS rows ($table_size with indexes), 4 consumers; cutoff $CUTOFF; $HALF rows older, deleted by each"
-echo "prune --batch-size ${BATCH:-default} ($prune_batches batches); order ${ORDER:-prune-first}"
+echo "prune ${batch_args[*]:-with default arguments}: strategy $prune_strategy, $prune_batches batches; order ${ORDER:-prune-first}"
 echo
 row "" seconds rows/s "insert p99" "p99/idle" inserts
 row "idle, before prune" "$IDLE_SECONDS" - "$idle_prune_p99 ms" - "$idle_prune_n"
 row "inboxctl prune" "$prune_wall" "$prune_rate" "$prune_p99 ms" "${prune_vs_idle}x" "$prune_n"
-row "  its delete loop" "$prune_loop" "$prune_loop_rate" "" "" ""
+row "  its delete loop" "$prune_loop" "$prune_loop_rate" "$prune_loop_p99 ms" "${prune_loop_vs_idle}x" "$prune_loop_n"
 row "idle, before DELETE" "$IDLE_SECONDS" - "$idle_delete_p99 ms" - "$idle_delete_n"
 row "unbounded DELETE (psql)" "$delete_wall" "$delete_rate" "$delete_p99 ms" "${delete_vs_idle}x" "$delete_n"
 row "  the statement" "$delete_statement" "$delete_statement_rate" "" "" ""

@@ -836,7 +836,7 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__prune)
-            opts="-y -X -v -q -h -V --database-url --connect-timeout --older-than --before --consumer --batch-size --max-rows --dry-run --yes --group --brokers --kafka-timeout --format --verbose --quiet --help --version"
+            opts="-y -X -v -q -h -V --database-url --connect-timeout --older-than --before --consumer --batch-size --max-rows --pause --strategy --dry-run --yes --group --brokers --kafka-timeout --format --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -868,6 +868,14 @@ _inboxctl() {
                     ;;
                 --max-rows)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pause)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --strategy)
+                    COMPREPLY=($(compgen -W "auto index blocks" -- "${cur}"))
                     return 0
                     ;;
                 --group)

@@ -176,6 +176,18 @@ pub struct PruneArgs {
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub max_rows: Option<u64>,
 
+    /// Wait this long after each batch (e.g. 2ms), leaving the server to the application's
+    /// own writes: a slower prune for steadier latency
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub pause: Duration,
+
+    /// How batches find their rows: `index` takes the oldest first through the (consumer,
+    /// processed_at) index; `blocks` (PostgreSQL) reads the table's pages in physical order,
+    /// one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when
+    /// at least a tenth of the table goes and no --max-rows is given, index otherwise
+    #[arg(long, value_enum, value_name = "STRATEGY", default_value_t = PruneStrategy::Auto)]
+    pub strategy: PruneStrategy,
+
     /// Count what would be deleted and delete nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -192,6 +204,14 @@ pub struct PruneArgs {
 
     #[command(flatten)]
     pub kafka: KafkaOpts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PruneStrategy {
+    Auto,
+    Index,
+    Blocks,
 }
 
 #[derive(Debug, Args)]

@@ -97,7 +97,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["prune", "--older-than", "7x"],
             "invalid value '7x' for '--older-than <DURATION>'",
@@ -115,6 +115,14 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
             "'lots' is not a whole number of at least 1",
         ),
         (&["prune", "--before", "last tuesday"], "expected RFC 3339"),
+        (
+            &["prune", "--older-than", "1d", "--pause", "soon"],
+            "invalid value 'soon' for '--pause <DURATION>'",
+        ),
+        (
+            &["prune", "--older-than", "1d", "--strategy", "fast"],
+            "invalid value 'fast' for '--strategy <STRATEGY>'",
+        ),
         (&["prune"], "--older-than <DURATION>"),
     ];
     for (args, expected) in cases {

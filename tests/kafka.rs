@@ -426,6 +426,16 @@ async fn compare_finds_orphans_after_the_topic_is_recreated(backend: Backend) {
 }
 
 async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
+    safe_prune_case(backend, "auto").await;
+}
+
+/// The same through PostgreSQL's page ranges: the protected partitions hold there too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn safe_prune_by_blocks_keeps_what_may_be_redelivered() {
+    safe_prune_case(Backend::Postgres, "blocks").await;
+}
+
+async fn safe_prune_case(backend: Backend, strategy: &str) {
     let mut db = TestDb::new(backend).await;
     let (topic, group) = (unique("orders"), unique("billing"));
     // Partition 0 committed through offset 4 only; 5..7 processed, not committed.
@@ -451,6 +461,8 @@ async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
             "0s",
             "--group",
             &group,
+            "--strategy",
+            strategy,
             "--yes",
             "--format",
             "json",
@@ -458,6 +470,9 @@ async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
     )
     .ok()
     .json();
+    if strategy == "blocks" {
+        assert_eq!(json["strategy"], "blocks");
+    }
     assert_eq!(json["rows_kept_for_redelivery"], 3);
     assert_eq!(json["rows_deleted"], 21);
     assert_eq!(

@@ -2,25 +2,27 @@
 //!
 //! A row is deleted when `processed_at < cutoff`; a row processed exactly at the cutoff stays.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::Serialize;
 
-use crate::cli::{Format, PruneArgs};
+use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{can_prompt, table, Output};
-use crate::store::{CreateMode, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE};
+use crate::store::{CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE};
 
 #[derive(Debug, Serialize)]
 struct ConsumerPrune {
     consumer: String,
     matched: u64,
-    deleted: u64,
+    /// `None` when a page-range prune covered several consumers: its batches count rows,
+    /// not whose they were.
+    deleted: Option<u64>,
     /// Rows older than the cutoff kept because the group could still redeliver them.
     kept_for_redelivery: u64,
     #[serde(skip)]
@@ -36,6 +38,8 @@ struct PruneReport {
     rows_matched: u64,
     /// Rows this run was to delete (`rows_matched`, capped by `--max-rows`).
     rows_planned: u64,
+    /// `index` or `blocks`: how the batches found their rows.
+    strategy: PruneStrategy,
     rows_deleted: u64,
     batches: u64,
     elapsed_ms: u128,
@@ -60,8 +64,21 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         (None, Some(before)) => before,
         (None, None) => return Err(usage("give --older-than DURATION or --before TIMESTAMP")),
     };
+    if args.strategy == PruneStrategy::Blocks && args.max_rows.is_some() {
+        return Err(usage(
+            "--strategy blocks deletes whole page ranges and cannot stop at --max-rows; \
+             use --strategy index (oldest rows first) with --max-rows",
+        ));
+    }
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     store.require_inbox().await?;
+    let extent = store.heap_extent().await?;
+    if args.strategy == PruneStrategy::Blocks && extent.is_none() {
+        return Err(usage(format!(
+            "--strategy blocks needs PostgreSQL's physical row addresses; on {} use --strategy index",
+            store.dialect.name
+        )));
+    }
 
     let mut consumers = Vec::new();
     // A group's committed offsets say nothing about another consumer's rows: with --group,
@@ -77,24 +94,9 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         }
     }
     for consumer in store.consumers(only.as_deref()).await? {
-        let keep = match &args.group {
-            Some(group) => redeliverable(&store, &args.kafka, group, &consumer).await?,
-            None => Vec::new(),
-        };
-        let older = store.count_older(&consumer, cutoff, &[]).await?;
-        let matched = if keep.is_empty() {
-            older
-        } else {
-            store.count_older(&consumer, cutoff, &keep).await?
-        };
-        if older > 0 {
-            consumers.push(ConsumerPrune {
-                consumer,
-                matched,
-                deleted: 0,
-                kept_for_redelivery: older - matched,
-                keep,
-            });
+        let counted = count_prunable(&store, &args, cutoff, consumer).await?;
+        if counted.matched + counted.kept_for_redelivery > 0 {
+            consumers.push(counted);
         }
     }
     let rows_kept_for_redelivery = consumers.iter().map(|c| c.kept_for_redelivery).sum();
@@ -102,12 +104,15 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let rows_planned = args
         .max_rows
         .map_or(rows_matched, |max| max.min(rows_matched));
+    let strategy = choose_strategy(args.strategy, extent, rows_matched, args.max_rows);
+    output.debug(format!("prune strategy: {strategy:?}"));
     let mut report = PruneReport {
         database: store.url.redacted.clone(),
         cutoff,
         dry_run: args.dry_run,
         rows_matched,
         rows_planned,
+        strategy,
         rows_deleted: 0,
         batches: 0,
         elapsed_ms: 0,
@@ -151,40 +156,22 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 
     let started = Instant::now();
     let progress = output.progress(rows_planned, "rows");
-    let mut remaining = rows_planned;
-    'consumers: for consumer in &mut report.consumers {
-        let mut from = EARLIEST_TIMESTAMP.to_string();
-        while remaining > 0 {
-            if stop.load(Ordering::SeqCst) {
-                report.interrupted = true;
-                break 'consumers;
-            }
-            let limit = args.batch_size.min(remaining);
-            let (deleted, next_from) = store
-                .delete_older_batch(&consumer.consumer, &from, cutoff, &consumer.keep, limit)
-                .await
-                .with_context(|| {
-                    format!(
-                        "prune stopped after deleting {} rows; re-run to continue",
-                        report.rows_deleted
-                    )
-                })?;
-            if deleted == 0 {
-                break;
-            }
-            if let Some(next_from) = next_from {
-                from = next_from;
-            }
-            report.batches += 1;
-            report.rows_deleted += deleted;
-            consumer.deleted += deleted;
-            remaining = remaining.saturating_sub(deleted);
-            progress.inc(deleted);
-            output.debug(format!(
-                "batch {}: deleted {deleted} rows of consumer '{}'",
-                report.batches, consumer.consumer
-            ));
+    let deleting = Deleting {
+        store: &store,
+        cutoff,
+        batch_size: args.batch_size,
+        pause: args.pause,
+        progress: &progress,
+        output: &output,
+        stop: &stop,
+    };
+    match (strategy, extent) {
+        (PruneStrategy::Blocks, Some(extent)) => {
+            deleting
+                .by_blocks(&mut report, only.as_deref(), extent)
+                .await?
         }
+        _ => deleting.by_index(&mut report).await?,
     }
     progress.finish_and_clear();
     signal.abort();
@@ -205,6 +192,224 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)
+}
+
+/// The consumer's rows older than the cutoff: those to delete, and with --group those kept.
+async fn count_prunable(
+    store: &Store,
+    args: &PruneArgs,
+    cutoff: DateTime<Utc>,
+    consumer: String,
+) -> anyhow::Result<ConsumerPrune> {
+    let keep = match &args.group {
+        Some(group) => redeliverable(store, &args.kafka, group, &consumer).await?,
+        None => Vec::new(),
+    };
+    let older = store.count_older(&consumer, cutoff, &[]).await?;
+    let matched = if keep.is_empty() {
+        older
+    } else {
+        store.count_older(&consumer, cutoff, &keep).await?
+    };
+    Ok(ConsumerPrune {
+        consumer,
+        matched,
+        deleted: Some(0),
+        kept_for_redelivery: older - matched,
+        keep,
+    })
+}
+
+/// Index when the caller asked for it, the backend has no block addressing, --max-rows needs
+/// the oldest rows first, or only a small part of the table goes: there the index reads just
+/// the rows to delete, while a block scan would read the whole table.
+fn choose_strategy(
+    asked: PruneStrategy,
+    extent: Option<HeapExtent>,
+    rows_matched: u64,
+    max_rows: Option<u64>,
+) -> PruneStrategy {
+    match (asked, extent) {
+        (PruneStrategy::Blocks, Some(_)) => PruneStrategy::Blocks,
+        (PruneStrategy::Auto, Some(extent)) if max_rows.is_none() => match extent.estimated_rows {
+            Some(estimate) if rows_matched.saturating_mul(10) >= estimate => PruneStrategy::Blocks,
+            _ => PruneStrategy::Index,
+        },
+        _ => PruneStrategy::Index,
+    }
+}
+
+/// What both strategies share while they delete.
+struct Deleting<'a> {
+    store: &'a Store,
+    cutoff: DateTime<Utc>,
+    batch_size: u64,
+    pause: std::time::Duration,
+    progress: &'a indicatif::ProgressBar,
+    output: &'a Output,
+    stop: &'a AtomicBool,
+}
+
+impl Deleting<'_> {
+    /// `--pause`, between one batch and the next.
+    async fn pause(&self) {
+        if !self.pause.is_zero() {
+            tokio::time::sleep(self.pause).await;
+        }
+    }
+
+    fn stop_requested(&self, report: &mut PruneReport) -> bool {
+        if self.stop.load(Ordering::SeqCst) {
+            report.interrupted = true;
+        }
+        report.interrupted
+    }
+
+    /// Counts rows deleted for `consumer`, or for no consumer in particular.
+    fn count(&self, report: &mut PruneReport, consumer: Option<&str>, deleted: u64) {
+        report.rows_deleted += deleted;
+        self.progress.inc(deleted);
+        if let Some(consumer) = consumer {
+            if let Some(entry) = report.consumers.iter_mut().find(|c| c.consumer == consumer) {
+                entry.deleted = Some(entry.deleted.unwrap_or(0) + deleted);
+            }
+        }
+    }
+
+    fn stopped_after(report: &PruneReport) -> String {
+        format!(
+            "prune stopped after deleting {} rows; re-run to continue",
+            report.rows_deleted
+        )
+    }
+
+    /// Consumer by consumer, the oldest rows first, each batch an index range scan from where
+    /// the last one stopped.
+    async fn by_index(&self, report: &mut PruneReport) -> anyhow::Result<()> {
+        let mut connection = self.store.bulk_delete_connection().await?;
+        let mut remaining = report.rows_planned;
+        for index in 0..report.consumers.len() {
+            let consumer = report.consumers[index].consumer.clone();
+            let keep = std::mem::take(&mut report.consumers[index].keep);
+            let mut from = EARLIEST_TIMESTAMP.to_string();
+            while remaining > 0 {
+                if report.batches > 0 {
+                    self.pause().await;
+                }
+                if self.stop_requested(report) {
+                    return Ok(());
+                }
+                let limit = self.batch_size.min(remaining);
+                let (deleted, next_from) = self
+                    .store
+                    .delete_older_batch(
+                        &mut connection,
+                        &consumer,
+                        &from,
+                        self.cutoff,
+                        &keep,
+                        limit,
+                    )
+                    .await
+                    .with_context(|| Self::stopped_after(report))?;
+                if deleted == 0 {
+                    break;
+                }
+                if let Some(next_from) = next_from {
+                    from = next_from;
+                }
+                report.batches += 1;
+                self.count(report, Some(&consumer), deleted);
+                remaining = remaining.saturating_sub(deleted);
+                self.output.debug(format!(
+                    "batch {}: deleted {deleted} rows of consumer '{consumer}'",
+                    report.batches
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The table's pages in physical order, one range per batch. The range grows or shrinks
+    /// after each batch so that a batch deletes about --batch-size rows, and never reads more
+    /// than `MAX_ROWS_READ_PER_BATCH` batches' worth of rows, so every transaction stays short.
+    async fn by_blocks(
+        &self,
+        report: &mut PruneReport,
+        only: Option<&str>,
+        extent: HeapExtent,
+    ) -> anyhow::Result<()> {
+        // Without statistics: PostgreSQL's own default guess for a narrow row.
+        let rows_per_page = extent.rows_per_page.unwrap_or(50.0).max(1.0);
+        let max_pages = page_count(
+            MAX_ROWS_READ_PER_BATCH * self.batch_size as f64,
+            rows_per_page,
+            0,
+        );
+        // The share of rows to delete, spread evenly: the first guess of the density.
+        let share = match extent.estimated_rows {
+            Some(estimate) if estimate > 0 => {
+                (report.rows_planned as f64 / estimate as f64).clamp(0.01, 1.0)
+            }
+            _ => 1.0,
+        };
+        let mut pages = page_count(self.batch_size as f64, rows_per_page * share, max_pages);
+        // With --group, prune covers one consumer, whose protected partitions these are.
+        let (keep, sole_consumer) = match report.consumers.as_slice() {
+            [sole] => (sole.keep.clone(), Some(sole.consumer.clone())),
+            _ => (Vec::new(), None),
+        };
+        if sole_consumer.is_none() {
+            for consumer in &mut report.consumers {
+                consumer.deleted = None;
+            }
+        }
+        let mut connection = self.store.bulk_delete_connection().await?;
+        let mut block = 0;
+        while block < extent.pages {
+            if report.batches > 0 {
+                self.pause().await;
+            }
+            if self.stop_requested(report) {
+                return Ok(());
+            }
+            let end = (block + pages).min(extent.pages);
+            let deleted = self
+                .store
+                .delete_older_in_blocks(&mut connection, only, self.cutoff, &keep, block..end)
+                .await
+                .with_context(|| Self::stopped_after(report))?;
+            report.batches += 1;
+            self.count(report, sole_consumer.as_deref(), deleted);
+            self.output.debug(format!(
+                "batch {}: deleted {deleted} rows in pages {block}..{end}",
+                report.batches
+            ));
+            pages = if deleted == 0 {
+                (pages * 2).min(max_pages)
+            } else {
+                let density = deleted as f64 / (end - block) as f64;
+                page_count(self.batch_size as f64, density, max_pages)
+            };
+            block = end;
+        }
+        Ok(())
+    }
+}
+
+/// A batch of page ranges reads at most this many times --batch-size rows.
+const MAX_ROWS_READ_PER_BATCH: f64 = 8.0;
+
+/// Pages holding `rows` at `rows_per_page`, at least 1 and at most `max` (when `max` > 0).
+fn page_count(rows: f64, rows_per_page: f64, max: u64) -> u64 {
+    let pages = (rows / rows_per_page.max(f64::MIN_POSITIVE))
+        .ceil()
+        .max(1.0) as u64;
+    if max > 0 {
+        pages.min(max)
+    } else {
+        pages
+    }
 }
 
 fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
@@ -246,14 +451,20 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         t.add_row(vec![
             consumer.consumer.clone(),
             consumer.matched.to_string(),
-            consumer.deleted.to_string(),
+            consumer
+                .deleted
+                .map_or_else(|| "-".to_string(), |deleted| deleted.to_string()),
         ]);
     }
     output.print(t.to_string());
     output.print(format!(
-        "Deleted {} rows in {} batches in {:.2}s ({:.0} rows/s); cutoff {cutoff}.",
+        "Deleted {} rows in {} {} in {:.2}s ({:.0} rows/s); cutoff {cutoff}.",
         report.rows_deleted,
         report.batches,
+        match report.strategy {
+            PruneStrategy::Blocks => "page-range batches",
+            _ => "batches",
+        },
         report.elapsed_ms as f64 / 1000.0,
         report.rows_per_second
     ));

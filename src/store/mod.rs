@@ -16,6 +16,7 @@ use serde::Serialize;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Connection, Executor, Row};
+use tokio::net::TcpStream;
 
 use crate::error::usage;
 use crate::migrate::Migration;
@@ -103,6 +104,9 @@ pub struct Dialect {
     /// Whether a DELETE can report its rows (`RETURNING` in a CTE): the batch then tells
     /// where the next one starts, and no separate query is needed.
     pub delete_returning: bool,
+    /// The inbox heap's size in pages, the planner's row estimate and its page count, where
+    /// the backend can delete by physical block range (PostgreSQL's TID range scan).
+    pub heap_extent: Option<&'static str>,
     pub migration_locking: MigrationLocking,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
@@ -175,6 +179,8 @@ pub struct DatabaseUrl {
     pub endpoint: String,
     /// The URL with its password replaced by `***`.
     pub redacted: String,
+    /// Host and port when the server is reached over TCP (not a Unix socket).
+    tcp_address: Option<(String, u16)>,
 }
 
 impl DatabaseUrl {
@@ -206,6 +212,7 @@ impl DatabaseUrl {
                 connect: text.to_string(),
                 endpoint: format!("SQLite file {path}"),
                 redacted: text.to_string(),
+                tcp_address: None,
             });
         }
         let mut parsed = url::Url::parse(text).map_err(|error| {
@@ -217,16 +224,25 @@ impl DatabaseUrl {
         if let Some(password) = parsed.password() {
             register_secret(password);
         }
+        let host = parsed.host_str().unwrap_or("localhost").to_string();
+        let port = parsed.port().unwrap_or(match backend {
+            Backend::Postgres => 5432,
+            _ => 3306,
+        });
         let endpoint = format!(
-            "{backend} server {}:{} (database '{}', user '{}')",
-            parsed.host_str().unwrap_or("localhost"),
-            parsed.port().unwrap_or(match backend {
-                Backend::Postgres => 5432,
-                _ => 3306,
-            }),
+            "{backend} server {host}:{port} (database '{}', user '{}')",
             parsed.path().trim_start_matches('/'),
             parsed.username(),
         );
+        // A socket path in the query (`?host=/run/postgresql`, `?socket=…`) or as the host
+        // means no TCP at all.
+        let via_socket = host.is_empty()
+            || host.starts_with('/')
+            || host.starts_with("%2F")
+            || parsed
+                .query_pairs()
+                .any(|(key, _)| key == "host" || key == "socket" || key == "hostaddr");
+        let tcp_address = (!via_socket).then_some((host, port));
         if backend == Backend::Mysql && parsed.scheme() == "mariadb" {
             parsed = url::Url::parse(&format!("mysql{}", &text["mariadb".len()..]))
                 .map_err(|error| usage(format!("invalid database URL: {error}")))?;
@@ -236,6 +252,7 @@ impl DatabaseUrl {
             connect: parsed.to_string(),
             endpoint,
             redacted: redact_url(text),
+            tcp_address,
         })
     }
 }
@@ -290,6 +307,18 @@ pub struct KeepFrom {
     pub topic: String,
     pub partition: i32,
     pub committed: Option<i64>,
+}
+
+/// The inbox heap as a block-range prune sees it when it starts.
+#[derive(Debug, Clone, Copy)]
+pub struct HeapExtent {
+    /// Pages in the table now. Rows added later go to pages past the end or to space freed
+    /// by earlier deletes; either way they are newer than any cutoff in the past.
+    pub pages: u64,
+    /// The planner's rows per page, when the table has been analysed.
+    pub rows_per_page: Option<f64>,
+    /// The planner's estimate of all rows in the table, when analysed.
+    pub estimated_rows: Option<u64>,
 }
 
 /// Binding for the two query kinds the prune condition is used with.
@@ -404,21 +433,30 @@ impl Store {
         let options: AnyConnectOptions = connect
             .parse()
             .map_err(|error| usage(format!("invalid database URL '{}': {error}", url.redacted)))?;
-        // One connection first, so that a refused or failing connection reports its own
-        // error at once instead of the pool retrying until the timeout hides it.
-        let probe = tokio::time::timeout(timeout, AnyConnection::connect_with(&options)).await;
-        match probe {
-            Ok(Ok(connection)) => {
-                let _ = connection.close().await;
+        // A refused TCP connection is reported at once: the pool would retry it until the
+        // timeout and then hide the cause. A plain TCP connect costs no TLS handshake.
+        let unreachable =
+            |error: anyhow::Error| error.context(format!("could not connect to {}", url.endpoint));
+        match &url.tcp_address {
+            Some((host, port)) => {
+                match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), *port)))
+                    .await
+                {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(error)) => return Err(unreachable(error.into())),
+                    Err(_) => return Err(connect_timed_out(url, timeout)),
+                }
             }
-            Ok(Err(error)) => {
-                return Err(anyhow!(error)).with_context(|| format!("could not connect to {}", url.endpoint))
+            None if url.backend != Backend::Sqlite => {
+                match tokio::time::timeout(timeout, AnyConnection::connect_with(&options)).await {
+                    Ok(Ok(connection)) => {
+                        let _ = connection.close().await;
+                    }
+                    Ok(Err(error)) => return Err(unreachable(error.into())),
+                    Err(_) => return Err(connect_timed_out(url, timeout)),
+                }
             }
-            Err(_) => bail!(
-                "could not connect to {} within {} (is it running and reachable? see --connect-timeout)",
-                url.endpoint,
-                humantime::format_duration(timeout)
-            ),
+            None => {}
         }
         let setup = dialect.session_setup;
         let pool = AnyPoolOptions::new()
@@ -433,6 +471,13 @@ impl Store {
                 })
             })
             .connect_lazy_with(options);
+        // The first connection, kept in the pool for the command's first query: a wrong
+        // password or database fails here, named as a connection failure.
+        match pool.acquire().await {
+            Ok(_) => {}
+            Err(sqlx::Error::PoolTimedOut) => return Err(connect_timed_out(url, timeout)),
+            Err(error) => return Err(unreachable(error.into())),
+        }
         Ok(Store {
             backend: url.backend,
             dialect,
@@ -680,6 +725,7 @@ impl Store {
     /// last one stopped, instead of stepping over the entries earlier batches left dead.
     async fn batch_upper_bound(
         &self,
+        connection: &mut AnyConnection,
         consumer: &str,
         from: &str,
         cutoff: DateTime<Utc>,
@@ -697,7 +743,7 @@ impl Store {
         let query = sqlx::query_scalar::<_, String>(&text);
         self.bind_prune_condition(query, consumer, from, cutoff, keep)
             .bind(limit as i64 - 1)
-            .fetch_optional(&self.pool)
+            .fetch_optional(connection)
             .await
             .with_context(|| format!("could not find the next batch of consumer '{consumer}'"))
     }
@@ -708,6 +754,7 @@ impl Store {
     /// `processed_at` deleted, as the store's own text).
     pub async fn delete_older_batch(
         &self,
+        connection: &mut AnyConnection,
         consumer: &str,
         from: &str,
         cutoff: DateTime<Utc>,
@@ -735,36 +782,125 @@ impl Store {
             let row = self
                 .bind_prune_condition(query, consumer, from, cutoff, keep)
                 .bind(limit as i64)
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *connection)
                 .await
                 .with_context(context)?;
             let deleted: i64 = row.try_get(0)?;
             return Ok((deleted as u64, row.try_get(1)?));
         }
         let next_from = self
-            .batch_upper_bound(consumer, from, cutoff, keep, limit)
+            .batch_upper_bound(&mut *connection, consumer, from, cutoff, keep, limit)
             .await?;
         let text = sql.build();
         let query = sqlx::query(&text);
         let result = self
             .bind_prune_condition(query, consumer, from, cutoff, keep)
             .bind(limit as i64)
-            .execute(&self.pool)
+            .execute(connection)
             .await
             .with_context(context)?;
         Ok((result.rows_affected(), next_from))
     }
 
+    /// The heap's extent for a block-range prune; `None` where the backend has no block
+    /// addressing.
+    pub async fn heap_extent(&self) -> anyhow::Result<Option<HeapExtent>> {
+        let Some(sql) = self.dialect.heap_extent else {
+            return Ok(None);
+        };
+        let (pages, reltuples, relpages): (i64, i64, i64) = sqlx::query_as(sql)
+            .fetch_one(&self.pool)
+            .await
+            .context("could not read the size of the inbox table")?;
+        // reltuples is -1 before the first ANALYZE: nothing is known about the row count.
+        let analysed = reltuples >= 0;
+        Ok(Some(HeapExtent {
+            pages: pages.max(0) as u64,
+            rows_per_page: (analysed && relpages > 0).then(|| reltuples as f64 / relpages as f64),
+            estimated_rows: analysed.then_some(reltuples as u64),
+        }))
+    }
+
+    /// Deletes every prunable row in the heap pages `blocks` (of `consumer`, or of every
+    /// consumer) as one statement, its own short transaction. Returns the rows deleted.
+    ///
+    /// The pages are read in physical order, as one unbounded DELETE reads them, so no index
+    /// is walked and every page is visited once however the consumers' rows interleave. No
+    /// RETURNING: fetching the deleted rows back costs half as much again as deleting them.
+    pub async fn delete_older_in_blocks(
+        &self,
+        connection: &mut AnyConnection,
+        consumer: Option<&str>,
+        cutoff: DateTime<Utc>,
+        keep: &[KeepFrom],
+        blocks: std::ops::Range<u64>,
+    ) -> anyhow::Result<u64> {
+        let mut sql = self.sql();
+        sql.push(&format!("DELETE FROM {INBOX_TABLE} WHERE ctid >= CAST("))
+            .param()
+            .push(" AS tid) AND ctid < CAST(")
+            .param()
+            // The cutoff as a one-time subquery: a cast of the text parameter in the filter
+            // itself would be parsed again for every row read (the cast is only STABLE).
+            .push(" AS tid) AND processed_at < (SELECT ")
+            .timestamp_param()
+            .push(")");
+        if consumer.is_some() {
+            sql.push(" AND consumer = ").param();
+        }
+        self.push_keep_exclusions(&mut sql, keep);
+        let text = sql.build();
+        let mut query = sqlx::query(&text)
+            .bind(format!("({},0)", blocks.start))
+            .bind(format!("({},0)", blocks.end))
+            .bind(self.timestamp_param(cutoff));
+        if let Some(consumer) = consumer {
+            query = query.bind(consumer);
+        }
+        let result = bind_keep_exclusions(query, keep)
+            .execute(connection)
+            .await
+            .with_context(|| {
+                format!(
+                    "could not delete the prunable rows in pages {} to {} of {INBOX_TABLE}",
+                    blocks.start,
+                    blocks.end - 1
+                )
+            })?;
+        Ok(result.rows_affected())
+    }
+
+    /// A connection of its own for prune's batches. On PostgreSQL its commits do not wait
+    /// for the WAL flush (`synchronous_commit = off`): a batch lost in a server crash only
+    /// leaves rows that the next run deletes, and the batches stop queueing behind the
+    /// consumers' own commits. It is closed, not pooled, when dropped.
+    pub async fn bulk_delete_connection(&self) -> anyhow::Result<PoolConnection<Any>> {
+        let mut connection = self.acquire().await?;
+        connection.close_on_drop();
+        if self.backend == Backend::Postgres {
+            connection
+                .execute("SET synchronous_commit = off")
+                .await
+                .context("could not set up the connection for deleting")?;
+        }
+        Ok(connection)
+    }
+
     /// `consumer = ? AND processed_at >= ? AND processed_at < ?`, then one exclusion per
-    /// protected partition. Rows without coordinates are never protected.
+    /// protected partition.
     fn push_prune_condition(&self, sql: &mut SqlBuilder, keep: &[KeepFrom]) {
-        let d = self.dialect;
         sql.push("consumer = ")
             .param()
             .push(" AND processed_at >= ")
             .timestamp_param()
             .push(" AND processed_at < ")
             .timestamp_param();
+        self.push_keep_exclusions(sql, keep);
+    }
+
+    /// One `AND NOT (…)` per protected partition. Rows without coordinates are never protected.
+    fn push_keep_exclusions(&self, sql: &mut SqlBuilder, keep: &[KeepFrom]) {
+        let d = self.dialect;
         for protected in keep {
             sql.push(" AND NOT (topic IS NOT NULL AND topic = ")
                 .param()
@@ -785,19 +921,11 @@ impl Store {
         cutoff: DateTime<Utc>,
         keep: &'q [KeepFrom],
     ) -> Q {
-        let mut query = query
+        let query = query
             .bind_str(consumer)
             .bind_str(from)
             .bind_string(self.timestamp_param(cutoff));
-        for protected in keep {
-            query = query
-                .bind_str(&protected.topic)
-                .bind_i64(i64::from(protected.partition));
-            if let Some(committed) = protected.committed {
-                query = query.bind_i64(committed);
-            }
-        }
-        query
+        bind_keep_exclusions(query, keep)
     }
 
     /// Rows of a consumer at one topic partition with `from <= offset < to` (no upper bound
@@ -965,6 +1093,27 @@ impl Store {
 
 /// A failure worth retrying the transaction for: a deadlock, a serialization failure, or a
 /// busy SQLite database.
+fn connect_timed_out(url: &DatabaseUrl, timeout: Duration) -> anyhow::Error {
+    anyhow!(
+        "could not connect to {} within {} (is it running and reachable? see --connect-timeout)",
+        url.endpoint,
+        humantime::format_duration(timeout)
+    )
+}
+
+/// Binds the parameters of `push_keep_exclusions`, in its order.
+fn bind_keep_exclusions<'q, Q: BindPrune<'q>>(mut query: Q, keep: &'q [KeepFrom]) -> Q {
+    for protected in keep {
+        query = query
+            .bind_str(&protected.topic)
+            .bind_i64(i64::from(protected.partition));
+        if let Some(committed) = protected.committed {
+            query = query.bind_i64(committed);
+        }
+    }
+    query
+}
+
 pub fn is_transient(error: &sqlx::Error) -> bool {
     let Some(database) = error.as_database_error() else {
         return matches!(error, sqlx::Error::PoolTimedOut);

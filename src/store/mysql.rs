@@ -26,6 +26,7 @@ pub static DIALECT: Dialect = Dialect {
     delete_batch: ("DELETE FROM processed_messages WHERE ", ""),
     // MariaDB 10.5+ returns the rows INSERT IGNORE inserted (MySQL 8 has no RETURNING).
     delete_returning: false,
+    heap_extent: None,
     begin_write: "BEGIN",
     insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
     migration_locking: MigrationLocking::SessionLock {

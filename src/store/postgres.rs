@@ -35,10 +35,15 @@ pub static DIALECT: Dialect = Dialect {
         "DELETE FROM processed_messages WHERE ctid = ANY(ARRAY(SELECT ctid FROM processed_messages WHERE ",
         "))",
     ),
-    // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     delete_returning: true,
+    heap_extent: Some(
+        "SELECT CAST(pg_relation_size(oid) / current_setting('block_size')::int AS bigint), \
+                CAST(reltuples AS bigint), CAST(relpages AS bigint) \
+         FROM pg_class WHERE oid = to_regclass('processed_messages')",
+    ),
     begin_write: "BEGIN",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
+    // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_lock(7597117852321281132)) AS l",
         unlock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_unlock(7597117852321281132)) AS l",

@@ -29,6 +29,7 @@ pub static DIALECT: Dialect = Dialect {
         ")",
     ),
     delete_returning: false,
+    heap_extent: None,
     begin_write: "BEGIN IMMEDIATE",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     migration_locking: MigrationLocking::ExclusiveTransaction {
