@@ -20,6 +20,13 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 fn config(brokers: &str) -> ClientConfig {
     let mut config = ClientConfig::new();
     config.set("bootstrap.servers", brokers);
+    // KAFKA_BENCH_PROPERTIES="key=value,key=value": librdkafka settings to compare with.
+    if let Ok(properties) = std::env::var("KAFKA_BENCH_PROPERTIES") {
+        for property in properties.split(',').filter(|p| !p.is_empty()) {
+            let (key, value) = property.split_once('=').expect("key=value");
+            config.set(key, value);
+        }
+    }
     config
 }
 

@@ -143,7 +143,17 @@ impl Kafka {
         for (key, value) in extra {
             config.set(*key, *value);
         }
+        // librdkafka waits this long before fetching again once its queue was full (1 s by
+        // default), even when the queue has long been drained: a reader that keeps up would
+        // sit idle most of the time. -X still decides.
+        if !self.has_property("fetch.queue.backoff.ms") {
+            config.set("fetch.queue.backoff.ms", "10");
+        }
         config.create().map_err(|error| self.client_error(error))
+    }
+
+    fn has_property(&self, key: &str) -> bool {
+        self.options.properties.iter().any(|(k, _)| k == key)
     }
 
     fn client_error(&self, error: KafkaError) -> anyhow::Error {
@@ -349,10 +359,13 @@ pub fn read_range<T>(
         .context("could not assign the partitions to read")?;
     let mut chunk = Vec::with_capacity(chunk_size);
     let mut last_progress = Instant::now();
+    let mut delivered = false;
     while !ends.is_empty() {
         match client.poll(Duration::from_millis(100)) {
             Some(Ok(message)) => {
-                last_progress = Instant::now();
+                // Timed only when a poll comes back empty: a clock read per message costs
+                // more than the rest of the loop.
+                delivered = true;
                 let partition = message.partition();
                 let Some(&end) = ends.get(&partition) else {
                     continue;
@@ -376,6 +389,9 @@ pub fn read_range<T>(
                 return Err(anyhow::Error::new(error).context(format!("could not read {topic}")))
             }
             None => {
+                if std::mem::take(&mut delivered) {
+                    last_progress = Instant::now();
+                }
                 // Nothing delivered: partitions whose position passed their end are done.
                 if let Ok(positions) = client.position() {
                     for element in positions.elements() {

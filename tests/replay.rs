@@ -543,6 +543,105 @@ async fn producer_duplicates_apply_once(backend: Backend) {
 // ---------------------------------------------------------------------------------------------
 // The live group is left alone
 
+/// On PostgreSQL a one-statement handler runs once per batch, as a temporary function over
+/// the batch's values. The messages must still apply in their order, with their types (here
+/// a NUMERIC, which goes as text and is cast by the server), each once; a handler of several
+/// statements keeps to one statement per message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_statement_handler_runs_per_batch_in_message_order_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    setup(&mut db).await;
+    db.exec(
+        "CREATE TABLE latest (account BIGINT PRIMARY KEY, last_event TEXT NOT NULL, \
+         events INT NOT NULL, total NUMERIC(12, 2) NOT NULL, history TEXT NOT NULL)",
+    )
+    .await;
+    let topic = topic(1).await;
+    let landed = produce(&topic, &deposits("ord", 1, 40)).await;
+    // Each message overwrites last_event and appends to history: any reordering or second
+    // application shows.
+    let handler = write(
+        &db,
+        "latest.sql",
+        "INSERT INTO latest (account, last_event, events, total, history) \
+         VALUES (:account, :event_id, 1, :amount, :event_id) \
+         ON CONFLICT (account) DO UPDATE SET last_event = EXCLUDED.last_event, \
+         events = latest.events + 1, total = latest.total + EXCLUDED.total, \
+         history = latest.history || ',' || EXCLUDED.history",
+    );
+    // Batches of 7: five full ones and a partial one.
+    let run = replay(
+        &db,
+        &topic,
+        "ordered",
+        &["--sql", &handler, "--batch-size", "7", "-v"],
+    )
+    .ok();
+    assert!(
+        run.stderr.contains("the handler runs once per batch"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(totals(&run.json()), (40, 40, 0, 0, 0));
+
+    let mut expected: BTreeMap<i64, (String, i32, String, Vec<String>)> = BTreeMap::new();
+    for l in &landed {
+        let account = l.event.payload["account"].as_i64().unwrap();
+        let amount = l.event.payload["amount"].as_i64().unwrap();
+        let id = l.event.id.clone().unwrap();
+        let entry = expected
+            .entry(account)
+            .or_insert((String::new(), 0, "0".into(), Vec::new()));
+        entry.0 = id.clone();
+        entry.1 += 1;
+        entry.2 = (entry.2.parse::<i64>().unwrap() + amount).to_string();
+        entry.3.push(id);
+    }
+    let expected: Vec<(i64, String, i32, String, String)> = expected
+        .into_iter()
+        .map(|(account, (last, events, total, history))| {
+            (
+                account,
+                last,
+                events,
+                format!("{total}.00"),
+                history.join(","),
+            )
+        })
+        .collect();
+    let pool = db.pool().await;
+    let read = || async {
+        sqlx::query_as::<_, (i64, String, i32, String, String)>(
+            "SELECT account, last_event, events, CAST(total AS TEXT), history FROM latest ORDER BY account",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(read().await, expected);
+
+    // Again: everything is in the inbox, nothing applies a second time.
+    let again = replay(
+        &db,
+        &topic,
+        "ordered",
+        &["--sql", &handler, "--batch-size", "7"],
+    )
+    .ok();
+    assert_eq!(totals(&again.json()), (40, 0, 40, 0, 0));
+    assert_eq!(read().await, expected);
+
+    // Two statements: pipelined one by one, same result for another consumer.
+    let two = write(&db, "deposit.sql", HANDLER);
+    let run = replay(&db, &topic, "two", &["--sql", &two, "-v"]).ok();
+    assert!(
+        run.stderr.contains("handler statements go out pipelined"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_leaves_the_groups_committed_offsets_alone() {
     let mut db = TestDb::new(Backend::Sqlite).await;

@@ -227,7 +227,11 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
         {
             match PgPipeline::connect(store.url.connect_url(), statements).await {
                 Ok(pipeline) => {
-                    output.debug("handler statements go out pipelined on a second connection");
+                    output.debug(if pipeline.is_set_based() {
+                        "the handler runs once per batch, as a temporary function over the batch's values, on a second connection"
+                    } else {
+                        "handler statements go out pipelined on a second connection"
+                    });
                     Some(pipeline)
                 }
                 Err(error) => {
@@ -270,10 +274,13 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Replayed>>(4);
     let reader = {
         // The handler, not the broker, sets the pace: a small prefetch queue (librdkafka's
-        // default is 64 MiB) keeps memory flat however long the range.
+        // default is 64 MiB) and small fetches keep memory flat however long the range. A
+        // fetch returns at least one whole record batch per partition however small the
+        // limits, so these bound memory without starving the handler.
         let client = kafka.reader(&[
-            ("queued.max.messages.kbytes", "4096"),
-            ("fetch.max.bytes", "4194304"),
+            ("queued.max.messages.kbytes", "1024"),
+            ("fetch.max.bytes", "1048576"),
+            ("max.partition.fetch.bytes", "262144"),
         ])?;
         let topic = args.topic.clone();
         let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);

@@ -135,6 +135,8 @@ fn convert(value: &Value, kind: Kind) -> Result<Param, String> {
 /// A handler statement prepared on the pipeline's connection.
 struct Prepared {
     statement: Statement,
+    /// The text prepared (after the casts for parameters sent as text).
+    sql: String,
     names: Vec<String>,
     kinds: Vec<Kind>,
 }
@@ -143,6 +145,9 @@ pub struct PgPipeline {
     client: Client,
     handler: Vec<Prepared>,
     insert: Statement,
+    /// The one-statement handler as a function applied to a whole batch in one statement,
+    /// when it could be set up (see [`set_based`]).
+    set_based: Option<Statement>,
 }
 
 /// Why a batch failed, and whether trying again may succeed (deadlock, serialization).
@@ -170,11 +175,21 @@ impl PgPipeline {
                  ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id",
             )
             .await?;
+        let set_based = match handler.as_slice() {
+            [only] => set_based(&client, only).await,
+            _ => None,
+        };
         Ok(PgPipeline {
             client,
             handler,
             insert,
+            set_based,
         })
+    }
+
+    /// Whether the handler runs once per batch (see [`set_based`]).
+    pub fn is_set_based(&self) -> bool {
+        self.set_based.is_some()
     }
 
     /// One transaction: the inbox rows (event id, partition, offset), then every handler
@@ -236,6 +251,22 @@ impl PgPipeline {
                 }
                 bound.push((index, prepared, params));
             }
+        }
+        if let (Some(call), [prepared]) = (&self.set_based, self.handler.as_slice()) {
+            // One column of values per parameter, one element per new message, in order.
+            let mut columns: Vec<Vec<Param>> = (0..prepared.kinds.len())
+                .map(|_| Vec::with_capacity(bound.len()))
+                .collect();
+            for (_, _, params) in bound {
+                for (column, param) in columns.iter_mut().zip(params) {
+                    column.push(param);
+                }
+            }
+            let refs: Vec<&(dyn ToSql + Sync)> =
+                columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
+            transaction.execute(call, &refs).await.map_err(fail)?;
+            transaction.commit().await.map_err(fail)?;
+            return Ok(new);
         }
         let executions = bound.iter().map(|(_, prepared, params)| {
             let refs: Vec<&(dyn ToSql + Sync)> =
@@ -318,6 +349,7 @@ async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Res
                 .map(|ty| Kind::of(ty).unwrap_or(Kind::Text))
                 .collect(),
             statement: first,
+            sql: statement.sql.clone(),
             names: statement.params.clone(),
         });
     }
@@ -344,8 +376,48 @@ async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Res
             .map(|ty| Kind::of(ty).unwrap_or(Kind::Text))
             .collect(),
         statement: statement_cast,
+        sql,
         names: statement.params.clone(),
     })
+}
+
+/// Sets a one-statement handler up to run once per batch instead of once per message: the
+/// statement becomes the body of a temporary SQL function taking its parameters, and one
+/// prepared statement calls it for every element of the parameters sent as arrays, in
+/// message order. A message then costs the server one function call instead of a protocol
+/// round of its own (Bind, Execute, Sync), which is most of the cost of a small statement.
+///
+/// `None`, keeping the pipelined statements, wherever that is not certain to mean the same:
+/// a parameter whose type is not a plain scalar (arrays would flatten), a body that does not
+/// make a function (a session without the right to create temporary objects, say).
+async fn set_based(client: &Client, prepared: &Prepared) -> Option<Statement> {
+    const QUOTE: &str = "$inboxctl_handler$";
+    let types = prepared.statement.params();
+    let scalar = |ty: &Type| Kind::of(ty).is_some() && *ty != Type::UNKNOWN;
+    let sql = &prepared.sql;
+    if types.is_empty() || !types.iter().all(scalar) || sql.contains(QUOTE) {
+        return None;
+    }
+    let names: Vec<&str> = types.iter().map(|ty| ty.name()).collect();
+    let create = format!(
+        "CREATE OR REPLACE FUNCTION pg_temp.inboxctl_handler({}) RETURNS void LANGUAGE sql AS {QUOTE}{sql}{QUOTE}",
+        names.join(", ")
+    );
+    client.batch_execute(&create).await.ok()?;
+    let columns: Vec<String> = (1..=types.len()).map(|n| format!("a{n}")).collect();
+    let arrays: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| format!("${}::{name}[]", index + 1))
+        .collect();
+    // ORDER BY the ordinality: the function, being volatile, is called after the sort, so
+    // the messages are applied in their order.
+    let call = format!(
+        "SELECT pg_temp.inboxctl_handler({columns}) FROM unnest({arrays}) WITH ORDINALITY AS t({columns}, n) ORDER BY n",
+        columns = columns.join(", "),
+        arrays = arrays.join(", "),
+    );
+    client.prepare(&call).await.ok()
 }
 
 /// Replaces `$n` outside quotes where it is not the start of a longer number.
