@@ -1,9 +1,7 @@
 //! Where a message's event id comes from. `compare --scan` and `replay` share this one
 //! extraction, so both agree on what "the same event" means.
 
-use std::collections::hash_map::DefaultHasher;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 
@@ -106,14 +104,10 @@ impl fmt::Display for EventIdSource {
     }
 }
 
-/// A 128-bit hash of an event id: sets of a topic's worth of ids stay small, and two ids
-/// colliding is as likely as a UUID collision.
+/// A 128-bit hash of an event id (XXH3): sets of a topic's worth of ids stay small, and two
+/// ids colliding is as likely as a UUID collision. Only ever kept in memory.
 pub fn id_hash(text: &str) -> u128 {
-    let mut first = DefaultHasher::new();
-    text.hash(&mut first);
-    let mut second = DefaultHasher::new();
-    (text, 0x5eed_u32).hash(&mut second);
-    (u128::from(first.finish()) << 64) | u128::from(second.finish())
+    xxhash_rust::xxh3::xxh3_128(text.as_bytes())
 }
 
 #[cfg(test)]

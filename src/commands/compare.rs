@@ -287,7 +287,8 @@ struct Scan {
 struct Scanned {
     partition: i32,
     offset: i64,
-    event_id: Option<String>,
+    /// The event id and its hash, taken on the reader's thread.
+    event_id: Option<(String, u128)>,
 }
 
 /// Reads every partition from log start to log end on a thread of its own while this task
@@ -331,39 +332,45 @@ async fn scan_topic(
                 |message| Scanned {
                     partition: message.partition(),
                     offset: message.offset(),
-                    event_id: source.extract(message),
+                    event_id: source.extract(message).map(|id| {
+                        let key = id_hash(&id);
+                        (id, key)
+                    }),
                 },
             )
         })
     };
 
     // A set of the inbox's ids turns a million lookups into one streamed read.
-    let loaded: Option<std::collections::HashSet<u128, HashIsKey>> =
-        if store.consumer_rows(consumer).await? <= load_limit() {
-            let mut ids = std::collections::HashSet::with_hasher(HashIsKey);
-            let mut add = |id: &str| {
-                ids.insert(id_hash(id));
-            };
-            // PostgreSQL: a binary-protocol stream that borrows each id from its row.
-            let fast = match store.backend {
-                Backend::Postgres => pg_pipeline::connect_client(store.url.connect_url())
-                    .await
-                    .ok(),
-                _ => None,
-            };
-            match fast {
-                Some(client) => pg_pipeline::for_each_event_id(&client, consumer, &mut add).await?,
-                None => store.for_each_event_id(consumer, &mut add).await?,
-            }
-            output.debug(format!(
-                "loaded {} inbox ids in {:.2}s",
-                ids.len(),
-                started.elapsed().as_secs_f64()
-            ));
-            Some(ids)
-        } else {
-            None
+    let inbox_rows = store.consumer_rows(consumer).await?;
+    let loaded: Option<std::collections::HashSet<u128, HashIsKey>> = if inbox_rows <= load_limit() {
+        let mut ids = std::collections::HashSet::with_capacity_and_hasher(
+            inbox_rows.max(0) as usize,
+            HashIsKey,
+        );
+        let mut add = |id: &str| {
+            ids.insert(id_hash(id));
         };
+        // PostgreSQL: a binary-protocol stream that borrows each id from its row.
+        let fast = match store.backend {
+            Backend::Postgres => pg_pipeline::connect_client(store.url.connect_url())
+                .await
+                .ok(),
+            _ => None,
+        };
+        match fast {
+            Some(client) => pg_pipeline::for_each_event_id(&client, consumer, &mut add).await?,
+            None => store.for_each_event_id(consumer, &mut add).await?,
+        }
+        output.debug(format!(
+            "loaded {} inbox ids in {:.2}s",
+            ids.len(),
+            started.elapsed().as_secs_f64()
+        ));
+        Some(ids)
+    } else {
+        None
+    };
     let mut scan = Scan {
         partitions: BTreeMap::new(),
         duplicates: Vec::new(),
@@ -378,18 +385,21 @@ async fn scan_topic(
         let processed = match &loaded {
             Some(_) => Default::default(),
             None => {
-                let ids: Vec<&str> = chunk.iter().filter_map(|m| m.event_id.as_deref()).collect();
+                let ids: Vec<&str> = chunk
+                    .iter()
+                    .filter_map(|m| m.event_id.as_ref().map(|(id, _)| id.as_str()))
+                    .collect();
                 store.processed_ids(consumer, &ids).await?
             }
         };
         for message in &chunk {
             scan.messages += 1;
             let partition = scan.partitions.entry(message.partition).or_default();
-            let Some(event_id) = &message.event_id else {
+            let Some((event_id, key)) = &message.event_id else {
                 partition.missing_event_id += 1;
                 continue;
             };
-            let key = id_hash(event_id);
+            let key = *key;
             match first_seen.get(&key) {
                 Some(first) => duplicates
                     .entry(event_id.clone())
