@@ -611,46 +611,33 @@ async fn prune_auto_takes_page_ranges_for_a_large_share() {
 /// Page ranges exist on PostgreSQL only, and cannot stop at a row count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_blocks_is_refused_where_it_cannot_work() {
-    for backend in [Backend::Sqlite, Backend::Mysql] {
+    let cases: [(Backend, &[&str], &str); 3] = [
+        (Backend::Sqlite, &[], "--strategy blocks needs PostgreSQL"),
+        (Backend::Mysql, &[], "--strategy blocks needs PostgreSQL"),
+        (
+            Backend::Postgres,
+            &["--max-rows", "2"],
+            "cannot stop at --max-rows",
+        ),
+    ];
+    for (backend, extra, expected) in cases {
         let mut db = TestDb::new(backend).await;
         seed_for_prune(&mut db).await;
-        let run = db
-            .run(&[
-                "prune",
-                "--older-than",
-                "1d",
-                "--strategy",
-                "blocks",
-                "--yes",
-            ])
-            .code(2);
-        assert!(
-            run.stderr.contains("--strategy blocks needs PostgreSQL"),
-            "{}",
-            run.stderr
-        );
-        assert_eq!(db.count("processed_messages").await, 13);
-    }
-    let mut db = TestDb::new(Backend::Postgres).await;
-    seed_for_prune(&mut db).await;
-    let run = db
-        .run(&[
+        let mut args = vec![
             "prune",
             "--older-than",
             "1d",
             "--strategy",
             "blocks",
-            "--max-rows",
-            "2",
             "--yes",
-        ])
-        .code(2);
-    assert!(
-        run.stderr.contains("cannot stop at --max-rows"),
-        "{}",
-        run.stderr
-    );
-    assert_eq!(db.count("processed_messages").await, 13);
+        ];
+        args.extend_from_slice(extra);
+        let run = db.run(&args).code(2);
+        assert!(run.stderr.contains(expected), "{backend:?}: {}", run.stderr);
+        assert_eq!(db.count("processed_messages").await, 13);
+    }
+    let mut db = TestDb::new(Backend::Postgres).await;
+    seed_for_prune(&mut db).await;
     // auto falls back to the index for --max-rows, even on an analysed table.
     db.exec("ANALYZE processed_messages").await;
     let json = db
