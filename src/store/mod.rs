@@ -224,13 +224,19 @@ impl DatabaseUrl {
         if let Some(password) = parsed.password() {
             register_secret(password);
         }
-        let host = parsed.host_str().unwrap_or("localhost").to_string();
+        // An IPv6 address without its URL brackets, as a socket address wants it.
+        let host = match parsed.host() {
+            Some(url::Host::Ipv6(address)) => address.to_string(),
+            Some(host) => host.to_string(),
+            None => "localhost".to_string(),
+        };
         let port = parsed.port().unwrap_or(match backend {
             Backend::Postgres => 5432,
             _ => 3306,
         });
         let endpoint = format!(
-            "{backend} server {host}:{port} (database '{}', user '{}')",
+            "{backend} server {}:{port} (database '{}', user '{}')",
+            parsed.host_str().unwrap_or("localhost"),
             parsed.path().trim_start_matches('/'),
             parsed.username(),
         );
@@ -1173,6 +1179,27 @@ mod tests {
         );
         assert_eq!(redact_url("mysql://a:b@c@host/db"), "mysql://a:***@host/db");
         assert_eq!(redact_url("not a url://x:y@z"), "not a url://***@z");
+    }
+
+    #[test]
+    fn servers_are_probed_over_tcp_unless_reached_by_socket() {
+        let tcp = |text: &str| DatabaseUrl::parse(text).unwrap().tcp_address;
+        assert_eq!(
+            tcp("postgres://u:p@db.example:6432/x"),
+            Some(("db.example".to_string(), 6432))
+        );
+        assert_eq!(tcp("postgres://[::1]/x"), Some(("::1".to_string(), 5432)));
+        assert_eq!(
+            tcp("mysql://root@127.0.0.1/x"),
+            Some(("127.0.0.1".to_string(), 3306))
+        );
+        assert_eq!(tcp("postgres:///x?host=/var/run/postgresql"), None);
+        assert_eq!(tcp("postgres://%2Fvar%2Frun%2Fpostgresql/x"), None);
+        assert_eq!(
+            tcp("mysql://root@localhost/x?socket=/run/mysqld/mysqld.sock"),
+            None
+        );
+        assert_eq!(tcp("sqlite://inbox.db"), None);
     }
 
     #[test]
