@@ -543,6 +543,65 @@ async fn producer_duplicates_apply_once(backend: Backend) {
 // ---------------------------------------------------------------------------------------------
 // The live group is left alone
 
+/// Where the session may not create temporary objects, the handler cannot become a function:
+/// replay then sends its statements pipelined, with the same result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_temporary_objects_the_handler_goes_statement_by_statement_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    setup(&mut db).await;
+    let role = unique("inboxctl_notemp").replace('-', "_");
+    let mut url = url::Url::parse(&db.url).unwrap();
+    let database = url.path().trim_start_matches('/').to_string();
+    db.exec(&format!("CREATE ROLE {role} LOGIN")).await;
+    db.exec(&format!(
+        "REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC"
+    ))
+    .await;
+    db.exec(&format!(
+        "GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"
+    ))
+    .await;
+    url.set_username(&role).unwrap();
+
+    let topic = topic(2).await;
+    let landed = produce(&topic, &deposits("notemp", 2, 15)).await;
+    let handler = write(
+        &db,
+        "balance.sql",
+        "UPDATE accounts SET balance = balance + :amount WHERE id = :account",
+    );
+    let mut command = db.cmd();
+    command
+        .env("DATABASE_URL", url.as_str())
+        .env("KAFKA_BROKERS", &broker().address)
+        .args([
+            "replay",
+            "--topic",
+            &topic,
+            "--from",
+            "earliest",
+            "--consumer",
+            "notemp",
+            "--sql",
+            &handler,
+            "--format",
+            "json",
+            "-v",
+        ])
+        .timeout(RUN_LIMIT);
+    let run = Run::from(command.output().unwrap()).ok();
+    assert!(
+        run.stderr.contains("handler statements go out pipelined"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(totals(&run.json()), (30, 30, 0, 0, 0));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+
+    db.exec(&format!("DROP OWNED BY {role}")).await;
+    db.exec(&format!("DROP ROLE {role}")).await;
+}
+
 /// On PostgreSQL a one-statement handler runs once per batch, as a temporary function over
 /// the batch's values. The messages must still apply in their order, with their types (here
 /// a NUMERIC, which goes as text and is cast by the server), each once; a handler of several
