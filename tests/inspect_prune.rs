@@ -608,6 +608,61 @@ async fn prune_auto_takes_page_ranges_for_a_large_share() {
     }
 }
 
+/// An inbox partitioned by the application has no pages of its own: page ranges are refused
+/// there, and `auto` deletes through the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_inbox_is_pruned_through_the_index() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer TEXT NOT NULL, event_id TEXT NOT NULL, \
+         processed_at TIMESTAMPTZ NOT NULL DEFAULT now(), topic TEXT, \"partition\" INT, \
+         \"offset\" BIGINT, PRIMARY KEY (consumer, event_id, processed_at)) \
+         PARTITION BY RANGE (processed_at)",
+    )
+    .await;
+    db.exec(
+        "CREATE TABLE processed_old PARTITION OF processed_messages \
+         FOR VALUES FROM (MINVALUE) TO (now() - interval '10 days')",
+    )
+    .await;
+    db.exec(
+        "CREATE TABLE processed_new PARTITION OF processed_messages \
+         FOR VALUES FROM (now() - interval '10 days') TO (MAXVALUE)",
+    )
+    .await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT 'c', 'e' || i, now() - make_interval(days => i) FROM generate_series(1, 40) AS i",
+    )
+    .await;
+    db.exec("ANALYZE processed_messages").await;
+
+    let refused = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--strategy",
+            "blocks",
+            "--yes",
+        ])
+        .code(2);
+    assert!(
+        refused.stderr.contains("in a plain table"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(db.count("processed_messages").await, 40);
+    let json = db
+        .run(&["prune", "--older-than", "30d", "--yes", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(json["strategy"], "index");
+    // Days 30 to 40: day 30's row was stamped a moment before prune took its cutoff.
+    assert_eq!(json["rows_deleted"], 11);
+    assert_eq!(db.count("processed_messages").await, 29);
+}
+
 /// Page ranges exist on PostgreSQL only, and cannot stop at a row count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_blocks_is_refused_where_it_cannot_work() {

@@ -105,7 +105,8 @@ pub struct Dialect {
     /// where the next one starts, and no separate query is needed.
     pub delete_returning: bool,
     /// The inbox heap's size in pages, the planner's row estimate and its page count, where
-    /// the backend can delete by physical block range (PostgreSQL's TID range scan).
+    /// the backend can delete by physical block range (PostgreSQL's TID range scan); no row
+    /// when the inbox is not a plain table.
     pub heap_extent: Option<&'static str>,
     pub migration_locking: MigrationLocking,
     /// Creates the bookkeeping table if it is missing.
@@ -809,15 +810,19 @@ impl Store {
     }
 
     /// The heap's extent for a block-range prune; `None` where the backend has no block
-    /// addressing.
+    /// addressing, or the inbox is not a plain table.
     pub async fn heap_extent(&self) -> anyhow::Result<Option<HeapExtent>> {
         let Some(sql) = self.dialect.heap_extent else {
             return Ok(None);
         };
-        let (pages, reltuples, relpages): (i64, i64, i64) = sqlx::query_as(sql)
-            .fetch_one(&self.pool)
+        // No row for a partitioned table (or a view): its rows are in other relations.
+        let Some((pages, reltuples, relpages)): Option<(i64, i64, i64)> = sqlx::query_as(sql)
+            .fetch_optional(&self.pool)
             .await
-            .context("could not read the size of the inbox table")?;
+            .context("could not read the size of the inbox table")?
+        else {
+            return Ok(None);
+        };
         // reltuples is -1 before the first ANALYZE: nothing is known about the row count.
         let analysed = reltuples >= 0;
         Ok(Some(HeapExtent {

@@ -39,7 +39,7 @@ pub static DIALECT: Dialect = Dialect {
     heap_extent: Some(
         "SELECT CAST(pg_relation_size(oid) / current_setting('block_size')::int AS bigint), \
                 CAST(reltuples AS bigint), CAST(relpages AS bigint) \
-         FROM pg_class WHERE oid = to_regclass('processed_messages')",
+         FROM pg_class WHERE oid = to_regclass('processed_messages') AND relkind = 'r'",
     ),
     begin_write: "BEGIN",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
