@@ -25,6 +25,11 @@ const HANDLER: &str = "-- one deposit\n\
     INSERT INTO ledger (event_id, account, amount) VALUES (:event_id, :account, :amount);\n\
     UPDATE accounts SET balance = balance + :amount WHERE id = :account;\n";
 
+/// HANDLER's two effects in one PostgreSQL statement (a data-modifying CTE).
+const ONE_STATEMENT_HANDLER: &str = "WITH line AS (\n\
+    INSERT INTO ledger (event_id, account, amount) VALUES (:event_id, :account, :amount))\n\
+    UPDATE accounts SET balance = balance + :amount WHERE id = :account;\n";
+
 const ACCOUNTS: [i64; 4] = [1, 2, 3, 4];
 
 // ---------------------------------------------------------------------------------------------
@@ -759,7 +764,7 @@ async fn replay_leaves_the_groups_committed_offsets_alone() {
 /// a random delay, or once the inbox has grown by a random number of rows), now and then
 /// stopped with Ctrl-C instead, re-running until a run completes; then every event is
 /// applied exactly once.
-async fn killed_replays_converge(backend: Backend, kills: usize) {
+async fn killed_replays_converge(backend: Backend, kills: usize, handler_sql: &str) {
     let mut db = TestDb::new(backend).await;
     setup(&mut db).await;
     let topic = topic(4).await;
@@ -775,8 +780,11 @@ async fn killed_replays_converge(backend: Backend, kills: usize) {
     let landed = produce(&topic, &events).await;
     let total = distinct_ids(&landed).len() as i64;
     assert_eq!(total, 2000);
-    let handler = write(&db, "deposit.sql", HANDLER);
-    let mut rng = Rng::new(&format!("killed_replays_converge({backend:?})"));
+    let handler = write(&db, "deposit.sql", handler_sql);
+    let mut rng = Rng::new(&format!(
+        "killed_replays_converge({backend:?}, {})",
+        handler_sql.len()
+    ));
     let mut killed = 0;
     let mut interrupted = 0;
     let mut runs = 0;
@@ -903,27 +911,40 @@ async fn killed_replays_converge(backend: Backend, kills: usize) {
     for (id, _, partition, offset) in &rows {
         assert!(places[id].contains(&(*partition as i32, *offset)), "{id}");
     }
-    // And one more run finds nothing left to do.
-    let json = replay(&db, &topic, "billing", &["--sql", &handler])
-        .ok()
-        .json();
-    assert_eq!(totals(&json), (2003, 0, 2003, 0, 0));
+    // And one more run finds nothing left to do, on the path the runs above took.
+    let last = replay(&db, &topic, "billing", &["--sql", &handler, "-v"]).ok();
+    assert_eq!(totals(&last.json()), (2003, 0, 2003, 0, 0));
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    if backend == Backend::Postgres {
+        let path = if handler_sql == ONE_STATEMENT_HANDLER {
+            "the handler runs once per batch"
+        } else {
+            "handler statements go out pipelined"
+        };
+        assert!(last.stderr.contains(path), "{}", last.stderr);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_replays_converge_on_sqlite() {
-    killed_replays_converge(Backend::Sqlite, 12).await;
+    killed_replays_converge(Backend::Sqlite, 12, HANDLER).await;
+}
+
+/// PostgreSQL both ways: the two statements pipelined, and the same effects as one statement,
+/// which runs once per batch as a function.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_replays_converge_on_postgres() {
+    killed_replays_converge(Backend::Postgres, 6, HANDLER).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_replays_converge_on_postgres() {
-    killed_replays_converge(Backend::Postgres, 12).await;
+async fn killed_replays_converge_on_postgres_with_a_one_statement_handler() {
+    killed_replays_converge(Backend::Postgres, 6, ONE_STATEMENT_HANDLER).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_replays_converge_on_mysql() {
-    killed_replays_converge(Backend::Mysql, 6).await;
+    killed_replays_converge(Backend::Mysql, 6, HANDLER).await;
 }
 
 // ---------------------------------------------------------------------------------------------
