@@ -49,9 +49,28 @@ pub(crate) async fn connect(
     create: CreateMode,
     output: &Output,
 ) -> anyhow::Result<Store> {
+    connect_pooled(options, create, output, 4).await
+}
+
+/// [`connect`] for a command that runs one query at a time and never holds a connection
+/// while it asks for another: one connection serves it all.
+pub(crate) async fn connect_sequential(
+    options: &DatabaseOpts,
+    create: CreateMode,
+    output: &Output,
+) -> anyhow::Result<Store> {
+    connect_pooled(options, create, output, 1).await
+}
+
+async fn connect_pooled(
+    options: &DatabaseOpts,
+    create: CreateMode,
+    output: &Output,
+    max_connections: u32,
+) -> anyhow::Result<Store> {
     let url = DatabaseUrl::parse(&options.database_url)?;
     output.debug(format!("connecting to {} ({})", url.endpoint, url.redacted));
-    Store::connect(&url, options.connect_timeout, create).await
+    Store::connect_with(&url, options.connect_timeout, create, max_connections).await
 }
 
 /// A flag that Ctrl-C sets, for commands that stop between two batches instead of dying in

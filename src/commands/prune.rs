@@ -70,7 +70,9 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
              use --strategy index (oldest rows first) with --max-rows",
         ));
     }
-    let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
+    // One connection: prune's queries follow one another, and its batches hold the one
+    // connection they run on until the end.
+    let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
     store.require_inbox().await?;
     let extent = store.heap_extent().await?;
     if args.strategy == PruneStrategy::Blocks && extent.is_none() {

@@ -422,6 +422,19 @@ impl Store {
         timeout: Duration,
         create: CreateMode,
     ) -> anyhow::Result<Store> {
+        Store::connect_with(url, timeout, create, 4).await
+    }
+
+    /// [`Store::connect`] with a pool of at most `max_connections`. One suits a command whose
+    /// queries never overlap: sqlx returns a connection to the pool only after a ping, so
+    /// with room for more the next query opens a new connection (a TLS handshake) instead
+    /// of waiting that round trip.
+    pub async fn connect_with(
+        url: &DatabaseUrl,
+        timeout: Duration,
+        create: CreateMode,
+        max_connections: u32,
+    ) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();
         let dialect = url.backend.dialect();
         let mut connect = url.connect.clone();
@@ -467,7 +480,7 @@ impl Store {
         }
         let setup = dialect.session_setup;
         let pool = AnyPoolOptions::new()
-            .max_connections(4)
+            .max_connections(max_connections.max(1))
             .acquire_timeout(timeout)
             .after_connect(move |connection, _| {
                 Box::pin(async move {
