@@ -20,7 +20,7 @@ const AGE_LABELS: [(&str, &str); 5] = [
 ];
 
 pub async fn run(args: InspectArgs, output: Output) -> anyhow::Result<ExitStatus> {
-    let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
+    let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
     let result = match &args.event_id {
         Some(event_id) => lookup(&store, event_id, args.consumer.as_deref(), &output).await,
         None => summary(&store, &args, &output).await,

@@ -468,7 +468,7 @@ async fn inbox_positions(
     output: &Output,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
     let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
-    let store = super::connect(&args.database, CreateMode::MustExist, output).await?;
+    let store = super::connect_sequential(&args.database, CreateMode::MustExist, output).await?;
     store.require_inbox().await?;
     let stats = store.partition_stats(Some(&consumer)).await?;
     store.close().await;
