@@ -11,7 +11,7 @@ pub mod replay;
 use crate::cli::{Cli, Command, DatabaseOpts, Format};
 use crate::exit::ExitStatus;
 use crate::output::Output;
-use crate::store::{CreateMode, DatabaseUrl, Store};
+use crate::store::{CreateMode, DatabaseUrl, Store, POOL_CONNECTIONS};
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let output = Output::new(&cli.global);
@@ -49,7 +49,7 @@ pub(crate) async fn connect(
     create: CreateMode,
     output: &Output,
 ) -> anyhow::Result<Store> {
-    connect_pooled(options, create, output, 4).await
+    connect_pooled(options, create, output, POOL_CONNECTIONS).await
 }
 
 /// [`connect`] for a command that runs one query at a time and never holds a connection

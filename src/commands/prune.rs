@@ -74,7 +74,10 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     // connection they run on until the end.
     let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
     store.require_inbox().await?;
-    let extent = store.heap_extent().await?;
+    let extent = match args.strategy {
+        PruneStrategy::Index => None,
+        _ => store.heap_extent().await?,
+    };
     if args.strategy == PruneStrategy::Blocks && extent.is_none() {
         return Err(usage(format!(
             "--strategy blocks needs PostgreSQL's physical row addresses in a plain table; \
@@ -266,14 +269,12 @@ struct Deleting<'a> {
 }
 
 impl Deleting<'_> {
-    /// `--pause`, between one batch and the next.
-    async fn pause(&self) {
-        if !self.pause.is_zero() {
+    /// Before each batch: `--pause` after the one before, then whether Ctrl-C asked to stop
+    /// (which the report records).
+    async fn stop_before_batch(&self, report: &mut PruneReport) -> bool {
+        if report.batches > 0 && !self.pause.is_zero() {
             tokio::time::sleep(self.pause).await;
         }
-    }
-
-    fn stop_requested(&self, report: &mut PruneReport) -> bool {
         if self.stop.load(Ordering::SeqCst) {
             report.interrupted = true;
         }
@@ -308,10 +309,7 @@ impl Deleting<'_> {
             let keep = std::mem::take(&mut report.consumers[index].keep);
             let mut from = EARLIEST_TIMESTAMP.to_string();
             while remaining > 0 {
-                if report.batches > 0 {
-                    self.pause().await;
-                }
-                if self.stop_requested(report) {
+                if self.stop_before_batch(report).await {
                     return Ok(());
                 }
                 let limit = self.batch_size.min(remaining);
@@ -382,10 +380,7 @@ impl Deleting<'_> {
         let mut connection = self.store.bulk_delete_connection().await?;
         let mut block = 0;
         while block < extent.pages {
-            if report.batches > 0 {
-                self.pause().await;
-            }
-            if self.stop_requested(report) {
+            if self.stop_before_batch(report).await {
                 return Ok(());
             }
             let end = (block + pages).min(extent.pages);

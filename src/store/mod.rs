@@ -402,6 +402,10 @@ pub const AGE_BUCKETS: [(&str, i64); 4] = [
     ("30d", 30 * 86_400),
 ];
 
+/// Connections a store's pool may open unless a command asks for fewer (compare, for one,
+/// runs queries side by side).
+pub const POOL_CONNECTIONS: u32 = 4;
+
 pub struct Store {
     pub backend: Backend,
     pub dialect: &'static Dialect,
@@ -422,7 +426,7 @@ impl Store {
         timeout: Duration,
         create: CreateMode,
     ) -> anyhow::Result<Store> {
-        Store::connect_with(url, timeout, create, 4).await
+        Store::connect_with(url, timeout, create, POOL_CONNECTIONS).await
     }
 
     /// [`Store::connect`] with a pool of at most `max_connections`. One suits a command whose
@@ -457,26 +461,24 @@ impl Store {
         // timeout and then hide the cause. A plain TCP connect costs no TLS handshake.
         let unreachable =
             |error: anyhow::Error| error.context(format!("could not connect to {}", url.endpoint));
-        match &url.tcp_address {
-            Some((host, port)) => {
-                match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), *port)))
-                    .await
-                {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(error)) => return Err(unreachable(error.into())),
-                    Err(_) => return Err(connect_timed_out(url, timeout)),
+        let probe = async {
+            match &url.tcp_address {
+                Some((host, port)) => {
+                    TcpStream::connect((host.as_str(), *port)).await?;
                 }
-            }
-            None if url.backend != Backend::Sqlite => {
-                match tokio::time::timeout(timeout, AnyConnection::connect_with(&options)).await {
-                    Ok(Ok(connection)) => {
-                        let _ = connection.close().await;
-                    }
-                    Ok(Err(error)) => return Err(unreachable(error.into())),
-                    Err(_) => return Err(connect_timed_out(url, timeout)),
+                // A socket: a whole connection is the only probe there is.
+                None if url.backend != Backend::Sqlite => {
+                    let connection = AnyConnection::connect_with(&options).await?;
+                    let _ = connection.close().await;
                 }
+                None => {}
             }
-            None => {}
+            anyhow::Ok(())
+        };
+        match tokio::time::timeout(timeout, probe).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Err(unreachable(error)),
+            Err(_) => return Err(connect_timed_out(url, timeout)),
         }
         let setup = dialect.session_setup;
         let pool = AnyPoolOptions::new()
