@@ -722,3 +722,38 @@ each_backend!(
     prune_interrupted_reports_what_it_deleted,
     commands_on_a_missing_table_say_what_to_do,
 );
+
+/// compare --scan loads a PostgreSQL inbox as one array per 50,000 ids of the primary key,
+/// each chunk starting after the last id of the one before. 120,003 ids (three chunks and a
+/// partial one, with a second consumer's rows in between) come back exactly once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbox_ids_load_in_key_chunks_exactly_once() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id) \
+         SELECT c, 'evt-' || n || CASE WHEN n % 7 = 0 THEN ' ü' ELSE '' END \
+         FROM generate_series(1, 120003) AS n, (VALUES ('billing'), ('shipping')) AS c(c)",
+    )
+    .await;
+    let client = std::sync::Arc::new(
+        inboxctl::store::pg_pipeline::connect_client(&db.url)
+            .await
+            .unwrap(),
+    );
+    let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    inboxctl::store::pg_pipeline::for_each_event_id(&client, "billing", |id| {
+        *seen.entry(id.to_string()).or_default() += 1;
+    })
+    .await
+    .unwrap();
+    assert_eq!(seen.len(), 120_003);
+    assert!(seen.values().all(|&times| times == 1));
+    assert_eq!(seen.get("evt-7 ü"), Some(&1));
+    assert_eq!(seen.get("evt-120003"), Some(&1));
+    let mut none = 0;
+    inboxctl::store::pg_pipeline::for_each_event_id(&client, "nobody", |_| none += 1)
+        .await
+        .unwrap();
+    assert_eq!(none, 0);
+}

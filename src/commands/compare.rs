@@ -17,7 +17,6 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use rdkafka::Message;
 use serde::Serialize;
-use tokio::task::block_in_place;
 
 use crate::cli::{CompareArgs, Format};
 use crate::commands::offsets::{group_offsets, PartitionOffsets};
@@ -26,7 +25,7 @@ use crate::exit::ExitStatus;
 use crate::kafka::{read_range, Kafka};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline;
-use crate::store::{Backend, CreateMode, Store, INBOX_TABLE};
+use crate::store::{Backend, CreateMode, HeapExtent, Store, INBOX_TABLE};
 
 /// Messages read per inbox lookup during a scan.
 const SCAN_CHUNK: usize = 1000;
@@ -94,8 +93,12 @@ pub struct Comparison {
 pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let kafka = Kafka::new(&args.kafka);
     let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
-    let (state, offsets) =
-        block_in_place(|| group_offsets(&kafka, &args.group, std::slice::from_ref(&args.topic)))?;
+    // The group's offsets come from Kafka and the inbox from the database: both at once.
+    let group = {
+        let kafka = Kafka::new(&args.kafka);
+        let (group, topic) = (args.group.clone(), args.topic.clone());
+        tokio::task::spawn_blocking(move || group_offsets(&kafka, &group, &[topic]))
+    };
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     if !store.table_exists(INBOX_TABLE).await? {
         bail!(
@@ -110,6 +113,27 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         );
     }
     let started = Instant::now();
+    let loading = async {
+        if args.scan {
+            load_inbox_ids(&store, &consumer, &output).await
+        } else {
+            Ok(None)
+        }
+    };
+    // The topic's reader starts as soon as the offsets are known, while the ids still load.
+    let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+    let reading = async {
+        let (state, offsets) = group
+            .await
+            .context("reading the group's offsets stopped unexpectedly")??;
+        let reader = if args.scan {
+            Some(start_reader(&kafka, &args.topic, &offsets, &source)?)
+        } else {
+            None
+        };
+        Ok::<_, anyhow::Error>((state, offsets, reader))
+    };
+    let (inbox_ids, (state, offsets, reader)) = tokio::try_join!(loading, reading)?;
     // The inbox's per-partition figures and the topic scan run side by side.
     let by_offsets = async {
         let mut partitions = Vec::new();
@@ -129,21 +153,12 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         Ok::<_, anyhow::Error>(partitions)
     };
     let scanning = async {
-        if !args.scan {
-            return Ok(None);
+        match reader {
+            Some(reader) => classify(reader, inbox_ids, &store, &consumer, &offsets, &output)
+                .await
+                .map(Some),
+            None => Ok(None),
         }
-        let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
-        scan_topic(
-            &kafka,
-            &store,
-            &consumer,
-            &args.topic,
-            &offsets,
-            &source,
-            &output,
-        )
-        .await
-        .map(Some)
     };
     let (mut partitions, scan) = tokio::try_join!(by_offsets, scanning)?;
     let mut duplicates = Vec::new();
@@ -291,106 +306,146 @@ struct Scanned {
     event_id: Option<(String, u128)>,
 }
 
-/// Reads every partition from log start to log end on a thread of its own while this task
-/// looks the event ids up in the inbox, a chunk at a time.
-async fn scan_topic(
+/// What the scan knows of one event id, under its hash: whether the inbox holds it, and
+/// where the topic first had it (`partition` is [`NOT_SEEN`] until then). One map for both,
+/// so a message costs one probe of it.
+#[derive(Clone, Copy)]
+struct IdState {
+    offset: i64,
+    partition: i32,
+    in_inbox: bool,
+}
+
+const NOT_SEEN: i32 = -1;
+
+type IdMap = HashMap<u128, IdState, HashIsKey>;
+
+/// The topic reader's thread and the channel its chunks come through.
+struct Reader {
+    thread: tokio::task::JoinHandle<anyhow::Result<()>>,
+    chunks: tokio::sync::mpsc::Receiver<Vec<Scanned>>,
+    total: i64,
+}
+
+/// Starts reading every partition from log start to log end on a thread of its own. Up to
+/// READ_AHEAD chunks wait in the channel, so reading overlaps loading the inbox's ids, with
+/// memory still bounded.
+fn start_reader(
     kafka: &Kafka,
-    store: &Store,
-    consumer: &str,
     topic: &str,
     offsets: &[PartitionOffsets],
     source: &EventIdSource,
+) -> anyhow::Result<Reader> {
+    let (sender, chunks) = tokio::sync::mpsc::channel::<Vec<Scanned>>(READ_AHEAD);
+    let client = kafka.reader(&[])?;
+    let ranges: Vec<(i32, i64, i64)> = offsets
+        .iter()
+        .map(|p| (p.partition, p.log_start, p.log_end))
+        .collect();
+    let topic = topic.to_string();
+    let source = source.clone();
+    let idle_limit = kafka.timeout();
+    let thread = tokio::task::spawn_blocking(move || {
+        read_range(
+            &client,
+            &topic,
+            &ranges,
+            idle_limit,
+            SCAN_CHUNK,
+            &sender,
+            |message| Scanned {
+                partition: message.partition(),
+                offset: message.offset(),
+                event_id: source.extract(message).map(|id| {
+                    let key = id_hash(&id);
+                    (id, key)
+                }),
+            },
+        )
+    });
+    Ok(Reader {
+        thread,
+        chunks,
+        total: offsets.iter().map(|p| p.log_end - p.log_start).sum(),
+    })
+}
+
+/// The consumer's event ids as a map of hashes, or `None` when there are too many to hold
+/// (the scan then asks the database about every chunk).
+async fn load_inbox_ids(
+    store: &Store,
+    consumer: &str,
+    output: &Output,
+) -> anyhow::Result<Option<IdMap>> {
+    let started = Instant::now();
+    if !fits_in_memory(store, consumer).await? {
+        return Ok(None);
+    }
+    let mut ids = IdMap::with_hasher(HashIsKey);
+    let mut add = |id: &str| {
+        ids.insert(
+            id_hash(id),
+            IdState {
+                offset: 0,
+                partition: NOT_SEEN,
+                in_inbox: true,
+            },
+        );
+    };
+    // PostgreSQL: a connection of its own, reading the ids as arrays.
+    let fast = match store.backend {
+        Backend::Postgres => pg_pipeline::connect_client(store.url.connect_url())
+            .await
+            .ok(),
+        _ => None,
+    };
+    match fast {
+        Some(client) => {
+            pg_pipeline::for_each_event_id(&std::sync::Arc::new(client), consumer, &mut add).await?
+        }
+        None => store.for_each_event_id(consumer, &mut add).await?,
+    }
+    output.debug(format!(
+        "loaded {} inbox ids in {:.2}s",
+        ids.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(Some(ids))
+}
+
+/// Sorts every message the reader delivers into lost, pending redelivery and duplicates.
+async fn classify(
+    mut reader: Reader,
+    inbox_ids: Option<IdMap>,
+    store: &Store,
+    consumer: &str,
+    offsets: &[PartitionOffsets],
     output: &Output,
 ) -> anyhow::Result<Scan> {
     let started = Instant::now();
-    let total: i64 = offsets.iter().map(|p| p.log_end - p.log_start).sum();
-    let progress = output.progress(total.max(0) as u64, "messages");
+    let progress = output.progress(reader.total.max(0) as u64, "messages");
     let committed: HashMap<i32, i64> = offsets
         .iter()
         .map(|p| (p.partition, p.committed.unwrap_or(p.log_start)))
         .collect();
-    // Up to READ_AHEAD chunks wait in the channel, so reading the topic overlaps loading the
-    // inbox's ids below, with memory still bounded.
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Scanned>>(READ_AHEAD);
-    let reader = {
-        let client = kafka.reader(&[])?;
-        let ranges: Vec<(i32, i64, i64)> = offsets
-            .iter()
-            .map(|p| (p.partition, p.log_start, p.log_end))
-            .collect();
-        let topic = topic.to_string();
-        let source = source.clone();
-        let idle_limit = kafka.timeout();
-        tokio::task::spawn_blocking(move || {
-            read_range(
-                &client,
-                &topic,
-                &ranges,
-                idle_limit,
-                SCAN_CHUNK,
-                &sender,
-                |message| Scanned {
-                    partition: message.partition(),
-                    offset: message.offset(),
-                    event_id: source.extract(message).map(|id| {
-                        let key = id_hash(&id);
-                        (id, key)
-                    }),
-                },
-            )
-        })
-    };
-
-    // A set of the inbox's ids turns a million lookups into one streamed read.
-    let inbox_rows = store.consumer_rows(consumer).await?;
-    let loaded: Option<std::collections::HashSet<u128, HashIsKey>> = if inbox_rows <= load_limit() {
-        let mut ids = std::collections::HashSet::with_capacity_and_hasher(
-            inbox_rows.max(0) as usize,
-            HashIsKey,
-        );
-        let mut add = |id: &str| {
-            ids.insert(id_hash(id));
-        };
-        // PostgreSQL: a binary-protocol stream that borrows each id from its row.
-        let fast = match store.backend {
-            Backend::Postgres => pg_pipeline::connect_client(store.url.connect_url())
-                .await
-                .ok(),
-            _ => None,
-        };
-        match fast {
-            Some(client) => pg_pipeline::for_each_event_id(&client, consumer, &mut add).await?,
-            None => store.for_each_event_id(consumer, &mut add).await?,
-        }
-        output.debug(format!(
-            "loaded {} inbox ids in {:.2}s",
-            ids.len(),
-            started.elapsed().as_secs_f64()
-        ));
-        Some(ids)
-    } else {
-        None
-    };
+    let loaded = inbox_ids.is_some();
+    // Without the inbox's ids in memory, the map only holds where each id was first seen.
+    let mut ids = inbox_ids.unwrap_or_else(|| IdMap::with_hasher(HashIsKey));
     let mut scan = Scan {
         partitions: BTreeMap::new(),
         duplicates: Vec::new(),
         messages: 0,
     };
-    // First position of every event id, by a 128-bit hash of it: memory stays small on large
-    // topics, and the id text is kept only for the duplicates found.
-    let mut first_seen: HashMap<u128, (i32, i64), HashIsKey> =
-        HashMap::with_capacity_and_hasher(total.max(0) as usize, HashIsKey);
     let mut duplicates: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
-    while let Some(chunk) = receiver.recv().await {
-        let processed = match &loaded {
-            Some(_) => Default::default(),
-            None => {
-                let ids: Vec<&str> = chunk
-                    .iter()
-                    .filter_map(|m| m.event_id.as_ref().map(|(id, _)| id.as_str()))
-                    .collect();
-                store.processed_ids(consumer, &ids).await?
-            }
+    while let Some(chunk) = reader.chunks.recv().await {
+        let processed = if loaded {
+            Default::default()
+        } else {
+            let ids: Vec<&str> = chunk
+                .iter()
+                .filter_map(|m| m.event_id.as_ref().map(|(id, _)| id.as_str()))
+                .collect();
+            store.processed_ids(consumer, &ids).await?
         };
         for message in &chunk {
             scan.messages += 1;
@@ -399,22 +454,27 @@ async fn scan_topic(
                 partition.missing_event_id += 1;
                 continue;
             };
-            let key = *key;
-            match first_seen.get(&key) {
-                Some(first) => duplicates
+            let state = ids.entry(*key).or_insert(IdState {
+                offset: 0,
+                partition: NOT_SEEN,
+                in_inbox: false,
+            });
+            if state.partition == NOT_SEEN {
+                state.partition = message.partition;
+                state.offset = message.offset;
+            } else {
+                duplicates
                     .entry(event_id.clone())
-                    .or_insert_with(|| vec![*first])
-                    .push((message.partition, message.offset)),
-                None => {
-                    first_seen.insert(key, (message.partition, message.offset));
-                }
+                    .or_insert_with(|| vec![(state.partition, state.offset)])
+                    .push((message.partition, message.offset));
             }
+            let in_inbox = if loaded {
+                state.in_inbox
+            } else {
+                processed.contains(event_id)
+            };
             let below_committed =
                 message.offset < committed.get(&message.partition).copied().unwrap_or(0);
-            let in_inbox = match &loaded {
-                Some(ids) => ids.contains(&key),
-                None => processed.contains(event_id),
-            };
             if below_committed && !in_inbox {
                 partition.lost.push(LostEvent {
                     partition: message.partition,
@@ -429,10 +489,11 @@ async fn scan_topic(
     }
     progress.finish_and_clear();
     reader
+        .thread
         .await
         .context("the topic reader stopped unexpectedly")??;
     output.debug(format!(
-        "read and classified {} messages in {:.2}s",
+        "classified {} messages in {:.2}s",
         scan.messages,
         started.elapsed().as_secs_f64()
     ));
@@ -444,6 +505,24 @@ async fn scan_topic(
         })
         .collect();
     Ok(scan)
+}
+
+/// Whether the consumer's event ids are few enough to load (see [`LOAD_INBOX_UP_TO`]). On
+/// PostgreSQL the planner's estimate of the whole table answers when it is well under the
+/// limit, which saves counting a million rows; otherwise they are counted.
+async fn fits_in_memory(store: &Store, consumer: &str) -> anyhow::Result<bool> {
+    let limit = load_limit();
+    if let Some(HeapExtent {
+        pages,
+        rows_per_page: Some(rows_per_page),
+        ..
+    }) = store.heap_extent().await?
+    {
+        if (2.0 * rows_per_page * pages as f64) < limit as f64 {
+            return Ok(true);
+        }
+    }
+    Ok(store.consumer_rows(consumer).await? <= limit)
 }
 
 /// The keys of the scan's maps are already 128-bit hashes: their low bits are the hash.

@@ -11,7 +11,6 @@ use std::collections::HashSet;
 use anyhow::Context;
 use bytes::BytesMut;
 use futures_util::future::try_join_all;
-use postgres_native_tls::MakeTlsConnector;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type};
@@ -288,13 +287,15 @@ pub async fn connect_client(url: &str) -> anyhow::Result<Client> {
         anyhow::bail!("with sslmode=verify-ca/verify-full only the main connection is used");
     }
     let config: tokio_postgres::Config = url.parse().context("second connection settings")?;
-    let tls = native_tls::TlsConnector::builder()
-        .danger_accept_invalid_certs(true)
-        .danger_accept_invalid_hostnames(true)
-        .build()
-        .context("TLS for the second connection")?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .context("TLS for the second connection")?
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(EncryptOnly(provider)))
+        .with_no_client_auth();
     let (client, connection) = config
-        .connect(MakeTlsConnector::new(tls))
+        .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
         .await
         .context("second connection")?;
     tokio::spawn(async move {
@@ -306,28 +307,116 @@ pub async fn connect_client(url: &str) -> anyhow::Result<Client> {
     Ok(client)
 }
 
-/// Calls `each` with every event id of the consumer, streamed in the binary protocol and
-/// borrowed from the row: no string is allocated per id.
+/// `sslmode=prefer` and `require`: the connection is encrypted, the server's certificate is
+/// not checked (libpq's meaning of those modes), but its handshake signature still is.
+#[derive(Debug)]
+struct EncryptOnly(std::sync::Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for EncryptOnly {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Event ids per round trip of [`for_each_event_id`].
+const IDS_PER_CHUNK: i64 = 50_000;
+
+/// Calls `each` with every event id of the consumer. The ids come as one text array per
+/// chunk of the primary key, read in key order: a million ids are twenty rows instead of a
+/// million, which is what costs on the client (a row is an allocation and a message). The
+/// next chunk is asked for before this one is handed out.
 pub async fn for_each_event_id(
-    client: &Client,
+    client: &std::sync::Arc<Client>,
     consumer: &str,
     mut each: impl FnMut(&str),
 ) -> anyhow::Result<()> {
-    use futures_util::TryStreamExt;
-    let rows = client
-        .query_raw(
-            "SELECT event_id FROM processed_messages WHERE consumer = $1",
-            [consumer],
+    let context = "could not read the inbox's event ids";
+    // The subquery's order reaches array_agg (no join in between), so the last element is
+    // the chunk's highest key and the next chunk starts after it.
+    let first = client
+        .prepare(
+            "SELECT array_agg(event_id) FROM (SELECT event_id FROM processed_messages \
+             WHERE consumer = $1 ORDER BY event_id LIMIT $2) AS chunk",
         )
         .await
-        .context("could not read the inbox's event ids")?;
-    futures_util::pin_mut!(rows);
-    while let Some(row) = rows
-        .try_next()
+        .context(context)?;
+    let next = client
+        .prepare(
+            "SELECT array_agg(event_id) FROM (SELECT event_id FROM processed_messages \
+             WHERE consumer = $1 AND event_id > $3 ORDER BY event_id LIMIT $2) AS chunk",
+        )
         .await
-        .context("could not read the inbox's event ids")?
-    {
-        each(row.get::<_, &str>(0));
+        .context(context)?;
+    let fetch = |after: Option<String>| {
+        let client = std::sync::Arc::clone(client);
+        let consumer = consumer.to_string();
+        let statement = if after.is_some() { &next } else { &first }.clone();
+        tokio::spawn(async move {
+            match &after {
+                Some(after) => {
+                    client
+                        .query_one(&statement, &[&consumer, &IDS_PER_CHUNK, after])
+                        .await
+                }
+                None => {
+                    client
+                        .query_one(&statement, &[&consumer, &IDS_PER_CHUNK])
+                        .await
+                }
+            }
+        })
+    };
+    let mut pending = Some(fetch(None));
+    while let Some(handle) = pending.take() {
+        let row = handle.await.context(context)?.context(context)?;
+        let Some(ids) = row.try_get::<_, Option<Vec<&str>>>(0).context(context)? else {
+            break;
+        };
+        if let (true, Some(last)) = (ids.len() as i64 == IDS_PER_CHUNK, ids.last()) {
+            pending = Some(fetch(Some(last.to_string())));
+        }
+        for id in &ids {
+            each(id);
+        }
     }
     Ok(())
 }
