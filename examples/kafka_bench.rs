@@ -4,7 +4,8 @@
 //!
 //! kafka_bench produce BROKERS TOPIC PARTITIONS MESSAGES
 //! kafka_bench commit-end BROKERS TOPIC GROUP
-//! kafka_bench count BROKERS TOPIC
+//! kafka_bench count BROKERS TOPIC          (rdkafka's poll, one message per call)
+//! kafka_bench count-batch BROKERS TOPIC    (librdkafka's batch call, as inboxctl reads)
 
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,25 @@ fn partitions(brokers: &str, topic: &str) -> Vec<(i32, i64, i64)> {
             (p, low, high)
         })
         .collect()
+}
+
+/// A consumer assigned every partition of `topic` from its log start, and how many
+/// messages there are to the log end. Its read starts with the first poll.
+fn assigned(brokers: &str, topic: &str) -> (BaseConsumer, i64) {
+    let consumer: BaseConsumer = config(brokers)
+        .set("group.id", "kafka-bench-count")
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut list = TopicPartitionList::new();
+    let mut total = 0;
+    for (p, low, high) in partitions(brokers, topic) {
+        list.add_partition_offset(topic, p, Offset::Offset(low))
+            .unwrap();
+        total += high - low;
+    }
+    consumer.assign(&list).unwrap();
+    (consumer, total)
 }
 
 #[tokio::main]
@@ -117,22 +137,9 @@ async fn main() {
             println!("committed the log end of every partition for {group}");
         }
         ["count", brokers, topic] => {
-            let consumer: BaseConsumer = config(brokers)
-                .set("group.id", "kafka-bench-count")
-                .set("enable.auto.commit", "false")
-                .create()
-                .unwrap();
-            let ranges = partitions(brokers, topic);
-            let mut list = TopicPartitionList::new();
-            let mut remaining: i64 = 0;
-            for (p, low, high) in &ranges {
-                list.add_partition_offset(topic, *p, Offset::Offset(*low))
-                    .unwrap();
-                remaining += high - low;
-            }
-            let total = remaining;
+            let (consumer, total) = assigned(brokers, topic);
             let started = Instant::now();
-            consumer.assign(&list).unwrap();
+            let mut remaining = total;
             while remaining > 0 {
                 if let Some(message) = consumer.poll(Duration::from_millis(100)) {
                     message.unwrap();
@@ -141,8 +148,39 @@ async fn main() {
             }
             println!("{total} {:.3}", started.elapsed().as_secs_f64());
         }
+        // The same read through librdkafka's batch call, as inboxctl's reader does it.
+        ["count-batch", brokers, topic] => {
+            use rdkafka::bindings as rd;
+            let (consumer, total) = assigned(brokers, topic);
+            let started = Instant::now();
+            let mut remaining = total;
+            // SAFETY: the queue and every message are released once, before the consumer.
+            unsafe {
+                let queue = rd::rd_kafka_queue_get_consumer(consumer.client().native_ptr());
+                let mut batch = vec![std::ptr::null_mut(); 1024];
+                while remaining > 0 {
+                    let n = rd::rd_kafka_consume_batch_queue(
+                        queue,
+                        100,
+                        batch.as_mut_ptr(),
+                        batch.len(),
+                    );
+                    for &message in &batch[..n.max(0) as usize] {
+                        let message: *mut rd::rd_kafka_message_t = message;
+                        assert_eq!(
+                            (*message).err,
+                            rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+                        );
+                        remaining -= 1;
+                        rd::rd_kafka_message_destroy(message);
+                    }
+                }
+                rd::rd_kafka_queue_destroy(queue);
+            }
+            println!("{total} {:.3}", started.elapsed().as_secs_f64());
+        }
         _ => {
-            eprintln!("usage: kafka_bench produce BROKERS TOPIC PARTITIONS MESSAGES | commit-end BROKERS TOPIC GROUP | count BROKERS TOPIC");
+            eprintln!("usage: kafka_bench produce BROKERS TOPIC PARTITIONS MESSAGES | commit-end BROKERS TOPIC GROUP | count[-batch] BROKERS TOPIC");
             std::process::exit(2);
         }
     }

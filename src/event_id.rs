@@ -1,9 +1,10 @@
 //! Where a message's event id comes from. `compare --scan` and `replay` share this one
 //! extraction, so both agree on what "the same event" means.
 
+use std::borrow::Cow;
 use std::fmt;
 
-use rdkafka::message::{BorrowedMessage, Headers, Message};
+use crate::kafka::Fetched;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventIdSource {
@@ -39,48 +40,45 @@ impl EventIdSource {
     }
 
     /// The event id of a message, or `None` when it has none where this source looks.
-    pub fn extract(&self, message: &BorrowedMessage<'_>) -> Option<String> {
+    /// Borrowed from the message where it is its bytes as they are (a header, the key).
+    pub fn extract<'m>(&self, topic: &str, message: &Fetched<'m>) -> Option<Cow<'m, str>> {
         self.extract_parts(
-            message.topic(),
+            topic,
             message.partition(),
             message.offset(),
             message.key(),
-            |name| header(message, name),
+            |name| message.header(name),
             message.payload(),
         )
     }
 
     /// The extraction on plain parts, so it can be tested without a broker.
-    pub fn extract_parts<'h>(
+    pub fn extract_parts<'m>(
         &self,
         topic: &str,
         partition: i32,
         offset: i64,
-        key: Option<&[u8]>,
-        header: impl Fn(&str) -> Option<&'h [u8]>,
-        payload: Option<&[u8]>,
-    ) -> Option<String> {
-        let text = |bytes: &[u8]| {
+        key: Option<&'m [u8]>,
+        header: impl Fn(&str) -> Option<&'m [u8]>,
+        payload: Option<&'m [u8]>,
+    ) -> Option<Cow<'m, str>> {
+        let text = |bytes: &'m [u8]| {
             std::str::from_utf8(bytes)
                 .ok()
-                .map(str::to_string)
                 .filter(|s| !s.is_empty())
+                .map(Cow::Borrowed)
         };
+        let json = |payload: &[u8], pointer: &str| json_field(payload, pointer).map(Cow::Owned);
         match self {
             EventIdSource::Header(name) => header(name).and_then(text),
-            EventIdSource::Json(pointer) => json_field(payload?, pointer),
+            EventIdSource::Json(pointer) => json(payload?, pointer),
             EventIdSource::Key => key.and_then(text),
-            EventIdSource::Coordinates => Some(format!("{topic}:{partition}:{offset}")),
+            EventIdSource::Coordinates => Some(Cow::Owned(format!("{topic}:{partition}:{offset}"))),
             EventIdSource::Default => header("event_id")
                 .and_then(text)
-                .or_else(|| payload.and_then(|p| json_field(p, "/event_id"))),
+                .or_else(|| payload.and_then(|p| json(p, "/event_id"))),
         }
     }
-}
-
-fn header<'a>(message: &'a BorrowedMessage<'_>, name: &str) -> Option<&'a [u8]> {
-    let headers = message.headers()?;
-    headers.iter().find(|h| h.key == name).and_then(|h| h.value)
 }
 
 fn json_field(payload: &[u8], pointer: &str) -> Option<String> {
@@ -124,20 +122,22 @@ mod tests {
         } else {
             EventIdSource::parse(source).unwrap()
         };
-        source.extract_parts(
-            "orders",
-            2,
-            41,
-            Some(b"key-7"),
-            |name| {
-                if name == "event_id" || name == "id" {
-                    header_value
-                } else {
-                    None
-                }
-            },
-            Some(payload),
-        )
+        source
+            .extract_parts(
+                "orders",
+                2,
+                41,
+                Some(b"key-7"),
+                |name| {
+                    if name == "event_id" || name == "id" {
+                        header_value
+                    } else {
+                        None
+                    }
+                },
+                Some(payload),
+            )
+            .map(Cow::into_owned)
     }
 
     #[test]

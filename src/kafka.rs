@@ -11,13 +11,20 @@ use anyhow::{bail, Context};
 use clap::Args;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::BorrowedMessage;
-use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde::Serialize;
 
 use crate::error::usage;
 use crate::output::register_secret;
 use crate::time::parse_duration;
+
+mod batch;
+
+pub use batch::Fetched;
+use batch::{Batch, ConsumerQueue};
+
+/// Messages taken off the consumer's queue at a time by [`read_range`].
+const READ_BATCH: usize = 1024;
 
 #[derive(Debug, Clone, Args)]
 pub struct KafkaOpts {
@@ -332,16 +339,18 @@ impl Kafka {
 /// Stops when every partition's position reaches its end, so gaps and transaction markers
 /// (offsets never delivered) cannot make it wait forever.
 ///
-/// Messages go to `sender` in chunks of `chunk_size`, each turned into a `T` by `map`; a
-/// closed receiver stops the reading quietly.
-pub fn read_range<T>(
+/// Messages go to `sender` in chunks of `chunk_size`: `new_chunk` makes an empty one and
+/// `add` puts a message in. A closed receiver stops the reading quietly.
+#[allow(clippy::too_many_arguments)]
+pub fn read_range<C>(
     client: &BaseConsumer,
     topic: &str,
     ranges: &[(i32, i64, i64)],
     idle_limit: Duration,
     chunk_size: usize,
-    sender: &tokio::sync::mpsc::Sender<Vec<T>>,
-    mut map: impl FnMut(&BorrowedMessage<'_>) -> T,
+    sender: &tokio::sync::mpsc::Sender<C>,
+    mut new_chunk: impl FnMut() -> C,
+    mut add: impl FnMut(&mut C, &Fetched<'_>),
 ) -> anyhow::Result<()> {
     let mut assignment = TopicPartitionList::new();
     let mut ends: HashMap<i32, i64> = HashMap::new();
@@ -354,70 +363,77 @@ pub fn read_range<T>(
     if ends.is_empty() {
         return Ok(());
     }
+    let queue = ConsumerQueue::of(client).context("the topic reader has no consumer queue")?;
     client
         .assign(&assignment)
         .context("could not assign the partitions to read")?;
-    let mut chunk = Vec::with_capacity(chunk_size);
+    let mut batch = Batch::with_capacity(READ_BATCH);
+    let mut chunk = new_chunk();
+    let mut in_chunk = 0;
     let mut last_progress = Instant::now();
-    let mut delivered = false;
     while !ends.is_empty() {
-        match client.poll(Duration::from_millis(100)) {
-            Some(Ok(message)) => {
-                // Timed only when a poll comes back empty: a clock read per message costs
-                // more than the rest of the loop.
-                delivered = true;
-                let partition = message.partition();
-                let Some(&end) = ends.get(&partition) else {
-                    continue;
-                };
-                if message.offset() >= end {
-                    ends.remove(&partition);
-                    continue;
-                }
-                chunk.push(map(&message));
-                if message.offset() + 1 >= end {
-                    ends.remove(&partition);
-                }
-                if chunk.len() >= chunk_size {
-                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(chunk_size));
-                    if sender.blocking_send(full).is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-            Some(Err(error)) => {
-                return Err(anyhow::Error::new(error).context(format!("could not read {topic}")))
-            }
-            None => {
-                if std::mem::take(&mut delivered) {
-                    last_progress = Instant::now();
-                }
-                // Nothing delivered: partitions whose position passed their end are done.
-                if let Ok(positions) = client.position() {
-                    for element in positions.elements() {
-                        if let Offset::Offset(position) = element.offset() {
-                            if ends
-                                .get(&element.partition())
-                                .is_some_and(|end| position >= *end)
-                            {
-                                ends.remove(&element.partition());
-                            }
+        queue.consume(&mut batch, Duration::from_millis(100));
+        if batch.is_empty() {
+            // Nothing delivered: partitions whose position passed their end are done.
+            if let Ok(positions) = client.position() {
+                for element in positions.elements() {
+                    if let Offset::Offset(position) = element.offset() {
+                        if ends
+                            .get(&element.partition())
+                            .is_some_and(|end| position >= *end)
+                        {
+                            ends.remove(&element.partition());
                         }
                     }
                 }
-                if !ends.is_empty() && last_progress.elapsed() > idle_limit {
-                    let waiting: Vec<String> =
-                        ends.keys().map(|p| format!("{topic}:{p}")).collect();
-                    bail!(
-                        "no messages arrived for {} while reading {}; the brokers stopped answering",
-                        humantime::format_duration(idle_limit),
-                        waiting.join(", ")
-                    );
+            }
+            if !ends.is_empty() && last_progress.elapsed() > idle_limit {
+                let waiting: Vec<String> = ends.keys().map(|p| format!("{topic}:{p}")).collect();
+                bail!(
+                    "no messages arrived for {} while reading {}; the brokers stopped answering",
+                    humantime::format_duration(idle_limit),
+                    waiting.join(", ")
+                );
+            }
+            continue;
+        }
+        last_progress = Instant::now();
+        for message in batch.iter() {
+            if let Some((code, text)) = message.error() {
+                // Only asked for with -X enable.partition.eof=true; the end decides here.
+                if code == RDKafkaErrorCode::PartitionEOF {
+                    continue;
+                }
+                bail!(
+                    "could not read {topic}:{}: {text} ({code:?})",
+                    message.partition()
+                );
+            }
+            let partition = message.partition();
+            let Some(&end) = ends.get(&partition) else {
+                continue;
+            };
+            if message.offset() >= end {
+                ends.remove(&partition);
+                continue;
+            }
+            add(&mut chunk, &message);
+            in_chunk += 1;
+            if message.offset() + 1 >= end {
+                ends.remove(&partition);
+            }
+            if in_chunk >= chunk_size {
+                in_chunk = 0;
+                if sender
+                    .blocking_send(std::mem::replace(&mut chunk, new_chunk()))
+                    .is_err()
+                {
+                    return Ok(());
                 }
             }
         }
     }
-    if !chunk.is_empty() {
+    if in_chunk > 0 {
         let _ = sender.blocking_send(chunk);
     }
     Ok(())

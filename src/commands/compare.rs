@@ -15,7 +15,6 @@ use std::hash::Hasher;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use rdkafka::Message;
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
@@ -113,16 +112,24 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         );
     }
     let started = Instant::now();
+    // With --scan and few enough rows, the inbox's ids stream in from the database while the
+    // topic is read and classified; otherwise the scan asks the database chunk by chunk.
+    let ids_to_load = match args.scan {
+        true => ids_to_load(&store, &consumer).await?,
+        false => None,
+    };
+    let loads_ids = ids_to_load.is_some();
+    let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
     let loading = async {
-        if args.scan {
-            load_inbox_ids(&store, &consumer, &output).await
+        if loads_ids {
+            load_inbox_ids(&store, &consumer, id_sender, &output).await
         } else {
-            Ok(None)
+            Ok(())
         }
     };
-    // The topic's reader starts as soon as the offsets are known, while the ids still load.
+    // The topic's reader starts as soon as the offsets are known.
     let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
-    let reading = async {
+    let comparing = async {
         let (state, offsets) = group
             .await
             .context("reading the group's offsets stopped unexpectedly")??;
@@ -131,36 +138,44 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         } else {
             None
         };
-        Ok::<_, anyhow::Error>((state, offsets, reader))
+        // The inbox's per-partition figures and the topic scan run side by side.
+        let by_offsets = async {
+            let mut partitions = Vec::new();
+            for p in &offsets {
+                partitions.push(
+                    compare_by_offsets(
+                        &store,
+                        &consumer,
+                        &args.topic,
+                        p,
+                        has_coordinates,
+                        args.scan,
+                    )
+                    .await?,
+                );
+            }
+            Ok::<_, anyhow::Error>(partitions)
+        };
+        let scanning = async {
+            match reader {
+                Some(reader) => {
+                    let inbox = if let Some(rows) = ids_to_load {
+                        InboxIds::Streaming(id_receiver, rows)
+                    } else {
+                        InboxIds::AskPerChunk(&store)
+                    };
+                    classify(reader, inbox, &consumer, &offsets, &output)
+                        .await
+                        .map(Some)
+                }
+                None => Ok(None),
+            }
+        };
+        let (partitions, scan) = tokio::try_join!(by_offsets, scanning)?;
+        Ok::<_, anyhow::Error>((state, partitions, scan))
     };
-    let (inbox_ids, (state, offsets, reader)) = tokio::try_join!(loading, reading)?;
-    // The inbox's per-partition figures and the topic scan run side by side.
-    let by_offsets = async {
-        let mut partitions = Vec::new();
-        for p in &offsets {
-            partitions.push(
-                compare_by_offsets(
-                    &store,
-                    &consumer,
-                    &args.topic,
-                    p,
-                    has_coordinates,
-                    args.scan,
-                )
-                .await?,
-            );
-        }
-        Ok::<_, anyhow::Error>(partitions)
-    };
-    let scanning = async {
-        match reader {
-            Some(reader) => classify(reader, inbox_ids, &store, &consumer, &offsets, &output)
-                .await
-                .map(Some),
-            None => Ok(None),
-        }
-    };
-    let (mut partitions, scan) = tokio::try_join!(by_offsets, scanning)?;
+    // An error of either side ends both (the load's is never taken for the end of the ids).
+    let ((), (state, mut partitions, scan)) = tokio::try_join!(loading, comparing)?;
     let mut duplicates = Vec::new();
     let mut messages_scanned = 0;
     if let Some(scan) = scan {
@@ -298,12 +313,54 @@ struct Scan {
     messages: u64,
 }
 
-/// One message as the reader hands it over.
+/// Messages as the reader hands them over: their event ids end to end in one string, so a
+/// message costs no allocation of its own.
+#[derive(Default)]
+struct ScanChunk {
+    messages: Vec<Scanned>,
+    ids: String,
+}
+
 struct Scanned {
     partition: i32,
     offset: i64,
-    /// The event id and its hash, taken on the reader's thread.
-    event_id: Option<(String, u128)>,
+    /// The event id's hash and where it ends in the chunk's `ids` (it starts where the
+    /// previous message's ended); `None` for a message without one.
+    event_id: Option<(u128, usize)>,
+}
+
+impl ScanChunk {
+    fn with_capacity(messages: usize) -> ScanChunk {
+        ScanChunk {
+            messages: Vec::with_capacity(messages),
+            ids: String::with_capacity(messages * 16),
+        }
+    }
+
+    fn add(&mut self, partition: i32, offset: i64, event_id: Option<&str>) {
+        let event_id = event_id.map(|id| {
+            self.ids.push_str(id);
+            (id_hash(id), self.ids.len())
+        });
+        self.messages.push(Scanned {
+            partition,
+            offset,
+            event_id,
+        });
+    }
+
+    /// Each message with its event id and the id's hash.
+    fn iter(&self) -> impl Iterator<Item = (&Scanned, Option<(&str, u128)>)> {
+        let mut start = 0;
+        self.messages.iter().map(move |message| {
+            let event_id = message.event_id.map(|(key, end)| {
+                let id = &self.ids[start..end];
+                start = end;
+                (id, key)
+            });
+            (message, event_id)
+        })
+    }
 }
 
 /// What the scan knows of one event id, under its hash: whether the inbox holds it, and
@@ -323,7 +380,7 @@ type IdMap = HashMap<u128, IdState, HashIsKey>;
 /// The topic reader's thread and the channel its chunks come through.
 struct Reader {
     thread: tokio::task::JoinHandle<anyhow::Result<()>>,
-    chunks: tokio::sync::mpsc::Receiver<Vec<Scanned>>,
+    chunks: tokio::sync::mpsc::Receiver<ScanChunk>,
     total: i64,
 }
 
@@ -336,7 +393,7 @@ fn start_reader(
     offsets: &[PartitionOffsets],
     source: &EventIdSource,
 ) -> anyhow::Result<Reader> {
-    let (sender, chunks) = tokio::sync::mpsc::channel::<Vec<Scanned>>(READ_AHEAD);
+    let (sender, chunks) = tokio::sync::mpsc::channel::<ScanChunk>(READ_AHEAD);
     let client = kafka.reader(&[])?;
     let ranges: Vec<(i32, i64, i64)> = offsets
         .iter()
@@ -353,13 +410,10 @@ fn start_reader(
             idle_limit,
             SCAN_CHUNK,
             &sender,
-            |message| Scanned {
-                partition: message.partition(),
-                offset: message.offset(),
-                event_id: source.extract(message).map(|id| {
-                    let key = id_hash(&id);
-                    (id, key)
-                }),
+            || ScanChunk::with_capacity(SCAN_CHUNK),
+            |chunk, message| {
+                let event_id = source.extract(&topic, message);
+                chunk.add(message.partition(), message.offset(), event_id.as_deref());
             },
         )
     });
@@ -370,54 +424,126 @@ fn start_reader(
     })
 }
 
-/// The consumer's event ids as a map of hashes, or `None` when there are too many to hold
-/// (the scan then asks the database about every chunk).
+/// Inbox ids per batch sent to the classification.
+const ID_BATCH: usize = 50_000;
+
+/// Streams the consumer's event ids, as hashes in batches, to the classification. Dropping
+/// `sender` at the end tells it the inbox is complete.
 async fn load_inbox_ids(
     store: &Store,
     consumer: &str,
+    sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>,
     output: &Output,
-) -> anyhow::Result<Option<IdMap>> {
+) -> anyhow::Result<()> {
     let started = Instant::now();
-    if !fits_in_memory(store, consumer).await? {
-        return Ok(None);
-    }
-    let mut ids = IdMap::with_hasher(HashIsKey);
-    let mut add = |id: &str| {
-        ids.insert(
-            id_hash(id),
-            IdState {
-                offset: 0,
-                partition: NOT_SEEN,
-                in_inbox: true,
-            },
-        );
-    };
-    // PostgreSQL: a connection of its own, reading the ids as arrays.
+    // PostgreSQL: a connection of its own, reading the ids as arrays, on a task of its own
+    // so that decoding and hashing them leaves the classification's thread alone.
     let fast = match store.backend {
         Backend::Postgres => pg_pipeline::connect_client(store.url.connect_url())
             .await
             .ok(),
         _ => None,
     };
-    match fast {
+    let count = match fast {
         Some(client) => {
-            pg_pipeline::for_each_event_id(&std::sync::Arc::new(client), consumer, &mut add).await?
+            let consumer = consumer.to_string();
+            tokio::spawn(async move {
+                let mut batches = IdBatches::new(sender);
+                pg_pipeline::for_each_event_id(&std::sync::Arc::new(client), &consumer, |id| {
+                    batches.add(id)
+                })
+                .await?;
+                Ok::<_, anyhow::Error>(batches.finish())
+            })
+            .await
+            .context("loading the inbox's ids stopped unexpectedly")??
         }
-        None => store.for_each_event_id(consumer, &mut add).await?,
-    }
+        None => {
+            let mut batches = IdBatches::new(sender);
+            store
+                .for_each_event_id(consumer, |id| batches.add(id))
+                .await?;
+            batches.finish()
+        }
+    };
     output.debug(format!(
-        "loaded {} inbox ids in {:.2}s",
-        ids.len(),
+        "loaded {count} inbox ids in {:.2}s",
         started.elapsed().as_secs_f64()
     ));
-    Ok(Some(ids))
+    Ok(())
 }
+
+/// Hashes ids into batches and sends each when full.
+struct IdBatches {
+    sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>,
+    batch: Vec<u128>,
+    count: usize,
+}
+
+impl IdBatches {
+    fn new(sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>) -> IdBatches {
+        IdBatches {
+            sender,
+            batch: Vec::with_capacity(ID_BATCH),
+            count: 0,
+        }
+    }
+
+    fn add(&mut self, id: &str) {
+        self.batch.push(id_hash(id));
+        if self.batch.len() == ID_BATCH {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        self.count += self.batch.len();
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(ID_BATCH));
+        // A closed receiver means the scan stopped; its own error tells why.
+        let _ = self.sender.send(batch);
+    }
+
+    /// Sends the last batch; dropping the sender then tells the scan all ids are in.
+    fn finish(mut self) -> usize {
+        self.send();
+        self.count
+    }
+}
+
+/// Where the classification learns which event ids the inbox holds.
+enum InboxIds<'s> {
+    /// Hashes streaming in from [`load_inbox_ids`] (about this many); the channel closes
+    /// when all are in.
+    Streaming(tokio::sync::mpsc::UnboundedReceiver<Vec<u128>>, i64),
+    /// Too many to hold: the database is asked about each chunk of messages.
+    AskPerChunk(&'s Store),
+}
+
+/// Messages read while the inbox's ids were still loading and not (yet) found among them;
+/// decided once the load completes. Ids are kept (in one buffer) only where the message
+/// would be lost, the one finding that names them.
+#[derive(Default)]
+struct Undecided {
+    messages: Vec<UndecidedMessage>,
+    ids: String,
+}
+
+struct UndecidedMessage {
+    key: u128,
+    offset: i64,
+    partition: i32,
+    /// End of the message's id in `ids` (it starts where the previous one ended); equal to
+    /// the previous end when the id is not kept.
+    id_end: usize,
+}
+
+/// Messages held undecided at most, before reading waits for the load (a few tens of MB).
+const UNDECIDED_LIMIT: usize = 500_000;
 
 /// Sorts every message the reader delivers into lost, pending redelivery and duplicates.
 async fn classify(
     mut reader: Reader,
-    inbox_ids: Option<IdMap>,
-    store: &Store,
+    mut inbox: InboxIds<'_>,
     consumer: &str,
     offsets: &[PartitionOffsets],
     output: &Output,
@@ -428,33 +554,77 @@ async fn classify(
         .iter()
         .map(|p| (p.partition, p.committed.unwrap_or(p.log_start)))
         .collect();
-    let loaded = inbox_ids.is_some();
-    // Without the inbox's ids in memory, the map only holds where each id was first seen.
-    let mut ids = inbox_ids.unwrap_or_else(|| IdMap::with_hasher(HashIsKey));
+    let below_committed =
+        |partition: i32, offset: i64| offset < committed.get(&partition).copied().unwrap_or(0);
+    // Streaming, the map holds the inbox's ids as they arrive as well as where the topic
+    // first had each id; asking per chunk, only the latter.
+    // Sized up front when the ids stream in: growing it a million entries at a time is
+    // rehashing and page faults on the classification's thread.
+    let expected = match &inbox {
+        InboxIds::Streaming(_, rows) => (*rows).max(reader.total).min(load_limit()),
+        InboxIds::AskPerChunk(_) => 0,
+    };
+    let mut ids = IdMap::with_capacity_and_hasher(expected.max(0) as usize, HashIsKey);
     let mut scan = Scan {
         partitions: BTreeMap::new(),
         duplicates: Vec::new(),
         messages: 0,
     };
     let mut duplicates: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
-    while let Some(chunk) = reader.chunks.recv().await {
-        let processed = if loaded {
-            Default::default()
-        } else {
-            let ids: Vec<&str> = chunk
-                .iter()
-                .filter_map(|m| m.event_id.as_ref().map(|(id, _)| id.as_str()))
-                .collect();
-            store.processed_ids(consumer, &ids).await?
+    let mut undecided = Undecided::default();
+    let mut loading = matches!(inbox, InboxIds::Streaming(..));
+    let mut reading = true;
+    while loading || reading {
+        let next = tokio::select! {
+            // The inbox's ids first: the sooner they are in, the fewer messages wait.
+            biased;
+            batch = next_ids(&mut inbox), if loading => Next::Ids(batch),
+            chunk = reader.chunks.recv(), if reading && undecided.messages.len() < UNDECIDED_LIMIT => {
+                Next::Chunk(chunk)
+            }
         };
-        for message in &chunk {
+        let chunk = match next {
+            Next::Ids(Some(hashes)) => {
+                for key in hashes {
+                    ids.entry(key)
+                        .or_insert(IdState {
+                            offset: 0,
+                            partition: NOT_SEEN,
+                            in_inbox: false,
+                        })
+                        .in_inbox = true;
+                }
+                continue;
+            }
+            Next::Ids(None) => {
+                loading = false;
+                decide(&mut undecided, &ids, &below_committed, &mut scan);
+                continue;
+            }
+            Next::Chunk(None) => {
+                reading = false;
+                continue;
+            }
+            Next::Chunk(Some(chunk)) => chunk,
+        };
+        let processed = match &inbox {
+            InboxIds::AskPerChunk(store) => {
+                let ids: Vec<&str> = chunk
+                    .iter()
+                    .filter_map(|(_, event_id)| event_id.map(|(id, _)| id))
+                    .collect();
+                Some(store.processed_ids(consumer, &ids).await?)
+            }
+            InboxIds::Streaming(..) => None,
+        };
+        for (message, event_id) in chunk.iter() {
             scan.messages += 1;
             let partition = scan.partitions.entry(message.partition).or_default();
-            let Some((event_id, key)) = &message.event_id else {
+            let Some((event_id, key)) = event_id else {
                 partition.missing_event_id += 1;
                 continue;
             };
-            let state = ids.entry(*key).or_insert(IdState {
+            let state = ids.entry(key).or_insert(IdState {
                 offset: 0,
                 partition: NOT_SEEN,
                 in_inbox: false,
@@ -464,34 +634,48 @@ async fn classify(
                 state.offset = message.offset;
             } else {
                 duplicates
-                    .entry(event_id.clone())
+                    .entry(event_id.to_string())
                     .or_insert_with(|| vec![(state.partition, state.offset)])
                     .push((message.partition, message.offset));
             }
-            let in_inbox = if loaded {
-                state.in_inbox
-            } else {
-                processed.contains(event_id)
+            let in_inbox = match &processed {
+                Some(processed) => processed.contains(event_id),
+                None => state.in_inbox,
             };
-            let below_committed =
-                message.offset < committed.get(&message.partition).copied().unwrap_or(0);
-            if below_committed && !in_inbox {
+            let below = below_committed(message.partition, message.offset);
+            if !in_inbox && loading {
+                // Its id may still arrive.
+                if below {
+                    undecided.ids.push_str(event_id);
+                }
+                undecided.messages.push(UndecidedMessage {
+                    key,
+                    offset: message.offset,
+                    partition: message.partition,
+                    id_end: undecided.ids.len(),
+                });
+            } else if below && !in_inbox {
                 partition.lost.push(LostEvent {
                     partition: message.partition,
                     offset: message.offset,
-                    event_id: Some(event_id.clone()),
+                    event_id: Some(event_id.to_string()),
                 });
-            } else if !below_committed && in_inbox {
+            } else if !below && in_inbox {
                 partition.pending.push(message.offset);
             }
         }
-        progress.inc(chunk.len() as u64);
+        progress.inc(chunk.messages.len() as u64);
     }
     progress.finish_and_clear();
     reader
         .thread
         .await
         .context("the topic reader stopped unexpectedly")??;
+    // Messages decided while the ids loaded and those decided after are in two runs.
+    for partition in scan.partitions.values_mut() {
+        partition.pending.sort_unstable();
+        partition.lost.sort_by_key(|lost| lost.offset);
+    }
     output.debug(format!(
         "classified {} messages in {:.2}s",
         scan.messages,
@@ -507,10 +691,50 @@ async fn classify(
     Ok(scan)
 }
 
-/// Whether the consumer's event ids are few enough to load (see [`LOAD_INBOX_UP_TO`]). On
-/// PostgreSQL the planner's estimate of the whole table answers when it is well under the
-/// limit, which saves counting a million rows; otherwise they are counted.
-async fn fits_in_memory(store: &Store, consumer: &str) -> anyhow::Result<bool> {
+enum Next {
+    Ids(Option<Vec<u128>>),
+    Chunk(Option<ScanChunk>),
+}
+
+async fn next_ids(inbox: &mut InboxIds<'_>) -> Option<Vec<u128>> {
+    match inbox {
+        InboxIds::Streaming(receiver, _) => receiver.recv().await,
+        InboxIds::AskPerChunk(_) => None,
+    }
+}
+
+/// Decides the messages held while the inbox's ids loaded, now that all are in.
+fn decide(
+    undecided: &mut Undecided,
+    ids: &IdMap,
+    below_committed: &impl Fn(i32, i64) -> bool,
+    scan: &mut Scan,
+) {
+    let mut id_start = 0;
+    for message in undecided.messages.drain(..) {
+        let in_inbox = ids.get(&message.key).is_some_and(|state| state.in_inbox);
+        let partition = scan.partitions.entry(message.partition).or_default();
+        if below_committed(message.partition, message.offset) {
+            if !in_inbox {
+                partition.lost.push(LostEvent {
+                    partition: message.partition,
+                    offset: message.offset,
+                    event_id: Some(undecided.ids[id_start..message.id_end].to_string()),
+                });
+            }
+        } else if in_inbox {
+            partition.pending.push(message.offset);
+        }
+        id_start = message.id_end;
+    }
+    undecided.ids = String::new();
+}
+
+/// How many event ids a scan would load (at most), when they are few enough to (see
+/// [`LOAD_INBOX_UP_TO`]). On PostgreSQL the planner's estimate of the whole table answers
+/// when it is well under the limit, which saves counting a million rows; otherwise they are
+/// counted.
+async fn ids_to_load(store: &Store, consumer: &str) -> anyhow::Result<Option<i64>> {
     let limit = load_limit();
     if let Some(HeapExtent {
         pages,
@@ -518,11 +742,13 @@ async fn fits_in_memory(store: &Store, consumer: &str) -> anyhow::Result<bool> {
         ..
     }) = store.heap_extent().await?
     {
-        if (2.0 * rows_per_page * pages as f64) < limit as f64 {
-            return Ok(true);
+        let estimate = rows_per_page * pages as f64;
+        if 2.0 * estimate < limit as f64 {
+            return Ok(Some(estimate as i64));
         }
     }
-    Ok(store.consumer_rows(consumer).await? <= limit)
+    let rows = store.consumer_rows(consumer).await?;
+    Ok((rows <= limit).then_some(rows))
 }
 
 /// The keys of the scan's maps are already 128-bit hashes: their low bits are the hash.
@@ -703,5 +929,114 @@ mod tests {
     fn hashes_tell_ids_apart() {
         assert_eq!(id_hash("evt-1"), id_hash("evt-1"));
         assert_ne!(id_hash("evt-1"), id_hash("evt-2"));
+    }
+
+    #[test]
+    fn a_chunk_keeps_its_ids_end_to_end() {
+        let mut chunk = ScanChunk::with_capacity(4);
+        chunk.add(0, 10, Some("evt-1"));
+        chunk.add(0, 11, None);
+        chunk.add(1, 12, Some("evt-22 ü"));
+        chunk.add(1, 13, Some("x"));
+        type Seen<'a> = (i32, i64, Option<(&'a str, u128)>);
+        let seen: Vec<Seen> = chunk
+            .iter()
+            .map(|(m, id)| (m.partition, m.offset, id))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (0, 10, Some(("evt-1", id_hash("evt-1")))),
+                (0, 11, None),
+                (1, 12, Some(("evt-22 ü", id_hash("evt-22 ü")))),
+                (1, 13, Some(("x", id_hash("x")))),
+            ]
+        );
+    }
+
+    /// Partition 0, committed at 5: e3 is lost (below, not processed), e6 and e7 are pending
+    /// (processed, at or after), e3 comes again at offset 9 (a duplicate, not lost there), and
+    /// offset 8 has no event id.
+    async fn classify_scenario(ids_first: bool) -> Scan {
+        let offsets = [PartitionOffsets {
+            topic: "orders".into(),
+            partition: 0,
+            committed: Some(5),
+            log_start: 0,
+            log_end: 10,
+            lag: Some(5),
+        }];
+        let inbox: Vec<u128> = ["e0", "e1", "e2", "e4", "e6", "e7", "e-gone"]
+            .iter()
+            .map(|id| id_hash(id))
+            .collect();
+        // One slot: the second chunk is only taken once the first is classified.
+        let (chunk_sender, chunks) = tokio::sync::mpsc::channel(1);
+        let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
+        if ids_first {
+            id_sender.send(inbox.clone()).unwrap();
+        }
+        let reader = Reader {
+            thread: tokio::spawn(async { Ok(()) }),
+            chunks,
+            total: 10,
+        };
+        let output = Output {
+            format: Format::Json,
+            verbose: 0,
+            quiet: true,
+        };
+        let feeding = async move {
+            for part in [0..5, 5..10] {
+                let mut chunk = ScanChunk::with_capacity(5);
+                for offset in part {
+                    let id = match offset {
+                        8 => None,
+                        9 => Some("e3".to_string()),
+                        n => Some(format!("e{n}")),
+                    };
+                    chunk.add(0, offset, id.as_deref());
+                }
+                chunk_sender.send(chunk).await.unwrap();
+            }
+            // Every message is taken (and classified) before the ids arrive.
+            let _ = chunk_sender.reserve().await.unwrap();
+            drop(chunk_sender);
+            if !ids_first {
+                id_sender.send(inbox).unwrap();
+            }
+            drop(id_sender);
+        };
+        let (scan, ()) = tokio::join!(
+            classify(
+                reader,
+                InboxIds::Streaming(id_receiver, 7),
+                "billing",
+                &offsets,
+                &output
+            ),
+            feeding
+        );
+        scan.unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn messages_read_before_the_ids_are_decided_as_those_read_after() {
+        for ids_first in [true, false] {
+            let scan = classify_scenario(ids_first).await;
+            assert_eq!(scan.messages, 10, "ids first: {ids_first}");
+            let partition = &scan.partitions[&0];
+            let lost: Vec<(i64, Option<&str>)> = partition
+                .lost
+                .iter()
+                .map(|l| (l.offset, l.event_id.as_deref()))
+                .collect();
+            assert_eq!(lost, vec![(3, Some("e3"))], "ids first: {ids_first}");
+            assert_eq!(partition.pending, vec![6, 7], "ids first: {ids_first}");
+            assert_eq!(partition.missing_event_id, 1);
+            assert_eq!(scan.duplicates.len(), 1);
+            assert_eq!(scan.duplicates[0].event_id, "e3");
+            assert_eq!(scan.duplicates[0].positions, vec![(0, 3), (0, 9)]);
+        }
     }
 }

@@ -6,6 +6,7 @@
 //! assigned consumer: it joins no group and commits nothing. Re-running is always safe: what
 //! the inbox holds is skipped.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
@@ -14,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use chrono::{DateTime, Utc};
-use rdkafka::message::{BorrowedMessage, Headers, Message};
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::{Any, Executor};
@@ -26,7 +26,7 @@ use crate::error::usage;
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::handler::{self, Statement};
-use crate::kafka::{read_range, Kafka};
+use crate::kafka::{read_range, Fetched, Kafka};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline::PgPipeline;
 use crate::store::{is_transient, Backend, CreateMode, Store, INBOX_TABLE};
@@ -114,7 +114,7 @@ struct Replayed {
 }
 
 impl Replayed {
-    fn from_message(message: &BorrowedMessage<'_>, source: &EventIdSource) -> Replayed {
+    fn from_message(topic: &str, message: &Fetched<'_>, source: &EventIdSource) -> Replayed {
         let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
         Replayed {
             partition: message.partition(),
@@ -122,16 +122,12 @@ impl Replayed {
             key: message.key().map(text),
             headers: message
                 .headers()
-                .map(|headers| {
-                    headers
-                        .iter()
-                        .map(|h| (h.key.to_string(), h.value.map(text)))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            timestamp: message.timestamp().to_millis(),
+                .into_iter()
+                .map(|(name, value)| (name, value.map(text)))
+                .collect(),
+            timestamp: message.timestamp(),
             payload: message.payload().map(text),
-            event_id: source.extract(message),
+            event_id: source.extract(topic, message).map(Cow::into_owned),
         }
     }
 
@@ -287,9 +283,16 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
         let idle_limit = kafka.timeout();
         let chunk = args.batch_size as usize;
         tokio::task::spawn_blocking(move || {
-            read_range(&client, &topic, &ranges, idle_limit, chunk, &sender, |m| {
-                Replayed::from_message(m, &source)
-            })
+            read_range(
+                &client,
+                &topic,
+                &ranges,
+                idle_limit,
+                chunk,
+                &sender,
+                || Vec::with_capacity(chunk),
+                |messages, m| messages.push(Replayed::from_message(&topic, m, &source)),
+            )
         })
     };
 
