@@ -98,7 +98,10 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         let (group, topic) = (args.group.clone(), args.topic.clone());
         tokio::task::spawn_blocking(move || group_offsets(&kafka, &group, &[topic]))
     };
-    let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
+    // At most two of the store's queries overlap: the per-partition figures with either the
+    // scan's lookups or (off PostgreSQL) the load of the inbox's ids. A larger pool would
+    // open connections that are not needed (see `Store::connect_with`).
+    let store = super::connect_pooled(&args.database, CreateMode::MustExist, &output, 2).await?;
     if !store.table_exists(INBOX_TABLE).await? {
         bail!(
             "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",
@@ -260,8 +263,8 @@ async fn compare_by_offsets(
             .offsets_in_range(consumer, topic, p.partition, committed, Some(p.log_end))
             .await?;
         if committed > p.log_start {
-            let (accounted, _) = store
-                .offset_range_summary(consumer, topic, p.partition, p.log_start, Some(committed))
+            let accounted = store
+                .offset_rows(consumer, topic, p.partition, p.log_start, Some(committed))
                 .await?;
             comparison.lost_count = (committed - p.log_start - accounted).max(0);
             if comparison.lost_count > 0 {

@@ -62,7 +62,7 @@ pub(crate) async fn connect_sequential(
     connect_pooled(options, create, output, 1).await
 }
 
-async fn connect_pooled(
+pub(crate) async fn connect_pooled(
     options: &DatabaseOpts,
     create: CreateMode,
     output: &Output,

@@ -964,16 +964,58 @@ impl Store {
         from: i64,
         to: Option<i64>,
     ) -> anyhow::Result<(i64, Option<i64>)> {
-        let d = self.dialect;
-        let offset = d.quote("offset");
+        // Two statements: beside COUNT, MAX is one more value to take from every entry read
+        // (a third of the time on PostgreSQL, whose index tuples start with two texts);
+        // alone, each database reads it off the end of the index.
+        let offset = self.dialect.quote("offset");
+        let rows = self
+            .offset_rows(consumer, topic, partition, from, to)
+            .await?;
+        let max = self
+            .coordinates_aggregate(
+                &format!("MAX({offset})"),
+                consumer,
+                topic,
+                partition,
+                from,
+                to,
+            )
+            .await?;
+        Ok((rows, max))
+    }
+
+    /// How many rows of a consumer at one topic partition have `from <= offset < to`.
+    pub async fn offset_rows(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        to: Option<i64>,
+    ) -> anyhow::Result<i64> {
+        let rows = self
+            .coordinates_aggregate("COUNT(*)", consumer, topic, partition, from, to)
+            .await?;
+        Ok(rows.unwrap_or(0))
+    }
+
+    async fn coordinates_aggregate(
+        &self,
+        aggregate: &str,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        to: Option<i64>,
+    ) -> anyhow::Result<Option<i64>> {
         let mut sql = self.sql();
         sql.push(&format!(
-            "SELECT COUNT(*), {} FROM {INBOX_TABLE}",
-            (d.bigint)(&format!("MAX({offset})"))
+            "SELECT {} FROM {INBOX_TABLE}",
+            (self.dialect.bigint)(aggregate)
         ));
         self.push_coordinates_filter(&mut sql, to.is_some());
         let text = sql.build();
-        let mut query = sqlx::query(&text)
+        let mut query = sqlx::query_scalar::<_, Option<i64>>(&text)
             .bind(consumer)
             .bind(topic)
             .bind(partition)
@@ -981,11 +1023,10 @@ impl Store {
         if let Some(to) = to {
             query = query.bind(to);
         }
-        let row = query
+        query
             .fetch_one(&self.pool)
             .await
-            .with_context(|| format!("could not read inbox rows of {topic}:{partition}"))?;
-        Ok((row.try_get(0)?, row.try_get(1)?))
+            .with_context(|| format!("could not read inbox rows of {topic}:{partition}"))
     }
 
     /// The offsets of a consumer's rows at one topic partition with `from <= offset < to`.
