@@ -757,3 +757,44 @@ async fn inbox_ids_load_in_key_chunks_exactly_once() {
         .unwrap();
     assert_eq!(none, 0);
 }
+
+/// A store asked for serial plans (compare --scan's) runs PostgreSQL's queries without
+/// parallel workers on every pooled connection; one not asked keeps the server's setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serial_plans_turn_parallel_workers_off_on_every_connection() {
+    use inboxctl::store::{CreateMode, DatabaseUrl, Store};
+    let db = TestDb::new(Backend::Postgres).await;
+    let url = DatabaseUrl::parse(&db.url).unwrap();
+    let timeout = std::time::Duration::from_secs(10);
+    let workers = |store: Store| async move {
+        // Two connections held at once, so the second is a new one.
+        let mut first = store.acquire().await.unwrap();
+        let mut second = store.acquire().await.unwrap();
+        let mut settings = Vec::new();
+        for connection in [&mut first, &mut second] {
+            let value: String = sqlx::query_scalar("SHOW max_parallel_workers_per_gather")
+                .fetch_one(&mut **connection)
+                .await
+                .unwrap();
+            settings.push(value);
+        }
+        settings
+    };
+    let serial = Store::connect_with(&url, timeout, CreateMode::MustExist, 2, true)
+        .await
+        .unwrap();
+    assert_eq!(workers(serial).await, ["0", "0"]);
+    let default = Store::connect_with(&url, timeout, CreateMode::MustExist, 2, false)
+        .await
+        .unwrap();
+    let server: String = {
+        use sqlx::Connection;
+        let mut admin = sqlx::PgConnection::connect(&db.url).await.unwrap();
+        sqlx::query_scalar("SHOW max_parallel_workers_per_gather")
+            .fetch_one(&mut admin)
+            .await
+            .unwrap()
+    };
+    assert_ne!(server, "0", "the test server should allow parallel workers");
+    assert_eq!(workers(default).await, [server.clone(), server]);
+}

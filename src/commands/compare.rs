@@ -100,8 +100,11 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     };
     // At most two of the store's queries overlap: the per-partition figures with either the
     // scan's lookups or (off PostgreSQL) the load of the inbox's ids. A larger pool would
-    // open connections that are not needed (see `Store::connect_with`).
-    let store = super::connect_pooled(&args.database, CreateMode::MustExist, &output, 2).await?;
+    // open connections that are not needed (see `Store::connect_with`). During a scan the
+    // per-partition counts run beside the reading and the classification, which keep the
+    // cores busy: parallel workers would only add their start-up to the same cores.
+    let store =
+        super::connect_pooled(&args.database, CreateMode::MustExist, &output, 2, args.scan).await?;
     if !store.table_exists(INBOX_TABLE).await? {
         bail!(
             "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",

@@ -49,7 +49,7 @@ pub(crate) async fn connect(
     create: CreateMode,
     output: &Output,
 ) -> anyhow::Result<Store> {
-    connect_pooled(options, create, output, POOL_CONNECTIONS).await
+    connect_pooled(options, create, output, POOL_CONNECTIONS, false).await
 }
 
 /// [`connect`] for a command that runs one query at a time and never holds a connection
@@ -59,7 +59,7 @@ pub(crate) async fn connect_sequential(
     create: CreateMode,
     output: &Output,
 ) -> anyhow::Result<Store> {
-    connect_pooled(options, create, output, 1).await
+    connect_pooled(options, create, output, 1, false).await
 }
 
 pub(crate) async fn connect_pooled(
@@ -67,10 +67,18 @@ pub(crate) async fn connect_pooled(
     create: CreateMode,
     output: &Output,
     max_connections: u32,
+    serial_plans: bool,
 ) -> anyhow::Result<Store> {
     let url = DatabaseUrl::parse(&options.database_url)?;
     output.debug(format!("connecting to {} ({})", url.endpoint, url.redacted));
-    Store::connect_with(&url, options.connect_timeout, create, max_connections).await
+    Store::connect_with(
+        &url,
+        options.connect_timeout,
+        create,
+        max_connections,
+        serial_plans,
+    )
+    .await
 }
 
 /// A flag that Ctrl-C sets, for commands that stop between two batches instead of dying in

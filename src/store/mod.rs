@@ -73,6 +73,9 @@ pub struct Dialect {
     pub name: &'static str,
     /// Statements run on every new connection (time zone, busy timeout).
     pub session_setup: &'static [&'static str],
+    /// Statements that keep a session's queries to its own process (PostgreSQL's parallel
+    /// workers), for a command whose queries run beside other work of its own.
+    pub serial_plans: &'static [&'static str],
     pub numbered_params: bool,
     pub identifier_quote: char,
     /// `strftime` format for timestamps bound as parameters, in UTC.
@@ -426,18 +429,20 @@ impl Store {
         timeout: Duration,
         create: CreateMode,
     ) -> anyhow::Result<Store> {
-        Store::connect_with(url, timeout, create, POOL_CONNECTIONS).await
+        Store::connect_with(url, timeout, create, POOL_CONNECTIONS, false).await
     }
 
     /// [`Store::connect`] with a pool of at most `max_connections`. One suits a command whose
     /// queries never overlap: sqlx returns a connection to the pool only after a ping, so
     /// with room for more the next query opens a new connection (a TLS handshake) instead
-    /// of waiting that round trip.
+    /// of waiting that round trip. `serial_plans` runs the dialect's
+    /// [`Dialect::serial_plans`] on every connection.
     pub async fn connect_with(
         url: &DatabaseUrl,
         timeout: Duration,
         create: CreateMode,
         max_connections: u32,
+        serial_plans: bool,
     ) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();
         let dialect = url.backend.dialect();
@@ -481,12 +486,17 @@ impl Store {
             Err(_) => return Err(connect_timed_out(url, timeout)),
         }
         let setup = dialect.session_setup;
+        let serial = if serial_plans {
+            dialect.serial_plans
+        } else {
+            &[]
+        };
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(timeout)
             .after_connect(move |connection, _| {
                 Box::pin(async move {
-                    for statement in setup {
+                    for statement in setup.iter().chain(serial) {
                         connection.execute(*statement).await?;
                     }
                     Ok(())

@@ -7,6 +7,7 @@ pub static DIALECT: Dialect = Dialect {
     name: "MySQL",
     // DATETIME has no zone: inboxctl reads and writes processed_at as UTC.
     session_setup: &["SET time_zone = '+00:00'"],
+    serial_plans: &[],
     numbered_params: false,
     identifier_quote: '`',
     timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",

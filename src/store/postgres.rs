@@ -6,6 +6,7 @@ use crate::migrate::Migration;
 pub static DIALECT: Dialect = Dialect {
     name: "PostgreSQL",
     session_setup: &["SET TIME ZONE 'UTC'", "SET application_name = 'inboxctl'"],
+    serial_plans: &["SET max_parallel_workers_per_gather = 0"],
     numbered_params: true,
     identifier_quote: '"',
     timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",

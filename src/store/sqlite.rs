@@ -8,6 +8,7 @@ pub static DIALECT: Dialect = Dialect {
     name: "SQLite",
     // Wait for a concurrent writer (another migrate, the application) instead of failing.
     session_setup: &["PRAGMA busy_timeout = 60000"],
+    serial_plans: &[],
     numbered_params: false,
     identifier_quote: '"',
     // The same form as the column default, so text comparison orders correctly.
