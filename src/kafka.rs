@@ -130,15 +130,18 @@ impl Kafka {
 
     /// A consumer that never joins a group: it reads group offsets, commits admin-style
     /// (allowed only while the group is empty, as in Kafka) and reads metadata.
-    pub fn group_client(&self, group: &str) -> anyhow::Result<BaseConsumer> {
+    pub fn group_client(&self, group: &str) -> anyhow::Result<KafkaClient> {
         let mut config = self.config();
         config.set("group.id", group);
-        config.create().map_err(|error| self.client_error(error))
+        config
+            .create()
+            .map(KafkaClient)
+            .map_err(|error| self.client_error(error))
     }
 
     /// A consumer for reading topics by assignment; its group id is throwaway and it commits
     /// nothing anywhere.
-    pub fn reader(&self, extra: &[(&str, &str)]) -> anyhow::Result<BaseConsumer> {
+    pub fn reader(&self, extra: &[(&str, &str)]) -> anyhow::Result<KafkaClient> {
         let mut config = self.config();
         config
             .set(
@@ -156,7 +159,16 @@ impl Kafka {
         if !self.has_property("fetch.queue.backoff.ms") {
             config.set("fetch.queue.backoff.ms", "10");
         }
-        config.create().map_err(|error| self.client_error(error))
+        // The reads have a known end, so nothing is gained by the broker holding a fetch at
+        // the log's end for new messages (500 ms by default); closing the client waits for
+        // such a fetch to come back. -X still decides.
+        if !self.has_property("fetch.wait.max.ms") {
+            config.set("fetch.wait.max.ms", "10");
+        }
+        config
+            .create()
+            .map(KafkaClient)
+            .map_err(|error| self.client_error(error))
     }
 
     fn has_property(&self, key: &str) -> bool {
@@ -289,6 +301,55 @@ impl Kafka {
 
     /// For each partition, the first offset whose timestamp is at or after `timestamp_ms`;
     /// `None` when no message is that late (Kafka answers -1 / end).
+    /// The log start and end of several partitions of a topic: one ListOffsets request per
+    /// broker for the earliest offsets and one for the latest, where [`Kafka::watermarks`]
+    /// costs two round trips per partition. A partition missing from the answer is asked
+    /// about on its own, so its error is the one reported.
+    pub fn watermarks_of(
+        &self,
+        client: &BaseConsumer,
+        topic: &str,
+        partitions: &[i32],
+    ) -> anyhow::Result<BTreeMap<i32, Watermarks>> {
+        let ask = |which: Offset| -> anyhow::Result<BTreeMap<i32, i64>> {
+            let mut list = TopicPartitionList::new();
+            for partition in partitions {
+                list.add_partition_offset(topic, *partition, which)?;
+            }
+            // ListOffsets takes "earliest" and "latest" as the timestamps -2 and -1, the
+            // raw values of Offset::Beginning and Offset::End.
+            let answer = client
+                .offsets_for_times(list, self.timeout())
+                .map_err(|error| self.unreachable(error))
+                .with_context(|| format!("could not read the log start and end of '{topic}'"))?;
+            Ok(answer
+                .elements()
+                .iter()
+                .filter_map(|e| match (e.error(), e.offset()) {
+                    (Ok(()), Offset::Offset(offset)) if offset >= 0 => {
+                        Some((e.partition(), offset))
+                    }
+                    _ => None,
+                })
+                .collect())
+        };
+        if partitions.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let starts = ask(Offset::Beginning)?;
+        let ends = ask(Offset::End)?;
+        partitions
+            .iter()
+            .map(|&partition| {
+                let marks = match (starts.get(&partition), ends.get(&partition)) {
+                    (Some(&log_start), Some(&log_end)) => Watermarks { log_start, log_end },
+                    _ => self.watermarks(client, topic, partition)?,
+                };
+                Ok((partition, marks))
+            })
+            .collect()
+    }
+
     pub fn offsets_for_time(
         &self,
         client: &BaseConsumer,
@@ -332,6 +393,30 @@ impl Kafka {
             .commit(&list, CommitMode::Sync)
             .context("the group coordinator refused the new offsets")?;
         Ok(())
+    }
+}
+
+/// A librdkafka consumer that closes promptly when dropped. rdkafka's own drop closes it
+/// and polls in steps of 100 ms until it is closed, which it usually is a few milliseconds
+/// into the first: every command would wait most of 0.1 s for nothing. This one polls every
+/// millisecond first; rdkafka's drop then finds it closed.
+pub struct KafkaClient(BaseConsumer);
+
+impl std::ops::Deref for KafkaClient {
+    type Target = BaseConsumer;
+    fn deref(&self) -> &BaseConsumer {
+        &self.0
+    }
+}
+
+impl Drop for KafkaClient {
+    fn drop(&mut self) {
+        if self.0.close_queue().is_ok() {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !self.0.closed() && Instant::now() < deadline {
+                self.0.poll(Duration::from_millis(1));
+            }
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use crate::cli::{CompareArgs, Format};
 use crate::commands::offsets::{group_offsets, PartitionOffsets};
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
-use crate::kafka::{read_range, Kafka};
+use crate::kafka::{read_range, Kafka, KafkaClient};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline;
 use crate::store::{Backend, CreateMode, HeapExtent, Store, INBOX_TABLE};
@@ -96,7 +96,18 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     let group = {
         let kafka = Kafka::new(&args.kafka);
         let (group, topic) = (args.group.clone(), args.topic.clone());
-        tokio::task::spawn_blocking(move || group_offsets(&kafka, &group, &[topic]))
+        tokio::task::spawn_blocking(move || {
+            let client = kafka.group_client(&group)?;
+            let offsets = group_offsets(&kafka, &client, &group, &[topic])?;
+            Ok::<_, anyhow::Error>((offsets, client))
+        })
+    };
+    // The scan's consumer is made now: librdkafka connects to the brokers and reads their
+    // metadata in the background while the offsets and the database are on their way.
+    let mut reader_client = if args.scan {
+        Some(kafka.reader(&[])?)
+    } else {
+        None
     };
     // At most two of the store's queries overlap: the per-partition figures with either the
     // scan's lookups or (off PostgreSQL) the load of the inbox's ids. A larger pool would
@@ -136,14 +147,14 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     // The topic's reader starts as soon as the offsets are known.
     let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
     let comparing = async {
-        let (state, offsets) = group
+        let ((state, offsets), group_client) = group
             .await
             .context("reading the group's offsets stopped unexpectedly")??;
-        let reader = if args.scan {
-            Some(start_reader(&kafka, &args.topic, &offsets, &source)?)
-        } else {
-            None
-        };
+        // The group's client closes beside the scan, awaited only at the end.
+        let closing = tokio::task::spawn_blocking(move || drop(group_client));
+        let reader = reader_client
+            .take()
+            .map(|client| start_reader(client, kafka.timeout(), &args.topic, &offsets, &source));
         // The inbox's per-partition figures and the topic scan run side by side.
         let by_offsets = async {
             let mut partitions = Vec::new();
@@ -178,6 +189,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             }
         };
         let (partitions, scan) = tokio::try_join!(by_offsets, scanning)?;
+        let _ = closing.await;
         Ok::<_, anyhow::Error>((state, partitions, scan))
     };
     // An error of either side ends both (the load's is never taken for the end of the ids).
@@ -394,22 +406,21 @@ struct Reader {
 /// READ_AHEAD chunks wait in the channel, so reading overlaps loading the inbox's ids, with
 /// memory still bounded.
 fn start_reader(
-    kafka: &Kafka,
+    client: KafkaClient,
+    idle_limit: std::time::Duration,
     topic: &str,
     offsets: &[PartitionOffsets],
     source: &EventIdSource,
-) -> anyhow::Result<Reader> {
+) -> Reader {
     let (sender, chunks) = tokio::sync::mpsc::channel::<ScanChunk>(READ_AHEAD);
-    let client = kafka.reader(&[])?;
     let ranges: Vec<(i32, i64, i64)> = offsets
         .iter()
         .map(|p| (p.partition, p.log_start, p.log_end))
         .collect();
     let topic = topic.to_string();
     let source = source.clone();
-    let idle_limit = kafka.timeout();
     let thread = tokio::task::spawn_blocking(move || {
-        read_range(
+        let read = read_range(
             &client,
             &topic,
             &ranges,
@@ -421,13 +432,17 @@ fn start_reader(
                 let event_id = source.extract(&topic, message);
                 chunk.add(message.partition(), message.offset(), event_id.as_deref());
             },
-        )
+        );
+        // The last chunks are classified while the consumer closes.
+        drop(sender);
+        drop(client);
+        read
     });
-    Ok(Reader {
+    Reader {
         thread,
         chunks,
         total: offsets.iter().map(|p| p.log_end - p.log_start).sum(),
-    })
+    }
 }
 
 /// Inbox ids per batch sent to the classification.
@@ -556,12 +571,7 @@ async fn classify(
 ) -> anyhow::Result<Scan> {
     let started = Instant::now();
     let progress = output.progress(reader.total.max(0) as u64, "messages");
-    let committed: HashMap<i32, i64> = offsets
-        .iter()
-        .map(|p| (p.partition, p.committed.unwrap_or(p.log_start)))
-        .collect();
-    let below_committed =
-        |partition: i32, offset: i64| offset < committed.get(&partition).copied().unwrap_or(0);
+    let mut findings = Findings::new(offsets);
     // Streaming, the map holds the inbox's ids as they arrive as well as where the topic
     // first had each id; asking per chunk, only the latter.
     // Sized up front when the ids stream in: growing it a million entries at a time is
@@ -604,7 +614,7 @@ async fn classify(
             }
             Next::Ids(None) => {
                 loading = false;
-                decide(&mut undecided, &ids, &below_committed, &mut scan);
+                decide(&mut undecided, &ids, &mut findings);
                 continue;
             }
             Next::Chunk(None) => {
@@ -625,9 +635,9 @@ async fn classify(
         };
         for (message, event_id) in chunk.iter() {
             scan.messages += 1;
-            let partition = scan.partitions.entry(message.partition).or_default();
+            let slot = findings.slot(message.partition);
             let Some((event_id, key)) = event_id else {
-                partition.missing_event_id += 1;
+                slot.found.missing_event_id += 1;
                 continue;
             };
             let state = ids.entry(key).or_insert(IdState {
@@ -648,7 +658,7 @@ async fn classify(
                 Some(processed) => processed.contains(event_id),
                 None => state.in_inbox,
             };
-            let below = below_committed(message.partition, message.offset);
+            let below = message.offset < slot.committed;
             if !in_inbox && loading {
                 // Its id may still arrive.
                 if below {
@@ -661,13 +671,13 @@ async fn classify(
                     id_end: undecided.ids.len(),
                 });
             } else if below && !in_inbox {
-                partition.lost.push(LostEvent {
+                slot.found.lost.push(LostEvent {
                     partition: message.partition,
                     offset: message.offset,
                     event_id: Some(event_id.to_string()),
                 });
             } else if !below && in_inbox {
-                partition.pending.push(message.offset);
+                slot.found.pending.push(message.offset);
             }
         }
         progress.inc(chunk.messages.len() as u64);
@@ -677,6 +687,7 @@ async fn classify(
         .thread
         .await
         .context("the topic reader stopped unexpectedly")??;
+    scan.partitions = findings.into_map();
     // Messages decided while the ids loaded and those decided after are in two runs.
     for partition in scan.partitions.values_mut() {
         partition.pending.sort_unstable();
@@ -697,6 +708,51 @@ async fn classify(
     Ok(scan)
 }
 
+/// What the scan found per partition, beside the partition's committed offset, indexed by
+/// partition id (Kafka's count from 0): a message costs an index instead of two lookups.
+struct Findings {
+    slots: Vec<Slot>,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// The group's committed offset (the log start when it has none).
+    committed: i64,
+    found: ScannedPartition,
+    /// A partition of the topic, or one a message came from; the others are gaps.
+    known: bool,
+}
+
+impl Findings {
+    fn new(offsets: &[PartitionOffsets]) -> Findings {
+        let mut findings = Findings { slots: Vec::new() };
+        for p in offsets {
+            findings.slot(p.partition).committed = p.committed.unwrap_or(p.log_start);
+        }
+        findings
+    }
+
+    fn slot(&mut self, partition: i32) -> &mut Slot {
+        // Partition ids come from the topic's metadata: small, dense and never negative.
+        let index = partition.max(0) as usize;
+        if index >= self.slots.len() {
+            self.slots.resize_with(index + 1, Slot::default);
+        }
+        let slot = &mut self.slots[index];
+        slot.known = true;
+        slot
+    }
+
+    fn into_map(self) -> BTreeMap<i32, ScannedPartition> {
+        self.slots
+            .into_iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.known)
+            .map(|(partition, slot)| (partition as i32, slot.found))
+            .collect()
+    }
+}
+
 enum Next {
     Ids(Option<Vec<u128>>),
     Chunk(Option<ScanChunk>),
@@ -710,26 +766,21 @@ async fn next_ids(inbox: &mut InboxIds<'_>) -> Option<Vec<u128>> {
 }
 
 /// Decides the messages held while the inbox's ids loaded, now that all are in.
-fn decide(
-    undecided: &mut Undecided,
-    ids: &IdMap,
-    below_committed: &impl Fn(i32, i64) -> bool,
-    scan: &mut Scan,
-) {
+fn decide(undecided: &mut Undecided, ids: &IdMap, findings: &mut Findings) {
     let mut id_start = 0;
     for message in undecided.messages.drain(..) {
         let in_inbox = ids.get(&message.key).is_some_and(|state| state.in_inbox);
-        let partition = scan.partitions.entry(message.partition).or_default();
-        if below_committed(message.partition, message.offset) {
+        let slot = findings.slot(message.partition);
+        if message.offset < slot.committed {
             if !in_inbox {
-                partition.lost.push(LostEvent {
+                slot.found.lost.push(LostEvent {
                     partition: message.partition,
                     offset: message.offset,
                     event_id: Some(undecided.ids[id_start..message.id_end].to_string()),
                 });
             }
         } else if in_inbox {
-            partition.pending.push(message.offset);
+            slot.found.pending.push(message.offset);
         }
         id_start = message.id_end;
     }

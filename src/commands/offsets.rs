@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use chrono::Utc;
+use rdkafka::consumer::BaseConsumer;
 use serde::Serialize;
 use serde_json::json;
 use tokio::task::block_in_place;
@@ -36,23 +37,24 @@ pub struct PartitionOffsets {
 }
 
 /// The group's committed offsets for these topics (all of its topics when empty), with the
-/// log's bounds. Fails for a group the cluster does not know.
+/// log's bounds, read through `client` (a [`Kafka::group_client`] of the group). Fails for a
+/// group the cluster does not know.
 pub fn group_offsets(
     kafka: &Kafka,
+    client: &BaseConsumer,
     group: &str,
     topics: &[String],
 ) -> anyhow::Result<(GroupState, Vec<PartitionOffsets>)> {
-    let client = kafka.group_client(group)?;
     let candidates: Vec<(String, i32)> = if topics.is_empty() {
         kafka
-            .all_topics(&client)?
+            .all_topics(client)?
             .into_iter()
             .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
             .collect()
     } else {
         let mut list = Vec::new();
         for topic in topics {
-            for partition in kafka.partitions(&client, topic)? {
+            for partition in kafka.partitions(client, topic)? {
                 list.push((topic.clone(), partition));
             }
         }
@@ -60,8 +62,8 @@ pub fn group_offsets(
     };
     // After the metadata request: librdkafka's group listing waits up to a second for broker
     // connections when it is the client's first request.
-    let state = kafka.group_state(&client, group)?;
-    let committed = kafka.committed(&client, &candidates)?;
+    let state = kafka.group_state(client, group)?;
+    let committed = kafka.committed(client, &candidates)?;
     // Without --topic, only the topics where the group has committed something.
     let with_offsets: std::collections::BTreeSet<&String> = committed
         .iter()
@@ -71,12 +73,23 @@ pub fn group_offsets(
     if with_offsets.is_empty() && state.is_unknown() {
         bail!("consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator)", kafka.brokers());
     }
+    let shown = |topic: &String| !topics.is_empty() || with_offsets.contains(topic);
+    let mut by_topic: BTreeMap<&String, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in candidates.iter().filter(|(topic, _)| shown(topic)) {
+        by_topic.entry(topic).or_default().push(*partition);
+    }
+    let mut marks = BTreeMap::new();
+    for (topic, partitions) in by_topic {
+        for (partition, found) in kafka.watermarks_of(client, topic, &partitions)? {
+            marks.insert((topic.clone(), partition), found);
+        }
+    }
     let mut rows = Vec::new();
     for (topic, partition) in &candidates {
-        if topics.is_empty() && !with_offsets.contains(topic) {
+        if !shown(topic) {
             continue;
         }
-        let Watermarks { log_start, log_end } = kafka.watermarks(&client, topic, *partition)?;
+        let Watermarks { log_start, log_end } = marks[&(topic.clone(), *partition)];
         let committed = committed
             .get(&(topic.clone(), *partition))
             .copied()
@@ -95,7 +108,10 @@ pub fn group_offsets(
 
 fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let kafka = Kafka::new(&args.kafka);
-    let (state, rows) = block_in_place(|| group_offsets(&kafka, &args.group, &args.topic))?;
+    let (state, rows) = block_in_place(|| {
+        let client = kafka.group_client(&args.group)?;
+        group_offsets(&kafka, &client, &args.group, &args.topic)
+    })?;
     let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
     for row in &rows {
         *totals.entry(&row.topic).or_default() += row.lag.unwrap_or(0);

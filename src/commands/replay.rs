@@ -283,7 +283,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
         let idle_limit = kafka.timeout();
         let chunk = args.batch_size as usize;
         tokio::task::spawn_blocking(move || {
-            read_range(
+            let read = read_range(
                 &client,
                 &topic,
                 &ranges,
@@ -292,7 +292,11 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                 &sender,
                 || Vec::with_capacity(chunk),
                 |messages, m| messages.push(Replayed::from_message(&topic, m, &source)),
-            )
+            );
+            // The last batch is taken while the consumer closes.
+            drop(sender);
+            drop(client);
+            read
         })
     };
 
@@ -547,8 +551,9 @@ fn resolve_ranges(kafka: &Kafka, args: &ReplayArgs) -> anyhow::Result<Vec<(i32, 
         _ => None,
     };
     let mut ranges = Vec::new();
+    let all_marks = kafka.watermarks_of(&client, &args.topic, &partitions)?;
     for partition in partitions {
-        let marks = kafka.watermarks(&client, &args.topic, partition)?;
+        let marks = all_marks[&partition];
         let from = match &args.from {
             Start::Earliest => marks.log_start,
             Start::Offset(offset) => *offset,
