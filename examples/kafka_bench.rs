@@ -173,11 +173,13 @@ async fn main() {
                 let queue = rd::rd_kafka_queue_get_consumer(consumer.client().native_ptr());
                 let mut batch = vec![std::ptr::null_mut(); 1024];
                 while remaining > 0 {
+                    // The call waits for a full batch (or the timeout): never ask for more
+                    // than are left.
                     let n = rd::rd_kafka_consume_batch_queue(
                         queue,
                         100,
                         batch.as_mut_ptr(),
-                        batch.len(),
+                        batch.len().min(remaining as usize),
                     );
                     for &message in &batch[..n.max(0) as usize] {
                         let message: *mut rd::rd_kafka_message_t = message;

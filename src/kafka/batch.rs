@@ -39,19 +39,39 @@ impl<'c> ConsumerQueue<'c> {
     /// librdkafka on the way.
     pub fn consume(&self, batch: &mut Batch, timeout: Duration) {
         batch.clear();
+        // librdkafka's batch call waits until the batch is full or the timeout passes, so
+        // it is only ever asked to wait for one message: what is queued is taken at once,
+        // and the end of a range or a slow fetch costs no timeout.
+        self.take(batch, Duration::ZERO, batch.messages.capacity());
+        if batch.is_empty() {
+            self.take(batch, timeout, 1);
+            if !batch.is_empty() {
+                self.take(batch, Duration::ZERO, batch.messages.capacity() - 1);
+            }
+        }
+    }
+
+    /// Appends up to `limit` messages to `batch`, waiting up to `timeout` for all of them.
+    fn take(&self, batch: &mut Batch, timeout: Duration, limit: usize) {
+        let held = batch.messages.len();
+        let room = limit.min(batch.messages.capacity() - held);
+        if room == 0 {
+            return;
+        }
         let timeout_ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: the array has room for `capacity` pointers; librdkafka writes at most that
-        // many and returns how many (or -1 on error, taken as none).
+        // SAFETY: the array has room for `room` more pointers after the `held` ones;
+        // librdkafka writes at most that many and returns how many (or -1 on error, taken
+        // as none).
         let count = unsafe {
             rd::rd_kafka_consume_batch_queue(
                 self.queue.as_ptr(),
                 timeout_ms,
-                batch.messages.as_mut_ptr(),
-                batch.messages.capacity(),
+                batch.messages.as_mut_ptr().add(held),
+                room,
             )
         };
-        // SAFETY: the first `count` entries were written by librdkafka.
-        unsafe { batch.messages.set_len(count.max(0) as usize) };
+        // SAFETY: the `count` entries after the held ones were written by librdkafka.
+        unsafe { batch.messages.set_len(held + count.max(0) as usize) };
     }
 }
 
