@@ -514,9 +514,14 @@ async fn producer_duplicates_apply_once(backend: Backend) {
     .ok()
     .json();
     assert_eq!(totals(&first), (25, 20, 5, 0, 0));
-    assert_eq!(
-        per_partition(&first),
-        vec![(0, 0, 12, 12, 10, 2, 0, 0), (1, 0, 13, 13, 10, 3, 0, 0)]
+    // d-p0-1's copy is in the other partition: which of the two is applied first depends
+    // on how the partitions' fetches interleave, so either partition counts it as the
+    // duplicate. Inside a partition the order is the log's.
+    let split = per_partition(&first);
+    assert!(
+        split == vec![(0, 0, 12, 12, 10, 2, 0, 0), (1, 0, 13, 13, 10, 3, 0, 0)]
+            || split == vec![(0, 0, 12, 12, 9, 3, 0, 0), (1, 0, 13, 13, 11, 2, 0, 0)],
+        "{split:?}"
     );
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
     assert_eq!(ledger(&mut db).await, distinct_ids(&landed));

@@ -274,22 +274,26 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         // After the metadata requests, as in group_offsets.
         let state = kafka.group_state(&client, &args.group)?;
         let committed = kafka.committed(&client, &partitions)?;
+        let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for (topic, partition) in &partitions {
+            topics.entry(topic).or_default().push(*partition);
+        }
         let mut by_time: BTreeMap<(String, i32), Option<i64>> = BTreeMap::new();
-        if let Target::Time(at) = target {
-            let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-            for (topic, partition) in &partitions {
-                topics.entry(topic).or_default().push(*partition);
-            }
-            for (topic, list) in topics {
+        let mut marks: BTreeMap<(String, i32), Watermarks> = BTreeMap::new();
+        for (topic, list) in topics {
+            if let Target::Time(at) = target {
                 for (partition, offset) in kafka.offsets_for_time(&client, topic, &list, at)? {
                     by_time.insert((topic.to_string(), partition), offset);
                 }
+            }
+            for (partition, found) in kafka.watermarks_of(&client, topic, &list)? {
+                marks.insert((topic.to_string(), partition), found);
             }
         }
         let mut plan = Vec::new();
         for (topic, partition) in partitions {
             let key = (topic.clone(), partition);
-            let Watermarks { log_start, log_end } = kafka.watermarks(&client, &topic, partition)?;
+            let Watermarks { log_start, log_end } = marks[&key];
             let current = committed.get(&key).copied().flatten();
             let wanted = match &target {
                 Target::Earliest => Some(log_start),
