@@ -159,9 +159,8 @@ impl Kafka {
         if !self.has_property("fetch.queue.backoff.ms") {
             config.set("fetch.queue.backoff.ms", "10");
         }
-        // The reads have a known end, so nothing is gained by the broker holding a fetch at
-        // the log's end for new messages (500 ms by default); closing the client waits for
-        // such a fetch to come back. -X still decides.
+        // The reads have a known end, so there is nothing to wait for at a log's end: the
+        // broker need not hold a fetch for new messages (500 ms by default). -X still decides.
         if !self.has_property("fetch.wait.max.ms") {
             config.set("fetch.wait.max.ms", "10");
         }
@@ -299,8 +298,6 @@ impl Kafka {
         })
     }
 
-    /// For each partition, the first offset whose timestamp is at or after `timestamp_ms`;
-    /// `None` when no message is that late (Kafka answers -1 / end).
     /// The log start and end of several partitions of a topic: one ListOffsets request per
     /// broker for the earliest offsets and one for the latest, where [`Kafka::watermarks`]
     /// costs two round trips per partition. A partition missing from the answer is asked
@@ -311,38 +308,20 @@ impl Kafka {
         topic: &str,
         partitions: &[i32],
     ) -> anyhow::Result<BTreeMap<i32, Watermarks>> {
-        let ask = |which: Offset| -> anyhow::Result<BTreeMap<i32, i64>> {
-            let mut list = TopicPartitionList::new();
-            for partition in partitions {
-                list.add_partition_offset(topic, *partition, which)?;
-            }
-            // ListOffsets takes "earliest" and "latest" as the timestamps -2 and -1, the
-            // raw values of Offset::Beginning and Offset::End.
-            let answer = client
-                .offsets_for_times(list, self.timeout())
-                .map_err(|error| self.unreachable(error))
-                .with_context(|| format!("could not read the log start and end of '{topic}'"))?;
-            Ok(answer
-                .elements()
-                .iter()
-                .filter_map(|e| match (e.error(), e.offset()) {
-                    (Ok(()), Offset::Offset(offset)) if offset >= 0 => {
-                        Some((e.partition(), offset))
-                    }
-                    _ => None,
-                })
-                .collect())
-        };
         if partitions.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let starts = ask(Offset::Beginning)?;
-        let ends = ask(Offset::End)?;
+        // ListOffsets takes "earliest" and "latest" as the timestamps -2 and -1, the raw
+        // values of Offset::Beginning and Offset::End.
+        let context = "could not read the log start and end of";
+        let starts = self.list_offsets(client, topic, partitions, Offset::Beginning, context)?;
+        let ends = self.list_offsets(client, topic, partitions, Offset::End, context)?;
         partitions
             .iter()
             .map(|&partition| {
-                let marks = match (starts.get(&partition), ends.get(&partition)) {
-                    (Some(&log_start), Some(&log_end)) => Watermarks { log_start, log_end },
+                let found = |answer: &BTreeMap<i32, Option<i64>>| answer.get(&partition).copied();
+                let marks = match (found(&starts).flatten(), found(&ends).flatten()) {
+                    (Some(log_start), Some(log_end)) => Watermarks { log_start, log_end },
                     _ => self.watermarks(client, topic, partition)?,
                 };
                 Ok((partition, marks))
@@ -350,6 +329,8 @@ impl Kafka {
             .collect()
     }
 
+    /// For each partition, the first offset whose timestamp is at or after `timestamp_ms`;
+    /// `None` when no message is that late (Kafka answers -1 / end).
     pub fn offsets_for_time(
         &self,
         client: &BaseConsumer,
@@ -357,20 +338,40 @@ impl Kafka {
         partitions: &[i32],
         timestamp_ms: i64,
     ) -> anyhow::Result<BTreeMap<i32, Option<i64>>> {
+        let context = "could not look up offsets by time in";
+        self.list_offsets(
+            client,
+            topic,
+            partitions,
+            Offset::Offset(timestamp_ms),
+            context,
+        )
+    }
+
+    /// One ListOffsets question for every partition (`query` is a timestamp, or earliest or
+    /// latest): each partition's answer, `None` where the broker had no offset or an error.
+    fn list_offsets(
+        &self,
+        client: &BaseConsumer,
+        topic: &str,
+        partitions: &[i32],
+        query: Offset,
+        context: &str,
+    ) -> anyhow::Result<BTreeMap<i32, Option<i64>>> {
         let mut list = TopicPartitionList::new();
         for partition in partitions {
-            list.add_partition_offset(topic, *partition, Offset::Offset(timestamp_ms))?;
+            list.add_partition_offset(topic, *partition, query)?;
         }
         let answer = client
             .offsets_for_times(list, self.timeout())
             .map_err(|error| self.unreachable(error))
-            .with_context(|| format!("could not look up offsets by time in '{topic}'"))?;
+            .with_context(|| format!("{context} '{topic}'"))?;
         Ok(answer
             .elements()
             .iter()
             .map(|e| {
-                let offset = match e.offset() {
-                    Offset::Offset(offset) if offset >= 0 => Some(offset),
+                let offset = match (e.error(), e.offset()) {
+                    (Ok(()), Offset::Offset(offset)) if offset >= 0 => Some(offset),
                     _ => None,
                 };
                 (e.partition(), offset)

@@ -135,10 +135,9 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         true => ids_to_load(&store, &consumer).await?,
         false => None,
     };
-    let loads_ids = ids_to_load.is_some();
     let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
     let loading = async {
-        if loads_ids {
+        if ids_to_load.is_some() {
             load_inbox_ids(&store, &consumer, id_sender, &output).await
         } else {
             Ok(())
@@ -393,6 +392,13 @@ struct IdState {
 
 const NOT_SEEN: i32 = -1;
 
+/// An id the scan has just met, from either side.
+const UNKNOWN_ID: IdState = IdState {
+    offset: 0,
+    partition: NOT_SEEN,
+    in_inbox: false,
+};
+
 type IdMap = HashMap<u128, IdState, HashIsKey>;
 
 /// The topic reader's thread and the channel its chunks come through.
@@ -602,13 +608,7 @@ async fn classify(
         let chunk = match next {
             Next::Ids(Some(hashes)) => {
                 for key in hashes {
-                    ids.entry(key)
-                        .or_insert(IdState {
-                            offset: 0,
-                            partition: NOT_SEEN,
-                            in_inbox: false,
-                        })
-                        .in_inbox = true;
+                    ids.entry(key).or_insert(UNKNOWN_ID).in_inbox = true;
                 }
                 continue;
             }
@@ -640,11 +640,7 @@ async fn classify(
                 slot.found.missing_event_id += 1;
                 continue;
             };
-            let state = ids.entry(key).or_insert(IdState {
-                offset: 0,
-                partition: NOT_SEEN,
-                in_inbox: false,
-            });
+            let state = ids.entry(key).or_insert(UNKNOWN_ID);
             if state.partition == NOT_SEEN {
                 state.partition = message.partition;
                 state.offset = message.offset;
@@ -658,10 +654,9 @@ async fn classify(
                 Some(processed) => processed.contains(event_id),
                 None => state.in_inbox,
             };
-            let below = message.offset < slot.committed;
             if !in_inbox && loading {
                 // Its id may still arrive.
-                if below {
+                if message.offset < slot.committed {
                     undecided.ids.push_str(event_id);
                 }
                 undecided.messages.push(UndecidedMessage {
@@ -670,14 +665,8 @@ async fn classify(
                     partition: message.partition,
                     id_end: undecided.ids.len(),
                 });
-            } else if below && !in_inbox {
-                slot.found.lost.push(LostEvent {
-                    partition: message.partition,
-                    offset: message.offset,
-                    event_id: Some(event_id.to_string()),
-                });
-            } else if !below && in_inbox {
-                slot.found.pending.push(message.offset);
+            } else {
+                slot.record(message.partition, message.offset, in_inbox, event_id);
             }
         }
         progress.inc(chunk.messages.len() as u64);
@@ -721,6 +710,23 @@ struct Slot {
     found: ScannedPartition,
     /// A partition of the topic, or one a message came from; the others are gaps.
     known: bool,
+}
+
+impl Slot {
+    /// One message's finding: lost below the committed offset when the inbox lacks it,
+    /// pending redelivery at or after it when the inbox has it.
+    fn record(&mut self, partition: i32, offset: i64, in_inbox: bool, event_id: &str) {
+        let below = offset < self.committed;
+        if below && !in_inbox {
+            self.found.lost.push(LostEvent {
+                partition,
+                offset,
+                event_id: Some(event_id.to_string()),
+            });
+        } else if !below && in_inbox {
+            self.found.pending.push(offset);
+        }
+    }
 }
 
 impl Findings {
@@ -770,18 +776,14 @@ fn decide(undecided: &mut Undecided, ids: &IdMap, findings: &mut Findings) {
     let mut id_start = 0;
     for message in undecided.messages.drain(..) {
         let in_inbox = ids.get(&message.key).is_some_and(|state| state.in_inbox);
-        let slot = findings.slot(message.partition);
-        if message.offset < slot.committed {
-            if !in_inbox {
-                slot.found.lost.push(LostEvent {
-                    partition: message.partition,
-                    offset: message.offset,
-                    event_id: Some(undecided.ids[id_start..message.id_end].to_string()),
-                });
-            }
-        } else if in_inbox {
-            slot.found.pending.push(message.offset);
-        }
+        // The id was kept where the message would be lost, the one case that uses it.
+        let event_id = &undecided.ids[id_start..message.id_end];
+        findings.slot(message.partition).record(
+            message.partition,
+            message.offset,
+            in_inbox,
+            event_id,
+        );
         id_start = message.id_end;
     }
     undecided.ids = String::new();

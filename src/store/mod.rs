@@ -1025,15 +1025,8 @@ impl Store {
         ));
         self.push_coordinates_filter(&mut sql, to.is_some());
         let text = sql.build();
-        let mut query = sqlx::query_scalar::<_, Option<i64>>(&text)
-            .bind(consumer)
-            .bind(topic)
-            .bind(partition)
-            .bind(from);
-        if let Some(to) = to {
-            query = query.bind(to);
-        }
-        query
+        let query = sqlx::query_scalar::<_, Option<i64>>(&text);
+        bind_coordinates(query, consumer, topic, partition, from, to)
             .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not read inbox rows of {topic}:{partition}"))
@@ -1058,20 +1051,14 @@ impl Store {
         self.push_coordinates_filter(&mut sql, to.is_some());
         sql.push(&format!(" ORDER BY {offset}"));
         let text = sql.build();
-        let mut query = sqlx::query_scalar(&text)
-            .bind(consumer)
-            .bind(topic)
-            .bind(partition)
-            .bind(from);
-        if let Some(to) = to {
-            query = query.bind(to);
-        }
-        query
+        let query = sqlx::query_scalar(&text);
+        bind_coordinates(query, consumer, topic, partition, from, to)
             .fetch_all(&self.pool)
             .await
             .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))
     }
 
+    /// Writes the filter whose parameters [`bind_coordinates`] binds.
     fn push_coordinates_filter(&self, sql: &mut SqlBuilder, bounded: bool) {
         let d = self.dialect;
         let offset = d.quote("offset");
@@ -1176,6 +1163,23 @@ fn connect_timed_out(url: &DatabaseUrl, timeout: Duration) -> anyhow::Error {
         url.endpoint,
         humantime::format_duration(timeout)
     )
+}
+
+/// Binds the parameters of [`Store::push_coordinates_filter`], in its order (`to` only when
+/// the filter was written bounded).
+fn bind_coordinates<'q, O>(
+    query: sqlx::query::QueryScalar<'q, Any, O, sqlx::any::AnyArguments<'q>>,
+    consumer: &'q str,
+    topic: &'q str,
+    partition: i32,
+    from: i64,
+    to: Option<i64>,
+) -> sqlx::query::QueryScalar<'q, Any, O, sqlx::any::AnyArguments<'q>> {
+    let query = query.bind(consumer).bind(topic).bind(partition).bind(from);
+    match to {
+        Some(to) => query.bind(to),
+        None => query,
+    }
 }
 
 /// Binds the parameters of `push_keep_exclusions`, in its order.
