@@ -825,21 +825,23 @@ async fn killed_replays_converge(backend: Backend, kills: usize, handler_sql: &s
             let room = (left / (kills - killed + 1) as u64).max(1);
             // Now and then a Ctrl-C instead of a kill.
             let interrupt = interrupted < 3 && rng.range(0, 5) == 0;
+            // A kill after a random delay still comes no later than the run's share of
+            // what is left: a fast run must not finish the work while kills remain to land.
             let (delay, rows) = if rng.range(0, 2) == 0 {
-                (Some(Duration::from_millis(rng.range(0, 400))), None)
+                (
+                    Some(Duration::from_millis(rng.range(0, 400))),
+                    before + room as i64,
+                )
             } else {
-                (None, Some(before + rng.range(1, room) as i64))
+                (None, before + rng.range(1, room) as i64)
             };
             loop {
                 if let Some(status) = child.try_wait().unwrap() {
                     exit = Some(status.code().unwrap_or(-1));
                     break;
                 }
-                let due = match (delay, rows) {
-                    (Some(delay), _) => started.elapsed() >= delay,
-                    (_, Some(rows)) => inbox_count(&mut db).await >= rows,
-                    _ => unreachable!(),
-                };
+                let due = delay.is_some_and(|delay| started.elapsed() >= delay)
+                    || inbox_count(&mut db).await >= rows;
                 if due && interrupt {
                     // Ctrl-C: the batch under way finishes, then the run stops (130), unless
                     // the signal came before the handler was set up, or after the last batch.
