@@ -146,18 +146,21 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
 /// top-level field of the JSON payload. `None` when the message has no value for it.
 pub fn value(
     name: &str,
-    built_ins: &BTreeMap<&'static str, Value>,
+    built_in: Option<Value>,
     pointers: &BTreeMap<String, String>,
     payload: Option<&Value>,
 ) -> Option<Value> {
-    if let Some(value) = built_ins.get(name) {
-        return Some(value.clone());
+    if built_in.is_some() {
+        return built_in;
     }
-    let pointer = pointers
-        .get(name)
-        .cloned()
-        .unwrap_or_else(|| format!("/{name}"));
-    payload?.pointer(&pointer).cloned()
+    let payload = payload?;
+    match (pointers.get(name), payload) {
+        (Some(pointer), _) => payload.pointer(pointer).cloned(),
+        // `/name` on an object is the field itself: a placeholder's name has no `/` or `~`
+        // to unescape, and the lookup spares building the pointer for every message.
+        (None, Value::Object(fields)) => fields.get(name).cloned(),
+        (None, _) => payload.pointer(&format!("/{name}")).cloned(),
+    }
 }
 
 /// `name=json:/a/b`, for `--param`.
@@ -242,26 +245,30 @@ mod tests {
     #[test]
     fn values_come_from_built_ins_pointers_then_the_payload() {
         let payload: Value = serde_json::json!({"amount": 5, "order": {"account": "a-1"}});
-        let mut built_ins = BTreeMap::new();
-        built_ins.insert("offset", serde_json::json!(41));
         let pointers = BTreeMap::from([("account".to_string(), "/order/account".to_string())]);
+        let offset = || Some(serde_json::json!(41));
         assert_eq!(
-            value("offset", &built_ins, &pointers, Some(&payload)),
+            value("offset", offset(), &pointers, Some(&payload)),
             Some(serde_json::json!(41))
         );
         assert_eq!(
-            value("amount", &built_ins, &pointers, Some(&payload)),
+            value("amount", None, &pointers, Some(&payload)),
             Some(serde_json::json!(5))
         );
         assert_eq!(
-            value("account", &built_ins, &pointers, Some(&payload)),
+            value("account", None, &pointers, Some(&payload)),
             Some(serde_json::json!("a-1"))
         );
+        assert_eq!(value("missing", None, &pointers, Some(&payload)), None);
+        assert_eq!(value("amount", None, &pointers, None), None);
+        // A payload that is not an object is still addressed by pointer.
+        let list = serde_json::json!([7, 8]);
+        let index = BTreeMap::from([("second".to_string(), "/1".to_string())]);
         assert_eq!(
-            value("missing", &built_ins, &pointers, Some(&payload)),
-            None
+            value("second", None, &index, Some(&list)),
+            Some(serde_json::json!(8))
         );
-        assert_eq!(value("amount", &built_ins, &pointers, None), None);
+        assert_eq!(value("amount", None, &index, Some(&list)), None);
         assert!(parse_param("account=json:/order/account").is_ok());
         assert!(parse_param("account=/order")
             .unwrap_err()

@@ -484,7 +484,9 @@ pub fn read_range<C>(
             continue;
         }
         last_progress = Instant::now();
-        for message in batch.iter() {
+        let mut messages = batch.drain();
+        while let Some(released) = messages.next_message() {
+            let message = released.view();
             if let Some((code, text)) = message.error() {
                 // Only asked for with -X enable.partition.eof=true; the end decides here.
                 if code == RDKafkaErrorCode::PartitionEOF {

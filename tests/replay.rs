@@ -1746,7 +1746,73 @@ async fn dry_run_counts_and_writes_nothing(backend: Backend) {
     assert_eq!(inbox_count(&mut db).await, 24);
 }
 
+/// A row the built-ins handler wrote: event id, topic, partition, offset, key, timestamp,
+/// payload.
+type SeenRow = (String, String, i64, i64, Option<String>, i64, String);
+
+/// Every built-in placeholder reaches the handler with the message's own value: event id,
+/// topic, partition, offset, key, timestamp (milliseconds, as the producer stamped it) and
+/// the payload as text.
+async fn built_in_values_reach_the_handler(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    db.exec(
+        "CREATE TABLE seen (event_id VARCHAR(100) NOT NULL, topic VARCHAR(100) NOT NULL,          part BIGINT NOT NULL, off BIGINT NOT NULL, k VARCHAR(100), ts BIGINT NOT NULL,          payload VARCHAR(1000) NOT NULL)",
+    )
+    .await;
+    let topic = topic(2).await;
+    let before = chrono::Utc::now().timestamp_millis();
+    let landed = produce(&topic, &deposits("b", 2, 3)).await;
+    let after = chrono::Utc::now().timestamp_millis();
+    let handler = write(
+        &db,
+        "seen.sql",
+        "INSERT INTO seen (event_id, topic, part, off, k, ts, payload) \
+         VALUES (:event_id, :topic, :partition, :offset, :key, :timestamp, :payload)",
+    );
+    let run = replay(&db, &topic, "audit", &["--sql", &handler]).ok();
+    assert_eq!(totals(&run.json()), (6, 6, 0, 0, 0));
+    let pool = db.pool().await;
+    let seen: Vec<SeenRow> = sqlx::query_as(
+        "SELECT event_id, topic, part, off, k, ts, payload FROM seen ORDER BY event_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut expected: Vec<_> = landed
+        .iter()
+        .map(|l| {
+            let id = l.event.id.clone().unwrap();
+            (
+                id.clone(),
+                topic.clone(),
+                i64::from(l.partition),
+                l.offset,
+                Some(id),
+                l.event.payload.to_string(),
+            )
+        })
+        .collect();
+    expected.sort();
+    let without_time: Vec<_> = seen
+        .iter()
+        .map(|(id, t, p, o, k, _, payload)| {
+            (id.clone(), t.clone(), *p, *o, k.clone(), payload.clone())
+        })
+        .collect();
+    assert_eq!(without_time, expected);
+    for row in &seen {
+        assert!(
+            (before..=after).contains(&row.5),
+            "timestamp {} of {} is not between {before} and {after}",
+            row.5,
+            row.0
+        );
+    }
+}
+
 each_backend!(
+    built_in_values_reach_the_handler,
     replaying_twice_applies_each_effect_once,
     producer_duplicates_apply_once,
     four_replays_at_once_apply_each_effect_once,

@@ -5,7 +5,8 @@
 //! librdkafka's own `rd_kafka_consume_batch_queue` takes up to a batch's worth of messages
 //! off the consumer queue under one lock, as confluent-kafka-python's `consume()` does. This
 //! module is the only place that calls librdkafka directly; what it hands out borrows from
-//! the batch, which releases the messages when it is cleared or dropped.
+//! the batch, which releases each message once it has been handled (see [`Batch::drain`]),
+//! and the rest when it is cleared or dropped.
 
 use std::ffi::CStr;
 use std::os::raw::c_void;
@@ -98,12 +99,15 @@ impl Batch {
         self.messages.is_empty()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = Fetched<'_>> {
-        // SAFETY: every pointer is a live message until `clear` destroys it, and `clear`
-        // needs `&mut self`, so no `Fetched` outlives it.
-        self.messages.iter().map(|&message| Fetched {
-            message: unsafe { &*message },
-        })
+    /// Hands out the messages in order and releases each once its handler is done with it,
+    /// instead of all at the end: the header lists librdkafka allocates when a message's
+    /// headers are first read are then freed before the next message's are made, which the
+    /// allocator's per-thread cache serves without going to its shared lists.
+    pub fn drain(&mut self) -> Drain<'_> {
+        Drain {
+            batch: self,
+            next: 0,
+        }
     }
 
     pub fn clear(&mut self) {
@@ -118,6 +122,57 @@ impl Batch {
 impl Drop for Batch {
     fn drop(&mut self) {
         self.clear();
+    }
+}
+
+/// The messages of a [`Batch`], each released when its [`Released`] guard drops; those not
+/// handed out are released with the batch when the drain ends early.
+pub struct Drain<'b> {
+    batch: &'b mut Batch,
+    next: usize,
+}
+
+impl<'b> Drain<'b> {
+    /// The next message, released when the returned guard drops.
+    pub fn next_message(&mut self) -> Option<Released<'_>> {
+        let message = *self.batch.messages.get(self.next)?;
+        self.next += 1;
+        Some(Released {
+            message,
+            _batch: std::marker::PhantomData,
+        })
+    }
+}
+
+impl Drop for Drain<'_> {
+    fn drop(&mut self) {
+        // The first `next` were released by their guards; the rest go with the batch.
+        let rest = self.batch.messages.split_off(self.next);
+        self.batch.messages.clear();
+        self.batch.messages.extend(rest);
+        self.batch.clear();
+    }
+}
+
+/// A message of a draining batch, destroyed when dropped.
+pub struct Released<'d> {
+    message: *mut rd::rd_kafka_message_t,
+    _batch: std::marker::PhantomData<&'d mut Batch>,
+}
+
+impl Released<'_> {
+    pub fn view(&self) -> Fetched<'_> {
+        // SAFETY: the message is live until this guard drops, which bounds the view.
+        Fetched {
+            message: unsafe { &*self.message },
+        }
+    }
+}
+
+impl Drop for Released<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the drain handed this message out once and no longer holds it.
+        unsafe { rd::rd_kafka_message_destroy(self.message) };
     }
 }
 
