@@ -1746,6 +1746,45 @@ async fn dry_run_counts_and_writes_nothing(backend: Backend) {
     assert_eq!(inbox_count(&mut db).await, 24);
 }
 
+/// A range the inbox already holds in places: batches all new, batches with a few ids
+/// already processed, and all new again. Each event is applied once, and no batch has to
+/// be retried message by message for holding processed ids (`-v` says when one is).
+async fn a_partly_processed_range_applies_only_the_rest(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let topic = topic(1).await;
+    let landed = produce(&topic, &deposits("r", 1, 40)).await;
+    for (from, to, processed) in [("10", "14", 4), ("30", "31", 1)] {
+        let run = replay(
+            &db,
+            &topic,
+            "billing",
+            &["--sql", &handler, "--from", from, "--to", to],
+        )
+        .ok();
+        assert_eq!(totals(&run.json()), (processed, processed, 0, 0, 0));
+    }
+    // Batches of 5: 0–4 and 5–9 new, 10–14 four processed, 15–29 new, 30–34 one processed,
+    // 35–39 new.
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "5", "-v"],
+    )
+    .ok();
+    assert_eq!(totals(&run.json()), (40, 35, 5, 0, 0));
+    assert!(
+        !run.stderr.contains("failed as a whole"),
+        "a batch was retried message by message:\n{}",
+        run.stderr
+    );
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+    assert_eq!(inbox(&mut db, "billing").await.len(), 40);
+}
+
 /// A row the built-ins handler wrote: event id, topic, partition, offset, key, timestamp,
 /// payload.
 type SeenRow = (String, String, i64, i64, Option<String>, i64, String);
@@ -1813,6 +1852,7 @@ async fn built_in_values_reach_the_handler(backend: Backend) {
 
 each_backend!(
     built_in_values_reach_the_handler,
+    a_partly_processed_range_applies_only_the_rest,
     replaying_twice_applies_each_effect_once,
     producer_duplicates_apply_once,
     four_replays_at_once_apply_each_effect_once,

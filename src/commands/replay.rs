@@ -385,16 +385,15 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                 outcome
             }
             Handler::Sql(statements) => {
-                apply_sql(
-                    &store,
+                let job = SqlJob {
+                    store: &store,
                     statements,
-                    &args.consumer,
-                    &args.topic,
-                    for_handler,
-                    &pointers,
-                    pipeline.as_mut(),
-                )
-                .await?
+                    consumer: &args.consumer,
+                    topic: &args.topic,
+                    batch: for_handler,
+                    pointers: &pointers,
+                };
+                apply_sql(job, pipeline.as_mut(), &output).await?
             }
             Handler::Exec(exec) => {
                 apply_exec(&store, exec, &args.consumer, &args.topic, for_handler).await?
@@ -649,7 +648,6 @@ struct MessageError {
     error: anyhow::Error,
 }
 
-/// The batch in one transaction; on failure, each message in its own.
 /// A placeholder's value for one message: a built-in, a `--param` pointer or a payload field.
 fn message_value(
     topic: &str,
@@ -672,7 +670,7 @@ fn message_value(
     handler::value(name, built_in, pointers, payload)
 }
 
-/// The whole batch through the PostgreSQL pipeline, retrying deadlocks. `None` when it
+/// The whole batch through the PostgreSQL pipeline, retrying deadlocks. An error when it
 /// failed otherwise: the caller then goes message by message on the plain path, which names
 /// the failing message.
 async fn apply_pipelined(
@@ -681,7 +679,7 @@ async fn apply_pipelined(
     topic: &str,
     batch: &[Replayed],
     pointers: &BTreeMap<String, String>,
-) -> Option<HashSet<usize>> {
+) -> Result<HashSet<usize>, anyhow::Error> {
     let rows: Vec<(String, i32, i64)> = batch
         .iter()
         .map(|m| {
@@ -708,42 +706,41 @@ async fn apply_pipelined(
             )
         };
         match pipeline.run(consumer, topic, &rows, values).await {
-            Ok(new) => return Some(new),
+            Ok(new) => return Ok(new),
             Err(failure) if failure.transient && attempt < TRANSIENT_RETRIES => {
                 tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
             }
-            Err(_) => return None,
+            Err(failure) => return Err(failure.error),
         }
     }
 }
 
+/// The batch in one transaction; when that fails, each message in its own.
 async fn apply_sql(
-    store: &Store,
-    statements: &[Statement],
-    consumer: &str,
-    topic: &str,
-    batch: &[Replayed],
-    pointers: &BTreeMap<String, String>,
+    job: SqlJob<'_>,
     pipeline: Option<&mut PgPipeline>,
+    output: &Output,
 ) -> anyhow::Result<Outcome> {
+    let batch = job.batch;
     let all: Vec<usize> = (0..batch.len()).collect();
-    let job = SqlJob {
-        store,
-        statements,
-        consumer,
-        topic,
-        batch,
-        pointers,
-    };
-    match pipeline {
+    let whole = match pipeline {
         Some(pipeline) => {
-            if let Some(new) = apply_pipelined(pipeline, consumer, topic, batch, pointers).await {
-                return Ok(split(&all, &new));
-            }
+            apply_pipelined(pipeline, job.consumer, job.topic, batch, job.pointers).await
         }
-        None => {
-            if let Ok(new) = job.run(&all).await {
-                return Ok(split(&all, &new));
+        None => job.run(&all).await.map_err(|failure| failure.error),
+    };
+    match whole {
+        Ok(new) => return Ok(split(&all, &new)),
+        Err(error) => {
+            if let (Some(first), Some(last)) = (batch.first(), batch.last()) {
+                output.debug(format!(
+                    "the batch {}:{} … {}:{} failed as a whole ({}); retrying it message by message",
+                    first.partition,
+                    first.offset,
+                    last.partition,
+                    last.offset,
+                    crate::error_chain(&error)
+                ));
             }
         }
     }

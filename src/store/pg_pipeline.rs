@@ -144,6 +144,11 @@ pub struct PgPipeline {
     client: Client,
     handler: Vec<Prepared>,
     insert: Statement,
+    /// The same insert without the conflict check: see [`PgPipeline::run`].
+    insert_new: Statement,
+    /// Whether the next batch tries [`PgPipeline::insert_new`] first: until a batch meets an
+    /// id the inbox already holds, and again once a batch finds none.
+    expect_new: bool,
     /// The one-statement handler as a function applied to a whole batch in one statement,
     /// when it could be set up (see [`set_based`]).
     set_based: Option<Statement>,
@@ -174,6 +179,12 @@ impl PgPipeline {
                  ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id",
             )
             .await?;
+        let insert_new = client
+            .prepare(
+                "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\") \
+                 SELECT $1, e, $2, p, o FROM unnest($3::text[], $4::int4[], $5::int8[]) AS t(e, p, o)",
+            )
+            .await?;
         let set_based = match handler.as_slice() {
             [only] => set_based(&client, only).await,
             _ => None,
@@ -182,6 +193,8 @@ impl PgPipeline {
             client,
             handler,
             insert,
+            insert_new,
+            expect_new: true,
             set_based,
         })
     }
@@ -214,20 +227,43 @@ impl PgPipeline {
                 transient,
             }
         };
-        let transaction = self.client.transaction().await.map_err(fail)?;
         let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
         let partitions: Vec<i32> = rows.iter().map(|r| r.1).collect();
         let offsets: Vec<i64> = rows.iter().map(|r| r.2).collect();
-        let inserted: HashSet<String> = transaction
-            .query(
-                &self.insert,
-                &[&consumer, &topic, &ids, &partitions, &offsets],
-            )
-            .await
-            .map_err(fail)?
-            .iter()
-            .map(|row| row.get::<_, String>(0))
-            .collect();
+        let params: [&(dyn ToSql + Sync); 5] = [&consumer, &topic, &ids, &partitions, &offsets];
+        // A range replayed for the first time holds only new ids, and a plain insert costs
+        // the server a third less than one that first looks each key up (ON CONFLICT): one
+        // descent of the key's index per row instead of two. It is tried first while
+        // batches keep coming out all new. An id already there (or twice in the batch, or
+        // inserted by another session meanwhile) fails it as a whole, before anything else
+        // ran in the transaction, and the batch starts over with the conflict check.
+        let mut transaction = self.client.transaction().await.map_err(fail)?;
+        let mut inserted: Option<HashSet<String>> = None;
+        if self.expect_new && !has_repeats(&ids) {
+            match transaction.execute(&self.insert_new, &params).await {
+                Ok(_) => inserted = Some(ids.iter().map(|id| id.to_string()).collect()),
+                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    self.expect_new = false;
+                    transaction.rollback().await.map_err(fail)?;
+                    transaction = self.client.transaction().await.map_err(fail)?;
+                }
+                Err(error) => return Err(fail(error)),
+            }
+        }
+        let inserted = match inserted {
+            Some(all) => all,
+            None => {
+                let inserted: HashSet<String> = transaction
+                    .query(&self.insert, &params)
+                    .await
+                    .map_err(fail)?
+                    .iter()
+                    .map(|row| row.get::<_, String>(0))
+                    .collect();
+                self.expect_new = inserted.len() == rows.len();
+                inserted
+            }
+        };
         let mut new = HashSet::new();
         let mut handled: HashSet<&str> = HashSet::new();
         let mut bound: Vec<(usize, &Prepared, Vec<Param>)> = Vec::new();
@@ -277,6 +313,12 @@ impl PgPipeline {
         transaction.commit().await.map_err(fail)?;
         Ok(new)
     }
+}
+
+/// Whether an id occurs more than once.
+fn has_repeats(ids: &[&str]) -> bool {
+    let mut seen = HashSet::with_capacity(ids.len());
+    !ids.iter().all(|id| seen.insert(*id))
 }
 
 /// A tokio-postgres connection with the URL's own `sslmode`, as the main connection has:
@@ -539,6 +581,13 @@ fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_ids_are_found() {
+        assert!(!has_repeats(&[]));
+        assert!(!has_repeats(&["a", "b", "c"]));
+        assert!(has_repeats(&["a", "b", "a"]));
+    }
 
     #[test]
     fn placeholders_are_replaced_whole() {
