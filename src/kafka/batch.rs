@@ -113,7 +113,7 @@ impl Batch {
     pub fn clear(&mut self) {
         for message in self.messages.drain(..) {
             // SAFETY: each message came from rd_kafka_consume_batch_queue and is destroyed
-            // exactly once (drain removes it).
+            // exactly once (it leaves the list here).
             unsafe { rd::rd_kafka_message_destroy(message) };
         }
     }
@@ -146,10 +146,9 @@ impl<'b> Drain<'b> {
 
 impl Drop for Drain<'_> {
     fn drop(&mut self) {
-        // The first `next` were released by their guards; the rest go with the batch.
-        let rest = self.batch.messages.split_off(self.next);
-        self.batch.messages.clear();
-        self.batch.messages.extend(rest);
+        // The first `next` were released by their guards: only their pointers go here.
+        // The rest are released with the batch.
+        self.batch.messages.drain(..self.next);
         self.batch.clear();
     }
 }

@@ -238,38 +238,41 @@ impl PgPipeline {
         // inserted by another session meanwhile) fails it as a whole, before anything else
         // ran in the transaction, and the batch starts over with the conflict check.
         let mut transaction = self.client.transaction().await.map_err(fail)?;
-        let mut inserted: Option<HashSet<String>> = None;
-        if self.expect_new && !has_repeats(&ids) {
+        let mut plain = self.expect_new && !has_repeats(&ids);
+        if plain {
             match transaction.execute(&self.insert_new, &params).await {
-                Ok(_) => inserted = Some(ids.iter().map(|id| id.to_string()).collect()),
+                Ok(_) => {}
                 Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    self.expect_new = false;
+                    plain = false;
                     transaction.rollback().await.map_err(fail)?;
                     transaction = self.client.transaction().await.map_err(fail)?;
                 }
                 Err(error) => return Err(fail(error)),
             }
         }
-        let inserted = match inserted {
-            Some(all) => all,
-            None => {
-                let inserted: HashSet<String> = transaction
-                    .query(&self.insert, &params)
-                    .await
-                    .map_err(fail)?
-                    .iter()
-                    .map(|row| row.get::<_, String>(0))
-                    .collect();
-                self.expect_new = inserted.len() == rows.len();
-                inserted
-            }
+        // The ids the conflict check let in; `None` when the plain insert took every row
+        // (it runs only on a batch without repeats).
+        let inserted: Option<HashSet<String>> = if plain {
+            None
+        } else {
+            let returned: HashSet<String> = transaction
+                .query(&self.insert, &params)
+                .await
+                .map_err(fail)?
+                .iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect();
+            self.expect_new = returned.len() == rows.len();
+            Some(returned)
         };
         let mut new = HashSet::new();
         let mut handled: HashSet<&str> = HashSet::new();
         let mut bound: Vec<(usize, &Prepared, Vec<Param>)> = Vec::new();
         for (index, row) in rows.iter().enumerate() {
-            if !inserted.contains(&row.0) || !handled.insert(row.0.as_str()) {
-                continue;
+            if let Some(inserted) = &inserted {
+                if !inserted.contains(&row.0) || !handled.insert(row.0.as_str()) {
+                    continue;
+                }
             }
             new.insert(index);
             for prepared in &self.handler {
