@@ -1,6 +1,7 @@
 //! A PostgreSQL fast path for `replay`'s SQL handler. tokio-postgres pipelines queries issued
-//! together on one connection, so a batch's handler statements cost about one round trip
-//! instead of one each; sqlx sends them one at a time.
+//! together on one connection, so a batch's statements (a new batch's whole transaction,
+//! `BEGIN` to `COMMIT`) cost about one round trip instead of one each; sqlx sends them one
+//! at a time.
 //!
 //! Parameters are typed from the prepared statements: integers, floats, booleans, text and
 //! JSON bind natively; any other type (numeric, timestamptz, uuid, …) is sent as text and cast
@@ -10,11 +11,11 @@ use std::collections::HashSet;
 
 use anyhow::Context;
 use bytes::BytesMut;
-use futures_util::future::try_join_all;
+use futures_util::future::{join4, try_join_all};
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type};
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::{Client, GenericClient, Statement};
 
 use crate::handler;
 
@@ -217,16 +218,6 @@ impl PgPipeline {
     where
         F: Fn(usize, &str) -> Result<Value, String>,
     {
-        let fail = |error: tokio_postgres::Error| {
-            let transient = matches!(
-                error.code(),
-                Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE
-            );
-            BatchError {
-                error: anyhow::Error::new(error),
-                transient,
-            }
-        };
         let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
         let partitions: Vec<i32> = rows.iter().map(|r| r.1).collect();
         let offsets: Vec<i64> = rows.iter().map(|r| r.2).collect();
@@ -235,86 +226,156 @@ impl PgPipeline {
         // the server a third less than one that first looks each key up (ON CONFLICT): one
         // descent of the key's index per row instead of two. It is tried first while
         // batches keep coming out all new. An id already there (or twice in the batch, or
-        // inserted by another session meanwhile) fails it as a whole, before anything else
-        // ran in the transaction, and the batch starts over with the conflict check.
-        let mut transaction = self.client.transaction().await.map_err(fail)?;
-        let mut plain = self.expect_new && !has_repeats(&ids);
-        if plain {
-            match transaction.execute(&self.insert_new, &params).await {
-                Ok(_) => {}
-                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    plain = false;
-                    transaction.rollback().await.map_err(fail)?;
-                    transaction = self.client.transaction().await.map_err(fail)?;
+        // inserted by another session meanwhile) fails it as a whole, and the batch starts
+        // over with the conflict check.
+        if self.expect_new && !has_repeats(&ids) {
+            let all: Vec<usize> = (0..rows.len()).collect();
+            // A value that cannot be bound may belong to a message the inbox already holds,
+            // which the conflict check skips without binding: that path decides.
+            if let Ok(bound) = bind(&self.handler, self.set_based.is_some(), rows, &all, &values) {
+                if self.run_plain(&params, &bound).await? {
+                    return Ok(all.into_iter().collect());
                 }
-                Err(error) => return Err(fail(error)),
             }
         }
-        // The ids the conflict check let in; `None` when the plain insert took every row
-        // (it runs only on a batch without repeats).
-        let inserted: Option<HashSet<String>> = if plain {
-            None
-        } else {
-            let returned: HashSet<String> = transaction
-                .query(&self.insert, &params)
-                .await
-                .map_err(fail)?
-                .iter()
-                .map(|row| row.get::<_, String>(0))
-                .collect();
-            self.expect_new = returned.len() == rows.len();
-            Some(returned)
-        };
-        let mut new = HashSet::new();
+        let transaction = self.client.transaction().await.map_err(fail)?;
+        let inserted: HashSet<String> = transaction
+            .query(&self.insert, &params)
+            .await
+            .map_err(fail)?
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .collect();
+        self.expect_new = inserted.len() == rows.len();
+        // The first of each id the insert let in; a repeated id is handled once.
         let mut handled: HashSet<&str> = HashSet::new();
-        let mut bound: Vec<(usize, &Prepared, Vec<Param>)> = Vec::new();
-        for (index, row) in rows.iter().enumerate() {
-            if let Some(inserted) = &inserted {
-                if !inserted.contains(&row.0) || !handled.insert(row.0.as_str()) {
-                    continue;
-                }
-            }
-            new.insert(index);
-            for prepared in &self.handler {
-                let mut params = Vec::with_capacity(prepared.names.len());
-                for (name, kind) in prepared.names.iter().zip(&prepared.kinds) {
-                    let value = values(index, name).map_err(|e| BatchError {
-                        error: anyhow::anyhow!(e),
-                        transient: false,
-                    })?;
-                    params.push(convert(&value, *kind).map_err(|e| BatchError {
-                        error: anyhow::anyhow!("message {}:{}: :{name}: {e}", row.1, row.2),
-                        transient: false,
-                    })?);
-                }
-                bound.push((index, prepared, params));
-            }
-        }
-        if let (Some(call), [prepared]) = (&self.set_based, self.handler.as_slice()) {
-            // One column of values per parameter, one element per new message, in order.
-            let mut columns: Vec<Vec<Param>> = (0..prepared.kinds.len())
-                .map(|_| Vec::with_capacity(bound.len()))
-                .collect();
-            for (_, _, params) in bound {
-                for (column, param) in columns.iter_mut().zip(params) {
-                    column.push(param);
-                }
-            }
-            let refs: Vec<&(dyn ToSql + Sync)> =
-                columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
-            transaction.execute(call, &refs).await.map_err(fail)?;
-            transaction.commit().await.map_err(fail)?;
-            return Ok(new);
-        }
-        let executions = bound.iter().map(|(_, prepared, params)| {
-            let refs: Vec<&(dyn ToSql + Sync)> =
-                params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-            let transaction = &transaction;
-            async move { transaction.execute(&prepared.statement, &refs).await }
-        });
+        let new: Vec<usize> = (0..rows.len())
+            .filter(|&index| {
+                let id = rows[index].0.as_str();
+                inserted.contains(id) && handled.insert(id)
+            })
+            .collect();
+        let bound = bind(&self.handler, self.set_based.is_some(), rows, &new, &values)?;
+        let executions = executions(&self.handler, &self.set_based, &transaction, &bound);
         try_join_all(executions).await.map_err(fail)?;
         transaction.commit().await.map_err(fail)?;
-        Ok(new)
+        Ok(new.into_iter().collect())
+    }
+
+    /// The plain insert, the handler and the commit sent together, in one round trip: when
+    /// a statement fails, the server skips the rest of the transaction and the COMMIT rolls
+    /// it back, so the batch applies whole or not at all. `Ok(false)` when an id was already
+    /// there (nothing applied; the caller goes on with the conflict check).
+    async fn run_plain(
+        &self,
+        params: &[&(dyn ToSql + Sync); 5],
+        bound: &Bound,
+    ) -> Result<bool, BatchError> {
+        let begin = self.client.batch_execute("BEGIN");
+        let insert = self.client.execute(&self.insert_new, params);
+        let handler = try_join_all(executions(
+            &self.handler,
+            &self.set_based,
+            &self.client,
+            bound,
+        ));
+        let commit = self.client.batch_execute("COMMIT");
+        // Joined, not tried: every reply is read, so the connection is idle afterwards.
+        let (begun, inserted, handled, committed) = join4(begin, insert, handler, commit).await;
+        begun.map_err(fail)?;
+        match inserted {
+            Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => return Ok(false),
+            other => other.map_err(fail)?,
+        };
+        // Only now, with the insert and the handler through, does the COMMIT's success mean
+        // the transaction committed (after a failure it answers ROLLBACK, without error).
+        handled.map_err(fail)?;
+        committed.map_err(fail)?;
+        Ok(true)
+    }
+}
+
+/// Each handler parameter's value for the messages at `indexes`, in order.
+fn bind<F>(
+    handler: &[Prepared],
+    set_based: bool,
+    rows: &[(String, i32, i64)],
+    indexes: &[usize],
+    values: &F,
+) -> Result<Bound, BatchError>
+where
+    F: Fn(usize, &str) -> Result<Value, String>,
+{
+    let mut bound = Bound::default();
+    for &index in indexes {
+        let row = &rows[index];
+        for prepared in handler {
+            let mut params = Vec::with_capacity(prepared.names.len());
+            for (name, kind) in prepared.names.iter().zip(&prepared.kinds) {
+                let value = values(index, name).map_err(|e| BatchError {
+                    error: anyhow::anyhow!(e),
+                    transient: false,
+                })?;
+                params.push(convert(&value, *kind).map_err(|e| BatchError {
+                    error: anyhow::anyhow!("message {}:{}: :{name}: {e}", row.1, row.2),
+                    transient: false,
+                })?);
+            }
+            bound.per_statement.push(params);
+        }
+    }
+    if let (true, [prepared]) = (set_based, handler) {
+        // One column of values per parameter, one element per message, in order.
+        let mut columns: Vec<Vec<Param>> = (0..prepared.kinds.len())
+            .map(|_| Vec::with_capacity(indexes.len()))
+            .collect();
+        for params in bound.per_statement.drain(..) {
+            for (column, param) in columns.iter_mut().zip(params) {
+                column.push(param);
+            }
+        }
+        bound.columns = Some(columns);
+    }
+    Ok(bound)
+}
+
+/// The handler's executions for `bound`, on `client` (a connection or a transaction on
+/// it): one call of the set-based function, or every statement for every message.
+fn executions<'a, C: GenericClient>(
+    handler: &'a [Prepared],
+    set_based: &'a Option<Statement>,
+    client: &'a C,
+    bound: &'a Bound,
+) -> Vec<impl std::future::Future<Output = Result<u64, tokio_postgres::Error>> + 'a> {
+    match (set_based, &bound.columns) {
+        (Some(call), Some(columns)) => vec![client.execute_raw(call, columns.iter())],
+        _ => handler
+            .iter()
+            .cycle()
+            .zip(&bound.per_statement)
+            .map(|(prepared, params)| client.execute_raw(&prepared.statement, params.iter()))
+            .collect(),
+    }
+}
+
+/// A batch's handler parameters: per message and statement, or, for the set-based handler,
+/// as one column per parameter.
+#[derive(Default)]
+struct Bound {
+    per_statement: Vec<Vec<Param>>,
+    columns: Option<Vec<Vec<Param>>>,
+}
+
+/// A database error as a batch failure; a deadlock or serialization failure may pass when
+/// the batch is tried again.
+fn fail(error: tokio_postgres::Error) -> BatchError {
+    let transient = matches!(
+        error.code(),
+        Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE
+    );
+    BatchError {
+        error: anyhow::Error::new(error),
+        transient,
     }
 }
 
