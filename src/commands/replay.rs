@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
@@ -690,20 +691,20 @@ async fn apply_pipelined(
             )
         })
         .collect();
-    let payloads: Vec<Option<Value>> = batch.iter().map(Replayed::payload_json).collect();
+    // Parsed when first asked for: on the plain path that is while the server inserts.
+    let payloads: Vec<OnceLock<Option<Value>>> = batch.iter().map(|_| OnceLock::new()).collect();
     let mut attempt = 0;
     loop {
         attempt += 1;
         let values = |index: usize, name: &str| {
             let message = &batch[index];
-            message_value(topic, message, payloads[index].as_ref(), pointers, name).ok_or_else(
-                || {
-                    format!(
-                        "message {}:{} has no value for :{name}",
-                        message.partition, message.offset
-                    )
-                },
-            )
+            let payload = payloads[index].get_or_init(|| message.payload_json());
+            message_value(topic, message, payload.as_ref(), pointers, name).ok_or_else(|| {
+                format!(
+                    "message {}:{} has no value for :{name}",
+                    message.partition, message.offset
+                )
+            })
         };
         match pipeline.run(consumer, topic, &rows, values).await {
             Ok(new) => return Ok(new),

@@ -8,10 +8,12 @@
 //! by the server, so the handler's SQL needs no casts.
 
 use std::collections::HashSet;
+use std::future::Future;
 
 use anyhow::Context;
 use bytes::BytesMut;
-use futures_util::future::{join4, try_join_all};
+use futures_util::future::{join3, join4, try_join_all};
+use futures_util::FutureExt;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type};
@@ -229,13 +231,8 @@ impl PgPipeline {
         // inserted by another session meanwhile) fails it as a whole, and the batch starts
         // over with the conflict check.
         if self.expect_new && !has_repeats(&ids) {
-            let all: Vec<usize> = (0..rows.len()).collect();
-            // A value that cannot be bound may belong to a message the inbox already holds,
-            // which the conflict check skips without binding: that path decides.
-            if let Ok(bound) = bind(&self.handler, self.set_based.is_some(), rows, &all, &values) {
-                if self.run_plain(&params, &bound).await? {
-                    return Ok(all.into_iter().collect());
-                }
+            if let Some(new) = self.run_plain(rows, &params, &values).await? {
+                return Ok(new);
             }
         }
         let transaction = self.client.transaction().await.map_err(fail)?;
@@ -264,34 +261,76 @@ impl PgPipeline {
 
     /// The plain insert, the handler and the commit sent together, in one round trip: when
     /// a statement fails, the server skips the rest of the transaction and the COMMIT rolls
-    /// it back, so the batch applies whole or not at all. `Ok(false)` when an id was already
-    /// there (nothing applied; the caller goes on with the conflict check).
-    async fn run_plain(
+    /// it back, so the batch applies whole or not at all. The handler's values are bound
+    /// while the server inserts. `None` when nothing was applied and the conflict check is
+    /// to decide: an id was already there, or a value could not be bound (it may belong to
+    /// a message the inbox holds, which the conflict check skips without binding).
+    async fn run_plain<F>(
         &self,
+        rows: &[(String, i32, i64)],
         params: &[&(dyn ToSql + Sync); 5],
-        bound: &Bound,
-    ) -> Result<bool, BatchError> {
-        let begin = self.client.batch_execute("BEGIN");
-        let insert = self.client.execute(&self.insert_new, params);
+        values: &F,
+    ) -> Result<Option<HashSet<usize>>, BatchError>
+    where
+        F: Fn(usize, &str) -> Result<Value, String>,
+    {
+        let mut begin = Box::pin(self.client.batch_execute("BEGIN"));
+        let mut insert = Box::pin(self.client.execute(&self.insert_new, params));
+        // A first poll sends a request; the replies are read below.
+        let begun = (&mut begin).now_or_never();
+        let inserted = (&mut insert).now_or_never();
+        // The connection's task writes them out; woken from here, it would wait on this
+        // worker until this task yields.
+        tokio::task::yield_now().await;
+        let all: Vec<usize> = (0..rows.len()).collect();
+        let bound = bind(&self.handler, self.set_based.is_some(), rows, &all, values);
+        let Ok(bound) = bound else {
+            let rollback = self.client.batch_execute("ROLLBACK");
+            let (begun, inserted, rolled_back) =
+                join3(finish(begun, begin), finish(inserted, insert), rollback).await;
+            begun.map_err(fail)?;
+            match inserted {
+                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
+                other => {
+                    other.map_err(fail)?;
+                }
+            }
+            rolled_back.map_err(fail)?;
+            return Ok(None);
+        };
         let handler = try_join_all(executions(
             &self.handler,
             &self.set_based,
             &self.client,
-            bound,
+            &bound,
         ));
         let commit = self.client.batch_execute("COMMIT");
         // Joined, not tried: every reply is read, so the connection is idle afterwards.
-        let (begun, inserted, handled, committed) = join4(begin, insert, handler, commit).await;
+        let (begun, inserted, handled, committed) = join4(
+            finish(begun, begin),
+            finish(inserted, insert),
+            handler,
+            commit,
+        )
+        .await;
         begun.map_err(fail)?;
         match inserted {
-            Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => return Ok(false),
+            Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => return Ok(None),
             other => other.map_err(fail)?,
         };
         // Only now, with the insert and the handler through, does the COMMIT's success mean
         // the transaction committed (after a failure it answers ROLLBACK, without error).
         handled.map_err(fail)?;
         committed.map_err(fail)?;
-        Ok(true)
+        Ok(Some(all.into_iter().collect()))
+    }
+}
+
+/// A future's output: the one a first poll already gave, or the rest of the future's work.
+async fn finish<T>(early: Option<T>, rest: impl Future<Output = T>) -> T {
+    match early {
+        Some(output) => output,
+        None => rest.await,
     }
 }
 
