@@ -252,8 +252,8 @@ impl PgPipeline {
                 inserted.contains(id) && handled.insert(id)
             })
             .collect();
-        let bound = bind(&self.handler, self.set_based.is_some(), rows, &new, &values)?;
-        let executions = executions(&self.handler, &self.set_based, &transaction, &bound);
+        let bound = bind(&self.handler, self.set_based.as_ref(), rows, &new, &values)?;
+        let executions = executions(&self.handler, &transaction, &bound);
         try_join_all(executions).await.map_err(fail)?;
         transaction.commit().await.map_err(fail)?;
         Ok(new.into_iter().collect())
@@ -283,27 +283,17 @@ impl PgPipeline {
         // worker until this task yields.
         tokio::task::yield_now().await;
         let all: Vec<usize> = (0..rows.len()).collect();
-        let bound = bind(&self.handler, self.set_based.is_some(), rows, &all, values);
+        let bound = bind(&self.handler, self.set_based.as_ref(), rows, &all, values);
         let Ok(bound) = bound else {
             let rollback = self.client.batch_execute("ROLLBACK");
             let (begun, inserted, rolled_back) =
                 join3(finish(begun, begin), finish(inserted, insert), rollback).await;
             begun.map_err(fail)?;
-            match inserted {
-                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
-                other => {
-                    other.map_err(fail)?;
-                }
-            }
+            took_every_row(inserted)?;
             rolled_back.map_err(fail)?;
             return Ok(None);
         };
-        let handler = try_join_all(executions(
-            &self.handler,
-            &self.set_based,
-            &self.client,
-            &bound,
-        ));
+        let handler = try_join_all(executions(&self.handler, &self.client, &bound));
         let commit = self.client.batch_execute("COMMIT");
         // Joined, not tried: every reply is read, so the connection is idle afterwards.
         let (begun, inserted, handled, committed) = join4(
@@ -314,15 +304,23 @@ impl PgPipeline {
         )
         .await;
         begun.map_err(fail)?;
-        match inserted {
-            Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => return Ok(None),
-            other => other.map_err(fail)?,
-        };
+        if !took_every_row(inserted)? {
+            return Ok(None);
+        }
         // Only now, with the insert and the handler through, does the COMMIT's success mean
         // the transaction committed (after a failure it answers ROLLBACK, without error).
         handled.map_err(fail)?;
         committed.map_err(fail)?;
         Ok(Some(all.into_iter().collect()))
+    }
+}
+
+/// Whether the plain insert took every row: `false` when an id was already there.
+fn took_every_row(inserted: Result<u64, tokio_postgres::Error>) -> Result<bool, BatchError> {
+    match inserted {
+        Ok(_) => Ok(true),
+        Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => Ok(false),
+        Err(error) => Err(fail(error)),
     }
 }
 
@@ -335,17 +333,17 @@ async fn finish<T>(early: Option<T>, rest: impl Future<Output = T>) -> T {
 }
 
 /// Each handler parameter's value for the messages at `indexes`, in order.
-fn bind<F>(
+fn bind<'a, F>(
     handler: &[Prepared],
-    set_based: bool,
+    set_based: Option<&'a Statement>,
     rows: &[(String, i32, i64)],
     indexes: &[usize],
     values: &F,
-) -> Result<Bound, BatchError>
+) -> Result<Bound<'a>, BatchError>
 where
     F: Fn(usize, &str) -> Result<Value, String>,
 {
-    let mut bound = Bound::default();
+    let mut per_statement = Vec::with_capacity(indexes.len() * handler.len());
     for &index in indexes {
         let row = &rows[index];
         for prepared in handler {
@@ -360,49 +358,47 @@ where
                     transient: false,
                 })?);
             }
-            bound.per_statement.push(params);
+            per_statement.push(params);
         }
     }
-    if let (true, [prepared]) = (set_based, handler) {
-        // One column of values per parameter, one element per message, in order.
-        let mut columns: Vec<Vec<Param>> = (0..prepared.kinds.len())
-            .map(|_| Vec::with_capacity(indexes.len()))
-            .collect();
-        for params in bound.per_statement.drain(..) {
-            for (column, param) in columns.iter_mut().zip(params) {
-                column.push(param);
-            }
+    let (Some(call), [prepared]) = (set_based, handler) else {
+        return Ok(Bound::PerStatement(per_statement));
+    };
+    // One column of values per parameter, one element per message, in order.
+    let mut columns: Vec<Vec<Param>> = (0..prepared.kinds.len())
+        .map(|_| Vec::with_capacity(indexes.len()))
+        .collect();
+    for params in per_statement {
+        for (column, param) in columns.iter_mut().zip(params) {
+            column.push(param);
         }
-        bound.columns = Some(columns);
     }
-    Ok(bound)
+    Ok(Bound::Call(call, columns))
 }
 
 /// The handler's executions for `bound`, on `client` (a connection or a transaction on
 /// it): one call of the set-based function, or every statement for every message.
 fn executions<'a, C: GenericClient>(
     handler: &'a [Prepared],
-    set_based: &'a Option<Statement>,
     client: &'a C,
     bound: &'a Bound,
-) -> Vec<impl std::future::Future<Output = Result<u64, tokio_postgres::Error>> + 'a> {
-    match (set_based, &bound.columns) {
-        (Some(call), Some(columns)) => vec![client.execute_raw(call, columns.iter())],
-        _ => handler
+) -> Vec<impl Future<Output = Result<u64, tokio_postgres::Error>> + 'a> {
+    match bound {
+        Bound::Call(call, columns) => vec![client.execute_raw(*call, columns.iter())],
+        Bound::PerStatement(per_statement) => handler
             .iter()
             .cycle()
-            .zip(&bound.per_statement)
+            .zip(per_statement)
             .map(|(prepared, params)| client.execute_raw(&prepared.statement, params.iter()))
             .collect(),
     }
 }
 
 /// A batch's handler parameters: per message and statement, or, for the set-based handler,
-/// as one column per parameter.
-#[derive(Default)]
-struct Bound {
-    per_statement: Vec<Vec<Param>>,
-    columns: Option<Vec<Vec<Param>>>,
+/// its call with one column per parameter, one element per message.
+enum Bound<'a> {
+    PerStatement(Vec<Vec<Param>>),
+    Call(&'a Statement, Vec<Vec<Param>>),
 }
 
 /// A database error as a batch failure; a deadlock or serialization failure may pass when
