@@ -689,9 +689,13 @@ async fn classify(
     ));
     scan.duplicates = duplicates
         .into_iter()
-        .map(|(event_id, positions)| Duplicate {
-            event_id,
-            positions,
+        .map(|(event_id, mut positions)| {
+            // Read order interleaves the partitions, which the reader reads side by side.
+            positions.sort_unstable();
+            Duplicate {
+                event_id,
+                positions,
+            }
         })
         .collect();
     Ok(scan)
