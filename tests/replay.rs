@@ -1321,20 +1321,10 @@ async fn messages_without_an_event_id_fail_or_are_skipped() {
 // ---------------------------------------------------------------------------------------------
 // The exec handler
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exec_handler_gets_each_event_once() {
-    let mut db = TestDb::new(Backend::Sqlite).await;
-    db.run(&["migrate", "run"]).ok();
-    let topic = topic(2).await;
-    let mut events = deposits("x", 2, 10);
-    // A producer duplicate, and one message the handler refuses.
-    events.push(Event {
-        partition: 1,
-        ..events[0].clone()
-    });
-    events[9].payload["refuse"] = json!(true);
-    let refused = events[9].id.clone().unwrap();
-    let landed = produce(&topic, &events).await;
+/// The command line of the test's exec handler (tests/fixtures/exec_handler.py), which
+/// appends each event id it applies to `effects.txt` and each line it reads to
+/// `received.jsonl` in the test's folder, taking `delay` seconds per message.
+fn exec_handler(db: &TestDb, delay: f64) -> (String, PathBuf, PathBuf) {
     let script: PathBuf = [
         env!("CARGO_MANIFEST_DIR"),
         "tests",
@@ -1346,18 +1336,36 @@ async fn exec_handler_gets_each_event_once() {
     let effects = db.dir.path().join("effects.txt");
     let received = db.dir.path().join("received.jsonl");
     let command = format!(
-        "python3 '{}' '{}' '{}'",
+        "python3 '{}' '{}' '{}' {delay}",
         script.display(),
         effects.display(),
         received.display()
     );
-    let lines = |path: &Path| -> Vec<String> {
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    };
+    (command, effects, received)
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+async fn exec_handler_gets_each_event_once(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(2).await;
+    let mut events = deposits("x", 2, 10);
+    // A producer duplicate, and one message the handler refuses.
+    events.push(Event {
+        partition: 1,
+        ..events[0].clone()
+    });
+    events[9].payload["refuse"] = json!(true);
+    let refused = events[9].id.clone().unwrap();
+    let landed = produce(&topic, &events).await;
+    let (command, effects, received) = exec_handler(&db, 0.0);
     let accepted: Vec<String> = distinct_ids(&landed)
         .into_iter()
         .filter(|id| *id != refused)
@@ -1401,11 +1409,12 @@ async fn exec_handler_gets_each_event_once() {
         (&json!(l0.partition), &json!(l0.offset), &l0.event.payload)
     );
     assert_eq!(sent["headers"]["event_id"], sent["event_id"]);
-    let ids: Vec<String> = inbox(&mut db, "mailer")
+    let mut ids: Vec<String> = inbox(&mut db, "mailer")
         .await
         .into_iter()
         .map(|r| r.0)
         .collect();
+    ids.sort();
     assert_eq!(ids, accepted);
 
     // Again: only the refused message is sent (it is not in the inbox); nothing else.
@@ -1425,6 +1434,140 @@ async fn exec_handler_gets_each_event_once() {
     let last: Value = serde_json::from_str(&received_now[20]).unwrap();
     assert_eq!(last["event_id"], refused.as_str());
 }
+
+/// Ctrl-C on a terminal signals the whole foreground process group. The handler, in a group
+/// of its own, keeps answering until the batch under way is recorded; the run stops with 130
+/// and every effect the handler applied is in the inbox, so a re-run applies only the rest.
+async fn ctrl_c_lets_the_exec_handler_finish_the_batch(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(2).await;
+    let landed = produce(&topic, &deposits("i", 2, 40)).await;
+    let (command, effects, _) = exec_handler(&db, 0.01);
+    let stderr = db.dir.path().join("interrupted.stderr");
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", &broker().address)
+        .current_dir(db.dir.path())
+        .args(["replay", "--topic", &topic, "--from", "earliest"])
+        .args([
+            "--consumer",
+            "mailer",
+            "--batch-size",
+            "20",
+            "--exec",
+            &command,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        // As a shell starts a foreground job: a process group led by inboxctl.
+        .process_group(0)
+        .spawn()
+        .expect("start inboxctl");
+    let deadline = Instant::now() + RUN_LIMIT;
+    while lines(&effects).len() < 5 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the replay ended early"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the exec handler applied nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let group = format!("-{}", child.id());
+    let sent = Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let code = wait_until(&mut child, deadline).expect("the replay ignored Ctrl-C");
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(code, 130, "{text}");
+    assert!(
+        text.contains("interrupted: every finished batch is committed"),
+        "{text}"
+    );
+    let applied = lines(&effects);
+    assert!(applied.len() >= 20 && applied.len() < 80, "{applied:?}");
+    let mut recorded: Vec<String> = inbox(&mut db, "mailer")
+        .await
+        .into_iter()
+        .map(|row| row.0)
+        .collect();
+    let mut applied_sorted = applied.clone();
+    applied_sorted.sort();
+    recorded.sort();
+    assert_eq!(recorded, applied_sorted, "every applied effect is recorded");
+
+    replay(&db, &topic, "mailer", &["--exec", &command]).ok();
+    let mut applied = lines(&effects);
+    applied.sort();
+    assert_eq!(applied, distinct_ids(&landed), "each event applied once");
+}
+
+/// An exec handler that dies mid-batch stops the run (exit 1), but the events it answered ok
+/// for before dying are recorded: a re-run does not send them again.
+async fn an_exec_handler_that_dies_keeps_what_it_answered(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    let mut events = deposits("d", 1, 12);
+    events[6].payload["crash"] = json!(true);
+    let crash_id = events[6].id.clone().unwrap();
+    let landed = produce(&topic, &events).await;
+    let (command, effects, _) = exec_handler(&db, 0.0);
+
+    let first = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", &command, "--batch-size", "10"],
+    );
+    let first = first.code(1);
+    assert!(
+        first
+            .stderr
+            .contains("the exec handler exited before answering 0:6"),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        first
+            .stderr
+            .contains("the 6 events of this batch the exec handler had answered ok for are recorded in the inbox"),
+        "{}",
+        first.stderr
+    );
+    let applied = lines(&effects);
+    let before_crash: Vec<String> = events[..6].iter().map(|e| e.id.clone().unwrap()).collect();
+    assert_eq!(applied, before_crash);
+    let mut recorded: Vec<String> = inbox(&mut db, "mailer")
+        .await
+        .into_iter()
+        .map(|row| row.0)
+        .collect();
+    recorded.sort();
+    let mut expected = before_crash.clone();
+    expected.sort();
+    assert_eq!(recorded, expected);
+
+    let second = replay(&db, &topic, "mailer", &["--exec", &command]).ok();
+    assert_eq!(totals(&second.json()), (12, 6, 6, 0, 0));
+    let mut applied = lines(&effects);
+    applied.sort();
+    assert_eq!(applied, distinct_ids(&landed), "each event applied once");
+    assert!(applied.contains(&crash_id));
+}
+
+each_backend!(
+    exec_handler_gets_each_event_once,
+    ctrl_c_lets_the_exec_handler_finish_the_batch,
+    an_exec_handler_that_dies_keeps_what_it_answered,
+);
 
 // ---------------------------------------------------------------------------------------------
 // Odd ranges: never a hang

@@ -964,6 +964,9 @@ fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
         .arg(command)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
+        // A process group of its own: Ctrl-C on the terminal reaches inboxctl alone, which
+        // finishes the batch under way (the handler still answering) before it stops.
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("could not start the exec handler `{command}`"))?;
@@ -987,6 +990,40 @@ async fn finish_exec(mut exec: ExecHandler) {
     let _ = tokio::time::timeout(Duration::from_secs(5), exec.child.wait()).await;
 }
 
+/// Sends one message to the exec handler and reads its reply, a JSON object.
+async fn ask_exec(
+    exec: &mut ExecHandler,
+    message: &Replayed,
+    topic: &str,
+) -> anyhow::Result<Value> {
+    let mut line = message.to_json(topic).to_string();
+    line.push('\n');
+    exec.stdin
+        .write_all(line.as_bytes())
+        .await
+        .context("the exec handler stopped reading its input")?;
+    exec.stdin.flush().await?;
+    let reply = exec
+        .replies
+        .next_line()
+        .await
+        .context("could not read the exec handler's reply")?
+        .ok_or_else(|| {
+            anyhow!(
+                "the exec handler exited before answering {}:{}",
+                message.partition,
+                message.offset
+            )
+        })?;
+    serde_json::from_str(&reply).map_err(|_| {
+        anyhow!(
+            "the exec handler answered {}:{} with '{reply}', not a JSON object like {{\"ok\":true}}",
+            message.partition,
+            message.offset
+        )
+    })
+}
+
 /// Feeds the batch's new events to the handler one line each, then records in the inbox, in
 /// one transaction, those it answered ok for. A kill between a reply and that commit makes the
 /// next run send those events again: the handler must be idempotent by event id.
@@ -1002,33 +1039,22 @@ async fn apply_exec(
     let mut outcome = Outcome::default();
     let mut sent: HashSet<&str> = HashSet::new();
     let mut ok: Vec<&Replayed> = Vec::new();
+    // A handler that stops answering ends the run, but only after the events it did answer
+    // ok for are recorded: their effects happened, and a re-run must not send them again.
+    let mut stopped = None;
     for (index, message) in batch.iter().enumerate() {
         let id = message.event_id.as_deref().unwrap_or_default();
         if done.contains(id) || !sent.insert(id) {
             outcome.duplicates.push(index);
             continue;
         }
-        let mut line = message.to_json(topic).to_string();
-        line.push('\n');
-        exec.stdin
-            .write_all(line.as_bytes())
-            .await
-            .context("the exec handler stopped reading its input")?;
-        exec.stdin.flush().await?;
-        let reply = exec
-            .replies
-            .next_line()
-            .await
-            .context("could not read the exec handler's reply")?
-            .ok_or_else(|| {
-                anyhow!(
-                    "the exec handler exited before answering {}:{}",
-                    message.partition,
-                    message.offset
-                )
-            })?;
-        let reply: Value = serde_json::from_str(&reply)
-            .map_err(|_| anyhow!("the exec handler answered {}:{} with '{reply}', not a JSON object like {{\"ok\":true}}", message.partition, message.offset))?;
+        let reply = match ask_exec(exec, message, topic).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                stopped = Some(error);
+                break;
+            }
+        };
         if reply.get("ok") == Some(&Value::Bool(true)) {
             ok.push(message);
             outcome.processed.push(index);
@@ -1070,7 +1096,14 @@ async fn apply_exec(
             }
         }
     }
-    Ok(outcome)
+    match stopped {
+        Some(error) if ok.is_empty() => Err(error),
+        Some(error) => Err(error.context(format!(
+            "the {} events of this batch the exec handler had answered ok for are recorded in the inbox",
+            ok.len()
+        ))),
+        None => Ok(outcome),
+    }
 }
 
 fn open_dead_letter(path: &Path) -> anyhow::Result<std::fs::File> {
