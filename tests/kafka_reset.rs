@@ -348,13 +348,24 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
     let db = TestDb::new(Backend::Sqlite).await;
     let topic = unique("orders");
     broker.create_topic(&topic, 3).await;
-    // Message timestamps are the producer's wall clock (CreateTime), so the only way to have
-    // an instant that lies strictly between two batches is to let the clock run on both
-    // sides of it. The gaps also leave room for the start-up of the binary in --by-duration.
-    fill(broker, &topic, "first", &[3, 1, 2]).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let between = Utc::now();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The two batches carry timestamps (CreateTime) two hours and one hour ago; `between`
+    // lies half-way, far from both, whatever the time the binary takes to start.
+    let now = Utc::now();
+    let (first_at, between, second_at) = (
+        now - chrono::Duration::hours(2),
+        now - chrono::Duration::minutes(90),
+        now - chrono::Duration::hours(1),
+    );
+    let first: Vec<(i32, String)> = [3, 1, 2]
+        .iter()
+        .enumerate()
+        .flat_map(|(partition, count)| {
+            (0..*count).map(move |n| (partition as i32, format!("first-p{partition}-{n}")))
+        })
+        .collect();
+    broker
+        .produce_at(&topic, &first, Some(first_at.timestamp_millis()))
+        .await;
     let second = vec![
         (0, "second-p0-0".to_string()),
         (1, "second-p1-0".to_string()),
@@ -363,7 +374,9 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
         (1, "second-p1-1".to_string()),
         (1, "second-p1-2".to_string()),
     ];
-    let delivered = broker.produce(&topic, &second).await;
+    let delivered = broker
+        .produce_at(&topic, &second, Some(second_at.timestamp_millis()))
+        .await;
     let firsts: Vec<(i32, i64)> = delivered
         .iter()
         .take(3)
@@ -392,15 +405,12 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
     assert_eq!(warnings(&run), Vec::<String>::new());
     assert_eq!(broker.committed(&datetime, &topic, 3), at(&[3, 1, 2]));
 
-    // "This long ago" points 750 ms before `between`: still after the first batch, and
-    // before the second as long as the binary takes less than 2.25 s to start.
-    let ago = (Utc::now() - between).num_milliseconds() + 750;
-    let ago = format!("{ago}ms");
+    // "This long ago": 90 minutes, half-way between the batches.
     let run = reset(
         &db,
         &duration,
         &topic,
-        &["--by-duration", &ago, "--execute"],
+        &["--by-duration", "90m", "--execute"],
     )
     .ok();
     assert_eq!(warnings(&run), Vec::<String>::new());

@@ -270,6 +270,17 @@ impl Broker {
     /// Produces each (partition, event id) as a message with an `event_id` header and a JSON
     /// body `{"event_id", "amount"}`, in order, and returns where each landed.
     pub async fn produce(&self, topic: &str, events: &[(i32, String)]) -> Vec<Delivered> {
+        self.produce_at(topic, events, None).await
+    }
+
+    /// [`Broker::produce`] with every message's timestamp (CreateTime, milliseconds since
+    /// the epoch) set to `timestamp` instead of the producer's clock.
+    pub async fn produce_at(
+        &self,
+        topic: &str,
+        events: &[(i32, String)],
+        timestamp: Option<i64>,
+    ) -> Vec<Delivered> {
         let producer: FutureProducer = self
             .config()
             .set("linger.ms", "0")
@@ -279,7 +290,7 @@ impl Broker {
         let mut delivered = Vec::new();
         for (index, (partition, event_id)) in events.iter().enumerate() {
             let body = serde_json::json!({"event_id": event_id, "amount": index + 1}).to_string();
-            let record = FutureRecord::to(topic)
+            let mut record = FutureRecord::to(topic)
                 .partition(*partition)
                 .key(event_id.as_str())
                 .payload(&body)
@@ -287,6 +298,9 @@ impl Broker {
                     key: "event_id",
                     value: Some(event_id.as_bytes()),
                 }));
+            if let Some(timestamp) = timestamp {
+                record = record.timestamp(timestamp);
+            }
             let rdkafka::producer::future_producer::Delivery {
                 partition, offset, ..
             } = producer
