@@ -384,6 +384,61 @@ async fn compare_scan_on_rows_without_coordinates(backend: Backend) {
         by_offset["lost_total"], 22,
         "every committed offset lacks a row with coordinates"
     );
+
+    // --event-id-from decides what an event's id is. The inbox holds the ids of the JSON
+    // field: read from there, the findings are those above; taken as coordinates, no
+    // committed message is in the inbox; from a header no message has, none has an id.
+    let scan_by = |source: &str| {
+        inboxctl(
+            &db,
+            broker(),
+            &[
+                "compare",
+                "-g",
+                &group,
+                "-t",
+                &topic,
+                "--scan",
+                "--event-id-from",
+                source,
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let by_json = scan_by("json:/event_id").code(3).json();
+    assert_eq!(
+        (
+            &by_json["lost_total"],
+            &by_json["partitions"][1]["pending_redelivery"]
+        ),
+        (&serde_json::json!(1), &serde_json::json!([6, 7]))
+    );
+    let by_coordinates = scan_by("coordinates").code(3).json();
+    assert_eq!(by_coordinates["lost_total"], 22);
+    assert_eq!(
+        by_coordinates["partitions"][1]["pending_redelivery"],
+        serde_json::json!([])
+    );
+    // Without ids nothing can be called lost; the run says why it found nothing.
+    let by_header = scan_by("header:no-such-header").ok();
+    assert_eq!(
+        by_header.stderr.trim(),
+        "warning: none of the 24 messages scanned carries an event id where --event-id-from \
+         (header:no-such-header) looks, so none could be checked against the inbox"
+    );
+    let by_header = by_header.json();
+    let without_id: Vec<&serde_json::Value> = (0..3)
+        .map(|p| &by_header["partitions"][p]["missing_event_id"])
+        .collect();
+    assert_eq!(
+        without_id,
+        [
+            &serde_json::json!(8),
+            &serde_json::json!(8),
+            &serde_json::json!(8)
+        ]
+    );
 }
 
 async fn compare_finds_orphans_after_the_topic_is_recreated(backend: Backend) {
@@ -612,6 +667,65 @@ async fn kafka_errors_are_specific() {
         unreachable.stderr
     );
     assert!(!unreachable.stderr.contains("panicked"));
+}
+
+/// A listener that accepts connections and never says a word: every Kafka command gives up
+/// after --kafka-timeout with the same message, where a client left to itself would wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_never_answers_fails_within_the_timeout() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    std::fs::write(db.dir.path().join("handler.sql"), "SELECT 1").unwrap();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = silent.local_addr().unwrap().to_string();
+    let commands: [&[&str]; 4] = [
+        &["offsets", "show", "-g", "billing"],
+        &[
+            "offsets",
+            "reset",
+            "-g",
+            "billing",
+            "-t",
+            "orders",
+            "--to-earliest",
+        ],
+        &["compare", "-g", "billing", "-t", "orders"],
+        &[
+            "replay",
+            "-t",
+            "orders",
+            "--from",
+            "earliest",
+            "--consumer",
+            "billing",
+            "--sql",
+            "handler.sql",
+        ],
+    ];
+    for args in commands {
+        let started = std::time::Instant::now();
+        let run = Run::from(
+            db.cmd()
+                .args(args)
+                .args(["--brokers", &address, "--kafka-timeout", "1s"])
+                .output()
+                .unwrap(),
+        )
+        .code(1);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            run.stderr.contains(&format!(
+                "could not reach the Kafka brokers {address} within 1s"
+            )),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    }
 }
 
 /// SSL through -X, as operators pass it: against a broker that speaks TLS only, the same

@@ -226,6 +226,18 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         messages_scanned,
     };
     print(&comparison, args.show, &output)?;
+    let without_id: i64 = comparison
+        .partitions
+        .iter()
+        .map(|p| p.missing_event_id)
+        .sum();
+    // Messages without an id cannot be checked, so they are not counted lost; when no
+    // message has one, the extraction is the likelier mistake than the topic.
+    if messages_scanned > 0 && without_id as u64 == messages_scanned {
+        output.warn(format!(
+            "none of the {messages_scanned} messages scanned carries an event id where --event-id-from ({source}) looks, so none could be checked against the inbox"
+        ));
+    }
     if comparison.lost_total > 0 || comparison.orphans_total > 0 {
         Ok(ExitStatus::Findings)
     } else {
