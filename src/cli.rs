@@ -44,7 +44,7 @@ pub struct GlobalOpts {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Print nothing on stderr but errors (no progress bars, no notes)
+    /// Only errors and warnings on stderr (no progress bars, no notes)
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 }
