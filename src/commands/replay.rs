@@ -189,6 +189,9 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     store.require_inbox().await?;
+    if !args.dry_run {
+        store.require_insert_returning().await?;
+    }
     let widths = inbox_widths(&store).await?;
     if let Some(width) = widths.consumer {
         let length = args.consumer.chars().count();

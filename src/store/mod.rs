@@ -537,6 +537,26 @@ impl Store {
         at.format(self.dialect.timestamp_param_format).to_string()
     }
 
+    /// Refuses, before anything is written, a server whose inbox insert cannot say which
+    /// ids were new: replay's insert on MySQL/MariaDB is `INSERT IGNORE … RETURNING`, which
+    /// MariaDB has from 10.5 and MySQL not at all.
+    pub async fn require_insert_returning(&self) -> anyhow::Result<()> {
+        if self.backend != Backend::Mysql {
+            return Ok(());
+        }
+        let version: String = sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
+            .fetch_one(&self.pool)
+            .await
+            .context("could not read the server's version")?;
+        if !mysql::has_insert_returning(&version) {
+            bail!(
+                "replay needs MariaDB 10.5 or later on this backend (its inbox insert is INSERT IGNORE … RETURNING, which MySQL lacks); {} runs version {version}",
+                self.url.endpoint
+            );
+        }
+        Ok(())
+    }
+
     pub async fn table_exists(&self, table: &str) -> anyhow::Result<bool> {
         let count: i64 = sqlx::query_scalar(self.dialect.table_exists)
             .bind(table)

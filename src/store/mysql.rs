@@ -56,3 +56,33 @@ pub static DIALECT: Dialect = Dialect {
         },
     ],
 };
+
+/// Whether a server of this `VERSION()` has `INSERT … RETURNING`: MariaDB from 10.5.
+pub fn has_insert_returning(version: &str) -> bool {
+    if !version.contains("MariaDB") {
+        return false;
+    }
+    let mut numbers = version
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|part| part.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (10, 5),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_mariadb_from_10_5_returns_inserted_rows() {
+        assert!(has_insert_returning("10.11.19-MariaDB-0+deb12u1"));
+        assert!(has_insert_returning("10.5.0-MariaDB"));
+        assert!(has_insert_returning("11.4.2-MariaDB-log"));
+        assert!(!has_insert_returning("10.4.34-MariaDB"));
+        assert!(!has_insert_returning("8.0.36"));
+        assert!(!has_insert_returning("8.4.0-commercial"));
+        assert!(!has_insert_returning("MariaDB"));
+    }
+}
