@@ -463,10 +463,9 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
     assert_eq!(starts, vec![vec![3, 1, 2], vec![3, 1, 2], vec![5, 4, 3]]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn to_inbox_moves_each_partition_past_the_highest_processed_offset() {
+async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend: Backend) {
     let broker = broker();
-    let mut db = TestDb::new(Backend::Sqlite).await;
+    let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
     let (topic, group) = (unique("orders"), unique("billing"));
     broker.create_topic(&topic, 4).await;
@@ -490,7 +489,7 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset() {
         move |seen| {
             record(
                 pool.clone(),
-                Backend::Sqlite,
+                backend,
                 consumer.clone(),
                 topic_name.clone(),
                 seen,
@@ -1227,3 +1226,5 @@ async fn malformed_plan_files_are_refused_naming_the_line() {
         "no undo file for a refused plan"
     );
 }
+
+each_backend!(to_inbox_moves_each_partition_past_the_highest_processed_offset);

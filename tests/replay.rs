@@ -711,9 +711,8 @@ async fn a_one_statement_handler_runs_per_batch_in_message_order_on_postgres() {
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replay_leaves_the_groups_committed_offsets_alone() {
-    let mut db = TestDb::new(Backend::Sqlite).await;
+async fn replay_leaves_the_groups_committed_offsets_alone(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
     setup(&mut db).await;
     let topic = topic(3).await;
     let landed = produce(&topic, &deposits("c", 3, 8)).await;
@@ -760,6 +759,19 @@ async fn replay_leaves_the_groups_committed_offsets_alone() {
     assert_eq!(totals(&json), (24, 8, 16, 0, 0));
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
     assert_eq!(broker().committed(&group, &topic, 3), before);
+    // Nor under the throwaway group id of its own reader.
+    let readers: Vec<String> = broker()
+        .groups()
+        .into_iter()
+        .filter(|name| name.starts_with("inboxctl-reader-"))
+        .collect();
+    for reader in readers {
+        assert_eq!(
+            broker().committed(&reader, &topic, 3),
+            vec![None, None, None],
+            "group {reader}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1222,9 +1234,8 @@ async fn a_poison_message_fails_alone(backend: Backend) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn messages_without_an_event_id_fail_or_are_skipped() {
-    let mut db = TestDb::new(Backend::Sqlite).await;
+async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
     setup(&mut db).await;
     let topic = topic(1).await;
     let mut events = deposits("m", 1, 12);
@@ -1572,9 +1583,8 @@ each_backend!(
 // ---------------------------------------------------------------------------------------------
 // Odd ranges: never a hang
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn odd_ranges_end_cleanly() {
-    let mut db = TestDb::new(Backend::Sqlite).await;
+async fn odd_ranges_end_cleanly(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
     setup(&mut db).await;
     // Four partitions, only 0 and 2 hold messages.
     let topic = topic(4).await;
@@ -2002,6 +2012,9 @@ each_backend!(
     a_poison_message_fails_alone,
     dry_run_counts_and_writes_nothing,
     long_event_ids_are_applied_or_refused_never_cut,
+    replay_leaves_the_groups_committed_offsets_alone,
+    messages_without_an_event_id_fail_or_are_skipped,
+    odd_ranges_end_cleanly,
 );
 
 // ---------------------------------------------------------------------------------------------

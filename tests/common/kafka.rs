@@ -316,6 +316,15 @@ impl Broker {
         delivered
     }
 
+    /// The names of the consumer groups the broker knows.
+    pub fn groups(&self) -> Vec<String> {
+        let client: BaseConsumer = self.config().create().unwrap();
+        let list = client
+            .fetch_group_list(None, Duration::from_secs(10))
+            .unwrap();
+        list.groups().iter().map(|g| g.name().to_string()).collect()
+    }
+
     /// The group's committed offsets, read back as a separate client would.
     pub fn committed(&self, group: &str, topic: &str, partitions: i32) -> Vec<Option<i64>> {
         let client: BaseConsumer = self.config().set("group.id", group).create().unwrap();
