@@ -1012,6 +1012,50 @@ async fn execute_writes_an_undo_plan_that_restores_the_previous_offsets() {
     assert_eq!(starts, vec![vec![5, 7, 3]]);
 }
 
+/// A partition the group had no offset for cannot be put back to "none" by committing
+/// offsets: the reset says so, and the undo plan restores the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_undo_plan_says_what_it_cannot_restore() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 9, 4]).await;
+    broker.commit(&group, &topic, &[(0, 5), (2, 3)]);
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.csv");
+
+    let run = reset(
+        &db,
+        &group,
+        &topic,
+        &[
+            "--to-earliest",
+            "--execute",
+            "--undo-file",
+            undo.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(
+        run.stderr.contains(
+            "warning: some partitions had no committed offset; the undo plan cannot restore 'none' for them"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[0, 0, 0]));
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,5\n{topic},2,3\n")
+    );
+    apply_plan(&db, &group, &undo, &["--execute"]).ok();
+    assert_eq!(
+        broker.committed(&group, &topic, 3),
+        vec![Some(5), Some(0), Some(3)]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_writes_the_plan_and_from_file_applies_it() {
     let broker = broker();
