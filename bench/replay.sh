@@ -8,7 +8,9 @@
 #   - the same with --batch-size 1 (one transaction per message) over the first PER_MESSAGE
 #     messages, since a million single transactions take minutes;
 #   - the raw read of the range (a minimal rdkafka consumer that only counts);
-#   - a raw INSERT … SELECT of MESSAGES inbox rows.
+#   - a raw INSERT … SELECT of MESSAGES inbox rows;
+#   - the server alone doing replay's writes (inbox rows and the handler's UPDATE, 500 per
+#     transaction) in a procedure: what no client can beat.
 # Goals: default >= 20x per-message; >= 50% of the slower of raw read and raw write; RSS <= 64 MiB.
 #
 # Env: MESSAGES (1000000), PARTITIONS (6), PER_MESSAGE (20000), BATCH (inboxctl's default),
@@ -55,6 +57,34 @@ raw_write_secs=$(python3 -c "print($end - $start)")
 # leave the table and its indexes at full size, a slower start for replay).
 psql "$PG_URL" -qc "TRUNCATE processed_messages" -c "VACUUM ANALYZE processed_messages"
 
+# What the server alone needs for replay's writes: a procedure inserts the inbox rows and
+# runs the handler's UPDATE (on a copy of accounts) for every message, 500 per transaction,
+# with no client, no Kafka and no protocol in between. A bound for any client.
+echo "== server alone: inbox rows and the handler's UPDATE, $MESSAGES messages, 500 per transaction"
+psql "$PG_URL" -q <<SQL
+CREATE TABLE accounts_server_alone (LIKE accounts INCLUDING ALL);
+INSERT INTO accounts_server_alone SELECT * FROM accounts;
+CREATE FUNCTION server_alone_handler(amount bigint, account integer) RETURNS void LANGUAGE sql
+    AS 'UPDATE accounts_server_alone SET balance = balance + amount WHERE id = account';
+CREATE PROCEDURE server_alone(messages integer, per_transaction integer) LANGUAGE plpgsql AS \$\$
+BEGIN
+    FOR b IN 0 .. (messages - 1) / per_transaction LOOP
+        INSERT INTO processed_messages (consumer, event_id, topic, "partition", "offset")
+            SELECT 'server-alone', 'evt-' || n, '$TOPIC', n % $PARTITIONS, n / $PARTITIONS
+            FROM generate_series(b * per_transaction, LEAST(messages, (b + 1) * per_transaction) - 1) AS n;
+        PERFORM server_alone_handler(1, n % 1000)
+            FROM generate_series(b * per_transaction, LEAST(messages, (b + 1) * per_transaction) - 1) AS n;
+        COMMIT;
+    END LOOP;
+END \$\$;
+SQL
+start=$(date +%s.%N)
+psql "$PG_URL" -qc "CALL server_alone($MESSAGES, 500)"
+end=$(date +%s.%N)
+server_alone_secs=$(python3 -c "print($end - $start)")
+psql "$PG_URL" -qc "TRUNCATE processed_messages" -c "DROP TABLE accounts_server_alone" \
+    -c "VACUUM ANALYZE processed_messages"
+
 replay() {  # consumer, json out, time out, extra args…
     local consumer=$1 json=$2 timing=$3
     shift 3
@@ -71,9 +101,10 @@ echo "== replay, ${BATCH:-default} batch size, all $MESSAGES messages"
 replay bench-batched "$work/batched.json" "$work/batched.time" "${BATCH_FLAG[@]}"
 
 total=$(psql "$PG_URL" -tAc "SELECT sum(balance) FROM accounts")
-python3 - "$work" "$raw_count" "$raw_secs" "$raw_write_secs" "$MESSAGES" "$total" <<'PY'
+python3 - "$work" "$raw_count" "$raw_secs" "$raw_write_secs" "$MESSAGES" "$total" "$server_alone_secs" <<'PY'
 import json, re, sys
 work, raw_count, raw_secs, raw_write_secs, messages, total = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+server_alone_rate = messages / float(sys.argv[7])
 one = json.load(open(f"{work}/one.json"))
 batched = json.load(open(f"{work}/batched.json"))
 def rss(path):
@@ -89,6 +120,7 @@ print(f"replay --batch-size 1   {one_rate:10.0f} msg/s   peak RSS {rss(work + '/
 print(f"replay (batched)        {rate:10.0f} msg/s   peak RSS {rss(work + '/batched.time'):6.1f} MiB")
 print(f"raw read                {read_rate:10.0f} msg/s")
 print(f"raw INSERT ... SELECT   {write_rate:10.0f} rows/s")
+print(f"server alone            {server_alone_rate:10.0f} msg/s   ({server_alone_rate / write_rate * 100:.1f}% of the raw write; replay is {rate / server_alone_rate * 100:.1f}% of it)")
 print(f"batched / per-message   {rate / one_rate:10.1f} x   (goal >= 20x: {'met' if rate / one_rate >= 20 else 'NOT met'})")
 print(f"batched / slower raw    {rate / slower * 100:10.1f} %   (goal >= 50%: {'met' if rate / slower >= 0.5 else 'NOT met'})")
 print(f"peak RSS                {rss(work + '/batched.time'):10.1f} MiB (goal <= 64 MiB: {'met' if rss(work + '/batched.time') <= 64 else 'NOT met'})")

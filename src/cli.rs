@@ -140,7 +140,7 @@ pub struct InspectArgs {
     #[arg(long, value_name = "ID")]
     pub event_id: Option<String>,
 
-    /// Take the total row count from the planner's statistics (PostgreSQL, MySQL) instead of counting
+    /// Row counts from the planner's statistics (PostgreSQL, MySQL), without reading the rows: fast on any table, no ages or partitions
     #[arg(long, conflicts_with = "event_id")]
     pub estimate: bool,
 }

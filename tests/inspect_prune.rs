@@ -712,8 +712,109 @@ async fn prune_blocks_is_refused_where_it_cannot_work() {
     assert_eq!(json["rows_deleted"], 2);
 }
 
+/// `inspect --estimate` reads the planner's statistics and the ends of each consumer's index
+/// range, never the rows. After ANALYZE of a small table PostgreSQL's statistics are exact;
+/// MariaDB's come from a look into the index and are near. SQLite has none and counts.
+async fn inspect_estimate_reads_the_statistics(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for (consumer, count) in [("billing", 60i64), ("mailer", 30), ("shipping", 10)] {
+        for n in 0..count {
+            let at = now - Duration::minutes(count - n);
+            rows.push(row(consumer, &format!("e{n}"), Some(("orders", 0, n)), at));
+        }
+    }
+    db.insert_rows(&rows).await;
+    match backend {
+        Backend::Postgres => db.exec("ANALYZE processed_messages").await,
+        Backend::Mysql => db.exec("ANALYZE TABLE processed_messages").await,
+        Backend::Sqlite => {}
+    }
+
+    let json = db
+        .run(&["inspect", "--estimate", "--format", "json"])
+        .ok()
+        .json();
+    let consumers: Vec<(String, i64, DateTime<Utc>, DateTime<Utc>)> = json["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["consumer"].as_str().unwrap().to_string(),
+                c["rows"].as_i64().unwrap(),
+                parse(&c["oldest"]),
+                parse(&c["newest"]),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = consumers.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, ["billing", "mailer", "shipping"]);
+    for (consumer, count) in [
+        (&consumers[0], 60),
+        (&consumers[1], 30),
+        (&consumers[2], 10),
+    ] {
+        assert_eq!(consumer.2, now - Duration::minutes(count), "{consumer:?}");
+        assert_eq!(consumer.3, now - Duration::minutes(1), "{consumer:?}");
+    }
+    let counts: Vec<i64> = consumers.iter().map(|c| c.1).collect();
+    match backend {
+        Backend::Postgres => {
+            assert_eq!(json["total_rows_estimated"], true);
+            assert_eq!(json["total_rows"], 100);
+            assert_eq!(counts, [60, 30, 10]);
+            assert_eq!(json["partitions"], serde_json::Value::Null);
+        }
+        Backend::Mysql => {
+            assert_eq!(json["total_rows_estimated"], true);
+            for (estimate, exact) in counts.iter().zip([60, 30, 10]) {
+                assert!(
+                    (exact / 2..=exact * 2).contains(estimate),
+                    "estimate {estimate} for {exact} rows"
+                );
+            }
+        }
+        Backend::Sqlite => {
+            assert_eq!(json["total_rows_estimated"], false);
+            assert_eq!(json["total_rows"], 100);
+            assert_eq!(counts, [60, 30, 10]);
+        }
+    }
+
+    let table = db.run(&["inspect", "--estimate"]).ok();
+    if backend == Backend::Postgres {
+        assert!(
+            table
+                .stdout
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with(": about 100 rows (planner estimate)"),
+            "{}",
+            table.stdout
+        );
+        assert_eq!(
+            table.table_rows()[0][..2],
+            ["billing".to_string(), "60".to_string()]
+        );
+    }
+    let csv = db
+        .run(&["inspect", "--estimate", "--format", "csv"])
+        .code(2);
+    assert!(
+        csv.stderr
+            .contains("--format csv lists the partitions' rows"),
+        "{}",
+        csv.stderr
+    );
+}
+
 each_backend!(
     inspect_reports_exact_numbers,
+    inspect_estimate_reads_the_statistics,
     inspect_event_id_answers_did_we_process_it,
     prune_deletes_exactly_the_rows_before_the_cutoff,
     prune_older_than_a_duration,

@@ -617,6 +617,68 @@ impl Store {
         Ok(estimate.filter(|rows| *rows >= 0))
     }
 
+    /// The planner's estimate of a consumer's rows, read from `EXPLAIN` without reading the
+    /// rows; `None` on a backend without one (SQLite).
+    pub async fn estimated_consumer_rows(&self, consumer: &str) -> anyhow::Result<Option<i64>> {
+        let context = || format!("could not read the planner's estimate for consumer '{consumer}'");
+        match self.backend {
+            Backend::Sqlite => Ok(None),
+            Backend::Postgres => {
+                let plan: Vec<String> = sqlx::query_scalar(&format!(
+                    "EXPLAIN SELECT 1 FROM {INBOX_TABLE} WHERE consumer = $1"
+                ))
+                .bind(consumer)
+                .fetch_all(&self.pool)
+                .await
+                .with_context(context)?;
+                let top = plan.first().map(String::as_str).unwrap_or_default();
+                planned_rows(top)
+                    .map(Some)
+                    .ok_or_else(|| anyhow!("PostgreSQL's plan gave no row estimate: {top}"))
+                    .with_context(context)
+            }
+            Backend::Mysql => {
+                let row = sqlx::query(&format!(
+                    "EXPLAIN SELECT 1 FROM {INBOX_TABLE} WHERE consumer = ?"
+                ))
+                .bind(consumer)
+                .fetch_one(&self.pool)
+                .await
+                .with_context(context)?;
+                let rows = row
+                    .try_get::<i64, _>("rows")
+                    .or_else(|_| {
+                        row.try_get::<Option<String>, _>("rows")
+                            .map(|text| text.and_then(|t| t.trim().parse().ok()).unwrap_or(0))
+                    })
+                    .with_context(context)?;
+                Ok(Some(rows))
+            }
+        }
+    }
+
+    /// A consumer's oldest and newest `processed_at`: the two ends of its stretch of the
+    /// (consumer, processed_at) index, read without reading the rows between.
+    pub async fn consumer_time_range(
+        &self,
+        consumer: &str,
+    ) -> anyhow::Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
+        let d = self.dialect;
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
+            (d.timestamp_text)("MIN(processed_at)"),
+            (d.timestamp_text)("MAX(processed_at)")
+        ))
+        .param();
+        let row = sqlx::query(&sql.build())
+            .bind(consumer)
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not read the time range of consumer '{consumer}'"))?;
+        Ok((optional_timestamp(&row, 0)?, optional_timestamp(&row, 1)?))
+    }
+
     pub async fn consumer_stats(
         &self,
         only: Option<&str>,
@@ -1230,6 +1292,13 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
     )
 }
 
+/// The row estimate of a plan node as PostgreSQL's `EXPLAIN` prints it: `… rows=123 …`.
+fn planned_rows(line: &str) -> Option<i64> {
+    let rest = &line[line.find(" rows=")? + " rows=".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 fn optional_timestamp(row: &AnyRow, index: usize) -> anyhow::Result<Option<DateTime<Utc>>> {
     row.try_get::<Option<String>, _>(index)?
         .as_deref()
@@ -1240,6 +1309,19 @@ fn optional_timestamp(row: &AnyRow, index: usize) -> anyhow::Result<Option<DateT
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plan_row_estimates_are_read_off_explain() {
+        let top = "Index Only Scan using processed_messages_consumer_processed_at_idx on \
+                   processed_messages  (cost=0.42..12547.42 rows=254800 width=4)";
+        assert_eq!(planned_rows(top), Some(254_800));
+        assert_eq!(
+            planned_rows("Result  (cost=0.00..0.01 rows=1 width=4)"),
+            Some(1)
+        );
+        assert_eq!(planned_rows("Seq Scan on t"), None);
+        assert_eq!(planned_rows(""), None);
+    }
 
     #[test]
     fn schemes_choose_the_backend() {
