@@ -275,3 +275,70 @@ fn every_command_has_help() {
         format!("inboxctl {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// DATABASE_URL and KAFKA_BROKERS may come from a `.env` file in the working directory; the
+/// environment and the command line still win over it.
+#[test]
+fn settings_come_from_a_dot_env_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".env"),
+        "DATABASE_URL=sqlite://from-dotenv.db\n",
+    )
+    .unwrap();
+    let run = |envs: &[(&str, &str)], args: &[&str]| {
+        let mut command = assert_cmd::Command::cargo_bin("inboxctl").unwrap();
+        command
+            .env_remove("DATABASE_URL")
+            .current_dir(dir.path())
+            .envs(envs.iter().copied())
+            .args(args);
+        Run::from(command.output().unwrap())
+    };
+    let migrated = run(&[], &["migrate", "run"]).ok();
+    assert!(
+        migrated.stdout.contains("Applied 2/"),
+        "{}",
+        migrated.stdout
+    );
+    assert!(dir.path().join("from-dotenv.db").exists());
+    let inspected = run(&[], &["inspect"]).ok();
+    assert!(
+        inspected
+            .stdout
+            .starts_with("SQLite file from-dotenv.db: 0 rows"),
+        "{}",
+        inspected.stdout
+    );
+    // The environment wins over .env.
+    let from_env = run(&[("DATABASE_URL", "sqlite://other.db")], &["inspect"]).code(1);
+    assert!(
+        from_env.stderr.contains("'other.db' does not exist"),
+        "{}",
+        from_env.stderr
+    );
+}
+
+/// -q keeps notes off stderr, never errors.
+#[test]
+fn quiet_keeps_notes_off_stderr_never_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/q.db", dir.path().display());
+    let run = |args: &[&str]| {
+        let mut command = assert_cmd::Command::cargo_bin("inboxctl").unwrap();
+        command
+            .env("DATABASE_URL", &url)
+            .current_dir(dir.path())
+            .args(args);
+        Run::from(command.output().unwrap())
+    };
+    run(&["migrate", "run"]).ok();
+    // SQLite keeps no statistics: --estimate notes that it counts instead.
+    let noted = run(&["inspect", "--estimate"]).ok();
+    assert!(noted.stderr.contains("counted exactly"), "{}", noted.stderr);
+    let quiet = run(&["-q", "inspect", "--estimate"]).ok();
+    assert_eq!(quiet.stderr, "");
+    assert_eq!(quiet.stdout, noted.stdout);
+    let error = run(&["-q", "prune", "--older-than", "7x"]).code(2);
+    assert!(error.stderr.contains("7x"), "{}", error.stderr);
+}

@@ -824,6 +824,54 @@ each_backend!(
     commands_on_a_missing_table_say_what_to_do,
 );
 
+/// On a terminal prune asks before it deletes and draws a progress bar; the answer decides.
+/// `script` gives the command a terminal (a pseudo-terminal) and types the answer into it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_prune_asks_and_the_answer_decides() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    let cutoff = seed_for_prune(&mut db).await;
+    let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let rows_before = db.count("processed_messages").await;
+    let binary = assert_cmd::cargo::cargo_bin("inboxctl");
+    let (url, dir) = (db.url.clone(), db.dir.path().to_path_buf());
+    let on_a_terminal = |answer: &str| -> (i32, String) {
+        let command_line = format!("'{}' prune --before '{before}'", binary.display());
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &command_line, "/dev/null"])
+            .env("DATABASE_URL", &url)
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("script (util-linux) runs");
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(answer.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        drop(stdin);
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+
+    let (code, screen) = on_a_terminal("n\n");
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("Delete 9 rows of processed_messages processed before"),
+        "{screen}"
+    );
+    assert!(screen.contains("Nothing deleted."), "{screen}");
+    assert_eq!(db.count("processed_messages").await, rows_before);
+
+    let (code, screen) = on_a_terminal("y\n");
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("0/9 rows"), "no progress bar: {screen}");
+    assert!(screen.contains("Deleted 9 rows in"), "{screen}");
+    assert_eq!(db.count("processed_messages").await, rows_before - 9);
+}
+
 /// compare --scan loads a PostgreSQL inbox as one array per 50,000 ids of the primary key,
 /// each chunk starting after the last id of the one before. 120,003 ids (three chunks and a
 /// partial one, with a second consumer's rows in between) come back exactly once each.
