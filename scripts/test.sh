@@ -12,10 +12,11 @@ log() { printf '==> %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # System packages for the build: TLS for the database drivers; SSL and SASL for librdkafka,
-# which rdkafka builds from source; cmake for the test broker's build; openssl for the
-# certificate of the TLS broker test.
+# which rdkafka builds from source; cmake for the test broker's build. For the tests:
+# openssl for the certificate of the TLS broker test, python3 for the exec handler the
+# replay tests start, bsdutils for `script`, which gives prune a terminal to ask on.
 missing=()
-for package in pkg-config libssl-dev libsasl2-dev cmake openssl; do
+for package in pkg-config libssl-dev libsasl2-dev cmake openssl python3 bsdutils; do
     dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then
