@@ -45,8 +45,10 @@ python3 -c "print('INSERT INTO accounts (id) VALUES ' + ','.join('(%d)' % i for 
 sql "$(cat "$work/accounts.sql")" >/dev/null
 echo 'UPDATE accounts SET balance = balance + :amount WHERE id = :account' > "$work/handler.sql"
 
+# exec: `run &` is a subshell, and the kill below must reach inboxctl itself, not leave it
+# running on beside the next run.
 run() {
-    DATABASE_URL=$URL KAFKA_BROKERS=$BROKERS $INBOXCTL replay --topic "$TOPIC" --from earliest \
+    DATABASE_URL=$URL KAFKA_BROKERS=$BROKERS exec $INBOXCTL replay --topic "$TOPIC" --from earliest \
         --consumer kill-test --sql "$work/handler.sql" --batch-size "$BATCH" -q --format json \
         >"$work/last.json" 2>>"$work/replay.err"
 }

@@ -228,10 +228,13 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
             match PgPipeline::connect(store.url.connect_url(), statements).await {
                 Ok(pipeline) => {
                     output.debug(if pipeline.is_set_based() {
-                        "the handler runs once per batch, as a temporary function over the batch's values, on a second connection"
+                        "the handler runs once per batch, as a temporary function over the batch's values, on a connection of its own"
                     } else {
-                        "handler statements go out pipelined on a second connection"
+                        "handler statements go out pipelined on a connection of their own"
                     });
+                    if pipeline.overlaps() {
+                        output.debug("two such connections: a batch's inbox rows go in while the batch before it is handled and committed");
+                    }
                     Some(pipeline)
                 }
                 Err(error) => {
@@ -310,7 +313,17 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     // skipped by the real run (the inbox holds it by then), so it is a "would skip" here too.
     // Every id a dry run would process, as hashes: a long range stays small in memory.
     let mut would_process: HashSet<u128> = HashSet::new();
-    while let Some(batch) = receiver.recv().await {
+    // The batch after the current one, when it was already read: its inbox rows may be
+    // inserted while the current batch's handler runs (see PgPipeline::run).
+    let mut peeked: Option<Vec<Replayed>> = None;
+    loop {
+        let batch = match peeked.take() {
+            Some(batch) => batch,
+            None => match receiver.recv().await {
+                Some(batch) => batch,
+                None => break,
+            },
+        };
         if stop.load(Ordering::SeqCst) {
             interrupted = true;
             break;
@@ -397,7 +410,22 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                     batch: for_handler,
                     pointers: &pointers,
                 };
-                apply_sql(job, pipeline.as_mut(), &output).await?
+                let next = match pipeline.as_ref() {
+                    Some(pipeline) if pipeline.overlaps() => {
+                        peeked = receiver.try_recv().ok();
+                        peeked.as_deref().map(|next| {
+                            inbox_rows(next.iter().filter(|m| {
+                                m.event_id.as_deref().is_some_and(|id| {
+                                    widths
+                                        .event_id
+                                        .is_none_or(|width| id.chars().count() <= width)
+                                })
+                            }))
+                        })
+                    }
+                    _ => None,
+                };
+                apply_sql(job, pipeline.as_mut(), next.as_deref(), &output).await?
             }
             Handler::Exec(exec) => {
                 apply_exec(&store, exec, &args.consumer, &args.topic, for_handler).await?
@@ -456,6 +484,13 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
             ));
             break;
         }
+    }
+    if let Some(pipeline) = pipeline.as_mut() {
+        pipeline.abandon_ahead().await;
+        output.debug(format!(
+            "{} batches committed with their inbox rows inserted ahead",
+            pipeline.committed_ahead()
+        ));
     }
     drop(receiver);
     progress.finish_and_clear();
@@ -674,18 +709,9 @@ fn message_value(
     handler::value(name, built_in, pointers, payload)
 }
 
-/// The whole batch through the PostgreSQL pipeline, retrying deadlocks. An error when it
-/// failed otherwise: the caller then goes message by message on the plain path, which names
-/// the failing message.
-async fn apply_pipelined(
-    pipeline: &mut PgPipeline,
-    consumer: &str,
-    topic: &str,
-    batch: &[Replayed],
-    pointers: &BTreeMap<String, String>,
-) -> Result<HashSet<usize>, anyhow::Error> {
-    let rows: Vec<(String, i32, i64)> = batch
-        .iter()
+/// The inbox rows (event id, partition, offset) of messages that go to the handler.
+fn inbox_rows<'a>(messages: impl Iterator<Item = &'a Replayed>) -> Vec<(String, i32, i64)> {
+    messages
         .map(|m| {
             (
                 m.event_id.clone().unwrap_or_default(),
@@ -693,7 +719,19 @@ async fn apply_pipelined(
                 m.offset,
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The whole batch through the PostgreSQL pipeline, retrying deadlocks. An error when it
+/// failed otherwise: the caller then goes message by message on the plain path, which names
+/// the failing message.
+async fn apply_pipelined(
+    pipeline: &mut PgPipeline,
+    job: &SqlJob<'_>,
+    next: Option<&[(String, i32, i64)]>,
+) -> Result<HashSet<usize>, anyhow::Error> {
+    let (consumer, topic, batch, pointers) = (job.consumer, job.topic, job.batch, job.pointers);
+    let rows = inbox_rows(batch.iter());
     // Parsed when first asked for: on the plain path that is while the server inserts.
     let payloads: Vec<OnceLock<Option<Value>>> = batch.iter().map(|_| OnceLock::new()).collect();
     let mut attempt = 0;
@@ -709,7 +747,7 @@ async fn apply_pipelined(
                 )
             })
         };
-        match pipeline.run(consumer, topic, &rows, values).await {
+        match pipeline.run(consumer, topic, &rows, next, values).await {
             Ok(new) => return Ok(new),
             Err(failure) if failure.transient && attempt < TRANSIENT_RETRIES => {
                 tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
@@ -723,14 +761,13 @@ async fn apply_pipelined(
 async fn apply_sql(
     job: SqlJob<'_>,
     pipeline: Option<&mut PgPipeline>,
+    next: Option<&[(String, i32, i64)]>,
     output: &Output,
 ) -> anyhow::Result<Outcome> {
     let batch = job.batch;
     let all: Vec<usize> = (0..batch.len()).collect();
     let whole = match pipeline {
-        Some(pipeline) => {
-            apply_pipelined(pipeline, job.consumer, job.topic, batch, job.pointers).await
-        }
+        Some(pipeline) => apply_pipelined(pipeline, &job, next).await,
         None => job.run(&all).await.map_err(|failure| failure.error),
     };
     match whole {

@@ -9,10 +9,11 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::Arc;
 
 use anyhow::Context;
 use bytes::BytesMut;
-use futures_util::future::{join3, join4, try_join_all};
+use futures_util::future::{join, join3, join4, try_join_all};
 use futures_util::FutureExt;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
@@ -143,33 +144,21 @@ struct Prepared {
     kinds: Vec<Kind>,
 }
 
-pub struct PgPipeline {
-    client: Client,
+/// A connection with the statements prepared on it: prepared statements and the temporary
+/// function belong to the session that made them.
+struct Lane {
+    client: Arc<Client>,
     handler: Vec<Prepared>,
     insert: Statement,
     /// The same insert without the conflict check: see [`PgPipeline::run`].
     insert_new: Statement,
-    /// Whether the next batch tries [`PgPipeline::insert_new`] first: until a batch meets an
-    /// id the inbox already holds, and again once a batch finds none.
-    expect_new: bool,
     /// The one-statement handler as a function applied to a whole batch in one statement,
     /// when it could be set up (see [`set_based`]).
     set_based: Option<Statement>,
 }
 
-/// Why a batch failed, and whether trying again may succeed (deadlock, serialization).
-pub struct BatchError {
-    pub error: anyhow::Error,
-    pub transient: bool,
-}
-
-impl PgPipeline {
-    /// Connects (see [`connect_client`]; an error means the caller keeps to the plain path)
-    /// and prepares the handler's statements.
-    pub async fn connect(
-        url: &str,
-        statements: &[handler::Statement],
-    ) -> anyhow::Result<PgPipeline> {
+impl Lane {
+    async fn connect(url: &str, statements: &[handler::Statement]) -> anyhow::Result<Lane> {
         let client = connect_client(url).await?;
         let mut handler = Vec::new();
         for statement in statements {
@@ -192,30 +181,128 @@ impl PgPipeline {
             [only] => set_based(&client, only).await,
             _ => None,
         };
-        Ok(PgPipeline {
-            client,
+        Ok(Lane {
+            client: Arc::new(client),
             handler,
             insert,
             insert_new,
-            expect_new: true,
             set_based,
+        })
+    }
+}
+
+/// The next batch's inbox rows, inserted on the other lane while this batch's handler runs
+/// and commits: the server does both at once, on two cores where it has them. Its
+/// transaction stays open until that batch's turn adds the handler and commits, after this
+/// one has committed, so batches still apply in order; anything else rolls it back.
+struct Ahead {
+    lane: usize,
+    rows: Vec<(String, i32, i64)>,
+    inserted: tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+}
+
+/// The inbox rows of a batch as an insert's parameters: consumer, topic, ids, partitions,
+/// offsets.
+type InsertParams<'a> = [&'a (dyn ToSql + Sync); 5];
+
+pub struct PgPipeline {
+    /// One connection, or two where a second could be made: see [`Ahead`].
+    lanes: Vec<Lane>,
+    /// The lane of the last batch.
+    lane: usize,
+    /// Whether the next batch tries [`Lane::insert_new`] first: until a batch meets an id
+    /// the inbox already holds, and again once a batch finds none.
+    expect_new: bool,
+    ahead: Option<Ahead>,
+    /// Batches that committed with their rows inserted ahead.
+    committed_ahead: u64,
+}
+
+/// Why a batch failed, and whether trying again may succeed (deadlock, serialization).
+pub struct BatchError {
+    pub error: anyhow::Error,
+    pub transient: bool,
+}
+
+impl PgPipeline {
+    /// Connects (see [`connect_client`]; an error means the caller keeps to the plain path)
+    /// and prepares the handler's statements, on a second connection too where one can be
+    /// made.
+    pub async fn connect(
+        url: &str,
+        statements: &[handler::Statement],
+    ) -> anyhow::Result<PgPipeline> {
+        let mut lanes = vec![Lane::connect(url, statements).await?];
+        if let Ok(second) = Lane::connect(url, statements).await {
+            lanes.push(second);
+        }
+        Ok(PgPipeline {
+            lanes,
+            lane: 0,
+            expect_new: true,
+            ahead: None,
+            committed_ahead: 0,
         })
     }
 
     /// Whether the handler runs once per batch (see [`set_based`]).
     pub fn is_set_based(&self) -> bool {
-        self.set_based.is_some()
+        self.lanes[0].set_based.is_some()
+    }
+
+    /// Whether batches overlap on two connections (see [`Ahead`]).
+    pub fn overlaps(&self) -> bool {
+        self.lanes.len() > 1
+    }
+
+    /// How many batches committed with their rows inserted ahead.
+    pub fn committed_ahead(&self) -> u64 {
+        self.committed_ahead
     }
 
     /// One transaction: the inbox rows (event id, partition, offset), then every handler
     /// statement for the new ones, pipelined. `values(index, name)` gives a message's value
-    /// for a placeholder. Returns the indexes of the new (processed) messages.
+    /// for a placeholder. Returns the indexes of the new (processed) messages, committed.
+    /// `next` is the next batch's rows where they are known: they may be inserted ahead.
     pub async fn run<F>(
         &mut self,
         consumer: &str,
         topic: &str,
         rows: &[(String, i32, i64)],
+        next: Option<&[(String, i32, i64)]>,
         values: F,
+    ) -> Result<HashSet<usize>, BatchError>
+    where
+        F: Fn(usize, &str) -> Result<Value, String>,
+    {
+        let result = self.run_batch(consumer, topic, rows, next, &values).await;
+        // A failed batch is retried outside the pipeline, where the next batch's open
+        // inserts could hold an id it needs: they go first.
+        if result.is_err() {
+            self.abandon_ahead().await;
+        }
+        result
+    }
+
+    /// Rolls back the rows inserted ahead, if any: the batch they belong to will not come
+    /// (the run stops) or will come another way.
+    pub async fn abandon_ahead(&mut self) {
+        if let Some(ahead) = self.ahead.take() {
+            let _ = ahead.inserted.await;
+            let _ = self.lanes[ahead.lane]
+                .client
+                .batch_execute("ROLLBACK")
+                .await;
+        }
+    }
+
+    async fn run_batch<F>(
+        &mut self,
+        consumer: &str,
+        topic: &str,
+        rows: &[(String, i32, i64)],
+        next: Option<&[(String, i32, i64)]>,
+        values: &F,
     ) -> Result<HashSet<usize>, BatchError>
     where
         F: Fn(usize, &str) -> Result<Value, String>,
@@ -223,59 +310,149 @@ impl PgPipeline {
         let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
         let partitions: Vec<i32> = rows.iter().map(|r| r.1).collect();
         let offsets: Vec<i64> = rows.iter().map(|r| r.2).collect();
-        let params: [&(dyn ToSql + Sync); 5] = [&consumer, &topic, &ids, &partitions, &offsets];
+        let params: InsertParams = [&consumer, &topic, &ids, &partitions, &offsets];
+        let ahead = match self.ahead.take() {
+            Some(ahead) if ahead.rows == rows => Some(ahead),
+            Some(other) => {
+                self.ahead = Some(other);
+                self.abandon_ahead().await;
+                None
+            }
+            None => None,
+        };
+        let next = next.filter(|next| {
+            self.lanes.len() > 1
+                && self.expect_new
+                && !next.is_empty()
+                && !has_repeats(&next.iter().map(|r| r.0.as_str()).collect::<Vec<_>>())
+        });
         // A range replayed for the first time holds only new ids, and a plain insert costs
         // the server a third less than one that first looks each key up (ON CONFLICT): one
         // descent of the key's index per row instead of two. It is tried first while
         // batches keep coming out all new. An id already there (or twice in the batch, or
         // inserted by another session meanwhile) fails it as a whole, and the batch starts
         // over with the conflict check.
-        if self.expect_new && !has_repeats(&ids) {
-            if let Some(new) = self.run_plain(rows, &params, &values).await? {
-                return Ok(new);
+        let plain = if let Some(ahead) = ahead {
+            self.lane = ahead.lane;
+            let inserted = match ahead.inserted.await {
+                Ok(inserted) => inserted,
+                Err(error) => {
+                    let _ = self.lanes[self.lane].client.batch_execute("ROLLBACK").await;
+                    return Err(BatchError {
+                        error: anyhow::anyhow!("the inbox insert sent ahead stopped: {error}"),
+                        transient: false,
+                    });
+                }
+            };
+            let started = match inserted {
+                Ok(()) => true,
+                Err(error) => {
+                    let lane = &self.lanes[self.lane];
+                    lane.client.batch_execute("ROLLBACK").await.map_err(fail)?;
+                    if error.code() != Some(&SqlState::UNIQUE_VIOLATION) {
+                        return Err(fail(error));
+                    }
+                    false
+                }
+            };
+            if started {
+                let applied = self
+                    .run_plain(
+                        self.lane, consumer, topic, rows, &params, values, next, true,
+                    )
+                    .await?;
+                self.committed_ahead += u64::from(applied.is_some());
+                applied
+            } else {
+                None
+            }
+        } else if self.expect_new && !has_repeats(&ids) {
+            match next {
+                Some(_) => {
+                    self.run_plain(
+                        self.lane, consumer, topic, rows, &params, values, next, false,
+                    )
+                    .await?
+                }
+                None => self.run_one_flight(rows, &params, values).await?,
+            }
+        } else {
+            None
+        };
+        if let Some(new) = plain {
+            return Ok(new);
+        }
+        self.run_checked(rows, &params, values).await
+    }
+
+    /// The batch with the conflict check: the insert returns the ids that were new, and the
+    /// handler runs for those.
+    async fn run_checked<F>(
+        &mut self,
+        rows: &[(String, i32, i64)],
+        params: &InsertParams<'_>,
+        values: &F,
+    ) -> Result<HashSet<usize>, BatchError>
+    where
+        F: Fn(usize, &str) -> Result<Value, String>,
+    {
+        let lane = &self.lanes[self.lane];
+        let client = &*lane.client;
+        client.batch_execute("BEGIN").await.map_err(fail)?;
+        let applied = async {
+            let inserted: HashSet<String> = client
+                .query(&lane.insert, params)
+                .await
+                .map_err(fail)?
+                .iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect();
+            // The first of each id the insert let in; a repeated id is handled once.
+            let mut handled: HashSet<&str> = HashSet::new();
+            let new: Vec<usize> = (0..rows.len())
+                .filter(|&index| {
+                    let id = rows[index].0.as_str();
+                    inserted.contains(id) && handled.insert(id)
+                })
+                .collect();
+            let bound = bind(&lane.handler, lane.set_based.as_ref(), rows, &new, values)?;
+            try_join_all(executions(&lane.handler, client, &bound))
+                .await
+                .map_err(fail)?;
+            client.batch_execute("COMMIT").await.map_err(fail)?;
+            Ok::<_, BatchError>((inserted.len(), new))
+        }
+        .await;
+        match applied {
+            Ok((inserted, new)) => {
+                self.expect_new = inserted == rows.len();
+                Ok(new.into_iter().collect())
+            }
+            Err(error) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                Err(error)
             }
         }
-        let transaction = self.client.transaction().await.map_err(fail)?;
-        let inserted: HashSet<String> = transaction
-            .query(&self.insert, &params)
-            .await
-            .map_err(fail)?
-            .iter()
-            .map(|row| row.get::<_, String>(0))
-            .collect();
-        self.expect_new = inserted.len() == rows.len();
-        // The first of each id the insert let in; a repeated id is handled once.
-        let mut handled: HashSet<&str> = HashSet::new();
-        let new: Vec<usize> = (0..rows.len())
-            .filter(|&index| {
-                let id = rows[index].0.as_str();
-                inserted.contains(id) && handled.insert(id)
-            })
-            .collect();
-        let bound = bind(&self.handler, self.set_based.as_ref(), rows, &new, &values)?;
-        let executions = executions(&self.handler, &transaction, &bound);
-        try_join_all(executions).await.map_err(fail)?;
-        transaction.commit().await.map_err(fail)?;
-        Ok(new.into_iter().collect())
     }
 
     /// The plain insert, the handler and the commit sent together, in one round trip: when
     /// a statement fails, the server skips the rest of the transaction and the COMMIT rolls
     /// it back, so the batch applies whole or not at all. The handler's values are bound
-    /// while the server inserts. `None` when nothing was applied and the conflict check is
-    /// to decide: an id was already there, or a value could not be bound (it may belong to
-    /// a message the inbox holds, which the conflict check skips without binding).
-    async fn run_plain<F>(
+    /// while the server inserts. For a batch with no next batch to insert ahead; `None` as
+    /// for [`PgPipeline::run_plain`].
+    async fn run_one_flight<F>(
         &self,
         rows: &[(String, i32, i64)],
-        params: &[&(dyn ToSql + Sync); 5],
+        params: &InsertParams<'_>,
         values: &F,
     ) -> Result<Option<HashSet<usize>>, BatchError>
     where
         F: Fn(usize, &str) -> Result<Value, String>,
     {
-        let mut begin = Box::pin(self.client.batch_execute("BEGIN"));
-        let mut insert = Box::pin(self.client.execute(&self.insert_new, params));
+        let lane = &self.lanes[self.lane];
+        let client = &*lane.client;
+        let mut begin = Box::pin(client.batch_execute("BEGIN"));
+        let mut insert = Box::pin(client.execute(&lane.insert_new, params));
         // A first poll sends a request; the replies are read below.
         let begun = (&mut begin).now_or_never();
         let inserted = (&mut insert).now_or_never();
@@ -283,9 +460,9 @@ impl PgPipeline {
         // worker until this task yields.
         tokio::task::yield_now().await;
         let all: Vec<usize> = (0..rows.len()).collect();
-        let bound = bind(&self.handler, self.set_based.as_ref(), rows, &all, values);
+        let bound = bind(&lane.handler, lane.set_based.as_ref(), rows, &all, values);
         let Ok(bound) = bound else {
-            let rollback = self.client.batch_execute("ROLLBACK");
+            let rollback = client.batch_execute("ROLLBACK");
             let (begun, inserted, rolled_back) =
                 join3(finish(begun, begin), finish(inserted, insert), rollback).await;
             begun.map_err(fail)?;
@@ -293,8 +470,8 @@ impl PgPipeline {
             rolled_back.map_err(fail)?;
             return Ok(None);
         };
-        let handler = try_join_all(executions(&self.handler, &self.client, &bound));
-        let commit = self.client.batch_execute("COMMIT");
+        let handler = try_join_all(executions(&lane.handler, client, &bound));
+        let commit = client.batch_execute("COMMIT");
         // Joined, not tried: every reply is read, so the connection is idle afterwards.
         let (begun, inserted, handled, committed) = join4(
             finish(begun, begin),
@@ -312,6 +489,132 @@ impl PgPipeline {
         handled.map_err(fail)?;
         committed.map_err(fail)?;
         Ok(Some(all.into_iter().collect()))
+    }
+
+    /// The plain insert, the handler and the commit sent together, in one round trip: when
+    /// a statement fails, the server skips the rest of the transaction and the COMMIT rolls
+    /// it back, so the batch applies whole or not at all. The handler's values are bound
+    /// while the server inserts. With `begun`, the transaction and its insert were sent
+    /// ahead and succeeded. `None` when nothing was applied and the conflict check is to
+    /// decide: an id was already there, or a value could not be bound (it may belong to a
+    /// message the inbox holds, which the conflict check skips without binding).
+    ///
+    /// Once this batch's rows are in, `next` (the next batch's rows) is inserted ahead on
+    /// the other lane; it is kept only if this batch commits.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_plain<F>(
+        &mut self,
+        lane_index: usize,
+        consumer: &str,
+        topic: &str,
+        rows: &[(String, i32, i64)],
+        params: &InsertParams<'_>,
+        values: &F,
+        next: Option<&[(String, i32, i64)]>,
+        begun: bool,
+    ) -> Result<Option<HashSet<usize>>, BatchError>
+    where
+        F: Fn(usize, &str) -> Result<Value, String>,
+    {
+        let lane = &self.lanes[lane_index];
+        let client = &*lane.client;
+        if !begun {
+            let (begun, inserted) = join(
+                client.batch_execute("BEGIN"),
+                client.execute(&lane.insert_new, params),
+            )
+            .await;
+            let took = begun.map_err(fail).and_then(|()| took_every_row(inserted));
+            if !matches!(took, Ok(true)) {
+                client.batch_execute("ROLLBACK").await.map_err(fail)?;
+                return took.map(|_| None);
+            }
+        }
+        // This batch's rows are in: the next batch's may go in beside its handler. (Not
+        // earlier: an id in both would make this insert wait on a transaction that only
+        // this process can end.)
+        let mut ahead =
+            next.map(|next| send_ahead(&self.lanes, 1 - lane_index, consumer, topic, next));
+        let all: Vec<usize> = (0..rows.len()).collect();
+        let outcome = match bind(&lane.handler, lane.set_based.as_ref(), rows, &all, values) {
+            Err(_) => {
+                client.batch_execute("ROLLBACK").await.map_err(fail)?;
+                Ok(None)
+            }
+            Ok(bound) => {
+                let handler = try_join_all(executions(&lane.handler, client, &bound));
+                let commit = client.batch_execute("COMMIT");
+                // Joined, not tried: every reply is read, so the connection is idle after.
+                let work = join(handler, commit);
+                tokio::pin!(work);
+                // A handler that waits on the rows inserted ahead (a trigger on the inbox
+                // that locks what the handler updates, say) would wait for this process,
+                // where the server cannot see the cycle: after a while the rows ahead go.
+                let (handled, committed) =
+                    match tokio::time::timeout(AHEAD_PATIENCE, &mut work).await {
+                        Ok(done) => done,
+                        Err(_) => {
+                            if let Some(ahead) = ahead.take() {
+                                let _ = ahead.inserted.await;
+                                let _ = self.lanes[ahead.lane]
+                                    .client
+                                    .batch_execute("ROLLBACK")
+                                    .await;
+                            }
+                            work.await
+                        }
+                    };
+                // Only with the handler through does the COMMIT's success mean the
+                // transaction committed (after a failure it answers ROLLBACK, without error).
+                handled
+                    .map_err(fail)
+                    .and_then(|_| committed.map_err(fail))
+                    .map(|()| Some(all.into_iter().collect()))
+            }
+        };
+        if let Some(ahead) = ahead {
+            self.ahead = Some(ahead);
+            if !matches!(outcome, Ok(Some(_))) {
+                self.abandon_ahead().await;
+            }
+        }
+        outcome
+    }
+}
+
+/// How long a batch's handler and commit may take before the next batch's rows, inserted
+/// ahead, are rolled back in case they are in its way.
+const AHEAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Starts inserting `rows` on `lanes[lane]` in a transaction left open, as a task of its own.
+fn send_ahead(
+    lanes: &[Lane],
+    lane: usize,
+    consumer: &str,
+    topic: &str,
+    rows: &[(String, i32, i64)],
+) -> Ahead {
+    let client = lanes[lane].client.clone();
+    let insert_new = lanes[lane].insert_new.clone();
+    let (consumer, topic) = (consumer.to_string(), topic.to_string());
+    let ids: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    let partitions: Vec<i32> = rows.iter().map(|r| r.1).collect();
+    let offsets: Vec<i64> = rows.iter().map(|r| r.2).collect();
+    let inserted = tokio::spawn(async move {
+        // One after the other: the insert must never run outside the transaction.
+        client.batch_execute("BEGIN").await?;
+        client
+            .execute(
+                &insert_new,
+                &[&consumer, &topic, &ids, &partitions, &offsets],
+            )
+            .await?;
+        Ok(())
+    });
+    Ahead {
+        lane,
+        rows: rows.to_vec(),
+        inserted,
     }
 }
 
