@@ -72,14 +72,13 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
     let now = Utc::now();
     let consumers = store.consumer_stats(args.consumer.as_deref(), now).await?;
     let partitions = store.partition_stats(args.consumer.as_deref()).await?;
-    let counted: i64 = consumers.iter().map(|c| c.rows).sum();
+    let total: i64 = consumers.iter().map(|c| c.rows).sum();
     if args.estimate {
         output.note(format!(
             "{} has no row estimates for this table (SQLite keeps none; PostgreSQL's before the first ANALYZE); counted exactly",
             store.backend
         ));
     }
-    let total = counted;
     let mut histogram = [0i64; 5];
     for stats in &consumers {
         for (slot, count) in histogram.iter_mut().zip(age_histogram(stats)) {

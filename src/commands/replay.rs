@@ -362,15 +362,12 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
             break;
         }
         // Ids the inbox cannot hold fail on their own; the handler sees the others.
-        let too_long: Vec<usize> = match widths.event_id {
-            Some(width) => with_id
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| m.event_id.as_deref().unwrap_or_default().chars().count() > width)
-                .map(|(index, _)| index)
-                .collect(),
-            None => Vec::new(),
-        };
+        let too_long: Vec<usize> = with_id
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !id_fits(m.event_id.as_deref().unwrap_or_default(), widths.event_id))
+            .map(|(index, _)| index)
+            .collect();
         let mut accepted: Vec<usize> = Vec::new();
         let handled: Vec<Replayed>;
         let for_handler: &[Replayed] = if too_long.is_empty() {
@@ -415,11 +412,9 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                         peeked = receiver.try_recv().ok();
                         peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
-                                m.event_id.as_deref().is_some_and(|id| {
-                                    widths
-                                        .event_id
-                                        .is_none_or(|width| id.chars().count() <= width)
-                                })
+                                m.event_id
+                                    .as_deref()
+                                    .is_some_and(|id| id_fits(id, widths.event_id))
                             }))
                         })
                     }
@@ -707,6 +702,11 @@ fn message_value(
         _ => None,
     };
     handler::value(name, built_in, pointers, payload)
+}
+
+/// Whether the inbox's event_id column (at most `width` characters, if limited) holds `id`.
+fn id_fits(id: &str, width: Option<usize>) -> bool {
+    width.is_none_or(|width| id.chars().count() <= width)
 }
 
 /// The inbox rows (event id, partition, offset) of messages that go to the handler.

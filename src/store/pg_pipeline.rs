@@ -288,11 +288,7 @@ impl PgPipeline {
     /// (the run stops) or will come another way.
     pub async fn abandon_ahead(&mut self) {
         if let Some(ahead) = self.ahead.take() {
-            let _ = ahead.inserted.await;
-            let _ = self.lanes[ahead.lane]
-                .client
-                .batch_execute("ROLLBACK")
-                .await;
+            roll_back(&self.lanes, ahead).await;
         }
     }
 
@@ -314,8 +310,7 @@ impl PgPipeline {
         let ahead = match self.ahead.take() {
             Some(ahead) if ahead.rows == rows => Some(ahead),
             Some(other) => {
-                self.ahead = Some(other);
-                self.abandon_ahead().await;
+                roll_back(&self.lanes, other).await;
                 None
             }
             None => None,
@@ -357,9 +352,7 @@ impl PgPipeline {
             };
             if started {
                 let applied = self
-                    .run_plain(
-                        self.lane, consumer, topic, rows, &params, values, next, true,
-                    )
+                    .run_plain(consumer, topic, rows, &params, values, next, true)
                     .await?;
                 self.committed_ahead += u64::from(applied.is_some());
                 applied
@@ -369,10 +362,8 @@ impl PgPipeline {
         } else if self.expect_new && !has_repeats(&ids) {
             match next {
                 Some(_) => {
-                    self.run_plain(
-                        self.lane, consumer, topic, rows, &params, values, next, false,
-                    )
-                    .await?
+                    self.run_plain(consumer, topic, rows, &params, values, next, false)
+                        .await?
                 }
                 None => self.run_one_flight(rows, &params, values).await?,
             }
@@ -504,7 +495,6 @@ impl PgPipeline {
     #[allow(clippy::too_many_arguments)]
     async fn run_plain<F>(
         &mut self,
-        lane_index: usize,
         consumer: &str,
         topic: &str,
         rows: &[(String, i32, i64)],
@@ -516,7 +506,7 @@ impl PgPipeline {
     where
         F: Fn(usize, &str) -> Result<Value, String>,
     {
-        let lane = &self.lanes[lane_index];
+        let lane = &self.lanes[self.lane];
         let client = &*lane.client;
         if !begun {
             let (begun, inserted) = join(
@@ -534,7 +524,7 @@ impl PgPipeline {
         // earlier: an id in both would make this insert wait on a transaction that only
         // this process can end.)
         let mut ahead =
-            next.map(|next| send_ahead(&self.lanes, 1 - lane_index, consumer, topic, next));
+            next.map(|next| send_ahead(&self.lanes, 1 - self.lane, consumer, topic, next));
         let all: Vec<usize> = (0..rows.len()).collect();
         let outcome = match bind(&lane.handler, lane.set_based.as_ref(), rows, &all, values) {
             Err(_) => {
@@ -555,11 +545,7 @@ impl PgPipeline {
                         Ok(done) => done,
                         Err(_) => {
                             if let Some(ahead) = ahead.take() {
-                                let _ = ahead.inserted.await;
-                                let _ = self.lanes[ahead.lane]
-                                    .client
-                                    .batch_execute("ROLLBACK")
-                                    .await;
+                                roll_back(&self.lanes, ahead).await;
                             }
                             work.await
                         }
@@ -585,6 +571,12 @@ impl PgPipeline {
 /// How long a batch's handler and commit may take before the next batch's rows, inserted
 /// ahead, are rolled back in case they are in its way.
 const AHEAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Ends the rows inserted ahead: waits for their insert, then rolls its transaction back.
+async fn roll_back(lanes: &[Lane], ahead: Ahead) {
+    let _ = ahead.inserted.await;
+    let _ = lanes[ahead.lane].client.batch_execute("ROLLBACK").await;
+}
 
 /// Starts inserting `rows` on `lanes[lane]` in a transaction left open, as a task of its own.
 fn send_ahead(
