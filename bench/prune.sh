@@ -7,8 +7,11 @@
 # with nothing else running, a pgbench client inserts single rows (one autocommit INSERT per
 # transaction, as a consumer does) and its latencies are logged.
 #
-# Prints: rows deleted, seconds and rows/s of each, prune's rate as a share of the DELETE's,
-# the inserter's p99 latency idle and during each, and whether the goals are met:
+# The pair runs ROUNDS times, each round on fresh copies of one seeded table, the order of
+# the two alternating between rounds (the second of a pair runs on a machine the first has
+# just loaded with writes). Prints each round: seconds and rows/s of each, prune's rate as
+# a share of the DELETE's, the inserter's p99 latency idle and during each; then the
+# medians over the rounds, and whether they meet the goals:
 #   prune >= 70% of the unbounded DELETE's rate, inserter p99 during prune <= 2x idle.
 # Timings are reported, never asserted. The script fails only when a run deletes the wrong
 # number of rows or a tool fails.
@@ -17,11 +20,12 @@
 #   BENCH_PG_ADMIN  admin URL on a server that may CREATE DATABASE
 #                   (default postgres://postgres@127.0.0.1:5432/test)
 #   ROWS            rows per table, even (default 1000000)
+#   ROUNDS          pairs of runs (default 3)
 #   BATCH           prune --batch-size (default: inboxctl's own default)
 #   PRUNE_ARGS      more prune arguments, e.g. "--pause 2ms" or "--strategy index"
 #   INBOXCTL        the binary (default target/release/inboxctl, built when missing)
 #   IDLE_SECONDS    how long the idle inserter runs before each phase (default 10)
-#   ORDER           prune-first (default) or delete-first
+#   ORDER           alternate (default), prune-first or delete-first
 #   KEEP_DBS=1      keep the two bench databases afterwards
 # Put ?sslmode=disable on BENCH_PG_ADMIN to measure without TLS on loopback.
 set -euo pipefail
@@ -29,6 +33,8 @@ cd "$(dirname "$0")/.."
 
 BENCH_PG_ADMIN=${BENCH_PG_ADMIN:-postgres://postgres@127.0.0.1:5432/test}
 ROWS=${ROWS:-1000000}
+ROUNDS=${ROUNDS:-3}
+ORDER=${ORDER:-alternate}
 BATCH=${BATCH:-}
 INBOXCTL=${INBOXCTL:-target/release/inboxctl}
 IDLE_SECONDS=${IDLE_SECONDS:-10}
@@ -39,6 +45,7 @@ MAX_PHASE_SECONDS=${MAX_PHASE_SECONDS:-1800}
 # phase's window are counted.
 CHUNK_SECONDS=2
 
+DB_SEED=inboxctl_bench_seed
 DB_PRUNE=inboxctl_bench_prune
 DB_DELETE=inboxctl_bench_delete
 # Rows are processed_at = T0 - k seconds for k = ROWS .. 1, oldest first in the heap as an
@@ -54,6 +61,11 @@ for tool in psql pgbench awk sort; do
 done
 [[ $ROWS =~ ^[0-9]+$ ]] && [ "$ROWS" -ge 2 ] && [ $((ROWS % 2)) -eq 0 ] ||
     die "ROWS must be an even number of at least 2, not '$ROWS'"
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a whole number of at least 1, not '$ROUNDS'"
+case $ORDER in
+    alternate | prune-first | delete-first) ;;
+    *) die "ORDER must be alternate, prune-first or delete-first, not '$ORDER'" ;;
+esac
 if [ -n "$BATCH" ] && ! [[ $BATCH =~ ^[1-9][0-9]*$ ]]; then
     die "BATCH must be a whole number of at least 1, not '$BATCH'"
 fi
@@ -69,6 +81,7 @@ db_url() {
     [[ $BENCH_PG_ADMIN == *\?* ]] && query="?${BENCH_PG_ADMIN#*\?}"
     printf '%s/%s%s' "${base%/*}" "$1" "$query"
 }
+URL_SEED=$(db_url "$DB_SEED")
 URL_PRUNE=$(db_url "$DB_PRUNE")
 URL_DELETE=$(db_url "$DB_DELETE")
 
@@ -82,7 +95,7 @@ cleanup() {
     wait 2>/dev/null || true
     if [ "${KEEP_DBS:-0}" != 1 ]; then
         psql_admin -c "DROP DATABASE IF EXISTS $DB_PRUNE" -c "DROP DATABASE IF EXISTS $DB_DELETE" \
-            >/dev/null 2>&1 || true
+            -c "DROP DATABASE IF EXISTS $DB_SEED" >/dev/null 2>&1 || true
     fi
     rm -rf "$WORK"
     exit "$status"
@@ -94,20 +107,21 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 # ---------------------------------------------------------------------------------------
-# Databases: one seeded, migrated and vacuumed; the other a copy of it (identical pages).
+# Databases: one seeded, migrated and vacuumed; each round's two are copies of it.
 # ---------------------------------------------------------------------------------------
 CUTOFF_EPOCH=$((T0_EPOCH - ROWS / 2))
 CUTOFF=$(date -u -d "@$CUTOFF_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 T0=$(date -u -d "@$T0_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 HALF=$((ROWS / 2))
 
-log "creating $DB_PRUNE and $DB_DELETE"
+log "creating $DB_SEED"
 psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB_PRUNE" \
-    -c "DROP DATABASE IF EXISTS $DB_DELETE" -c "CREATE DATABASE $DB_PRUNE"
-DATABASE_URL=$URL_PRUNE "$INBOXCTL" -q migrate run >/dev/null
+    -c "DROP DATABASE IF EXISTS $DB_DELETE" -c "DROP DATABASE IF EXISTS $DB_SEED" \
+    -c "CREATE DATABASE $DB_SEED"
+DATABASE_URL=$URL_SEED "$INBOXCTL" -q migrate run >/dev/null
 log "seeding $ROWS rows (4 consumers, topic orders, 12 partitions), T0 $T0, cutoff $CUTOFF"
 seed_started=$(now)
-psql_on "$URL_PRUNE" <<SQL
+psql_on "$URL_SEED" <<SQL
 INSERT INTO processed_messages (consumer, event_id, topic, "partition", "offset", processed_at)
 SELECT 'consumer-' || (i % 4), 'evt-' || i, 'orders', i % 12, i,
        TIMESTAMPTZ '$T0' - make_interval(secs => $ROWS + 1 - i)
@@ -115,19 +129,32 @@ FROM generate_series(1, $ROWS) AS i
 ORDER BY i;
 VACUUM ANALYZE processed_messages;
 SQL
-psql_admin -c "CREATE DATABASE $DB_DELETE TEMPLATE $DB_PRUNE"
-psql_on "$URL_DELETE" -c "VACUUM ANALYZE processed_messages"
 log "seeded in $(elapsed "$seed_started" "$(now)") s"
 
 older_than_cutoff() {
     psql_on "$1" -At -c "SELECT count(*) FROM processed_messages WHERE processed_at < TIMESTAMPTZ '$CUTOFF'"
 }
-for url in "$URL_PRUNE" "$URL_DELETE"; do
-    older=$(older_than_cutoff "$url")
-    [ "$older" -eq "$HALF" ] || die "seeding left $older rows older than the cutoff, expected $HALF"
-done
-table_size=$(psql_on "$URL_PRUNE" -At -c \
+older=$(older_than_cutoff "$URL_SEED")
+[ "$older" -eq "$HALF" ] || die "seeding left $older rows older than the cutoff, expected $HALF"
+table_size=$(psql_on "$URL_SEED" -At -c \
     "SELECT pg_size_pretty(pg_total_relation_size('processed_messages'))")
+
+# Two identical copies of the seeded table (same pages, same statistics). Copied as files
+# (PostgreSQL 15 would otherwise write both copies through the WAL), then written out by a
+# checkpoint and `sync`: the idle inserter that comes next must not share the disk with the
+# writing back of the copies, or its idle p99 is no idle figure.
+if [ "$(psql_admin -At -c "SHOW server_version_num")" -ge 150000 ]; then
+    COPY_STRATEGY=" STRATEGY = FILE_COPY"
+else
+    COPY_STRATEGY=
+fi
+fresh_copies() {
+    psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB_PRUNE" \
+        -c "DROP DATABASE IF EXISTS $DB_DELETE" \
+        -c "CREATE DATABASE $DB_PRUNE TEMPLATE $DB_SEED$COPY_STRATEGY" \
+        -c "CREATE DATABASE $DB_DELETE TEMPLATE $DB_SEED$COPY_STRATEGY" -c "CHECKPOINT"
+    sync
+}
 
 # ---------------------------------------------------------------------------------------
 # The inserter: one client, one single-row autocommit INSERT per transaction.
@@ -259,47 +286,62 @@ phase_delete() {
 
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
-case ${ORDER:-prune-first} in
-    prune-first) phase_prune; phase_delete ;;
-    delete-first) phase_delete; phase_prune ;;
-    *) die "ORDER must be prune-first or delete-first" ;;
-esac
-
-# ---------------------------------------------------------------------------------------
-# Report.
-# ---------------------------------------------------------------------------------------
-read -r idle_prune_n _ idle_prune_p99 _ <<<"$idle_prune"
-read -r idle_delete_n _ idle_delete_p99 _ <<<"$idle_delete"
-read -r prune_n _ prune_p99 _ <<<"$during_prune"
-read -r prune_loop_n _ prune_loop_p99 _ <<<"$during_prune_loop"
-read -r delete_n _ delete_p99 _ <<<"$during_delete"
-prune_rate=$(calc %.0f "$HALF / $prune_wall")
-prune_loop_rate=$(calc %.0f "$HALF / $prune_loop")
-delete_rate=$(calc %.0f "$HALF / $delete_wall")
-delete_statement_rate=$(calc %.0f "$HALF / $delete_statement")
-ratio=$(calc %.1f "100 * $prune_rate / $delete_rate")
-inner_ratio=$(calc %.1f "100 * $prune_loop_rate / $delete_statement_rate")
-prune_vs_idle=$(calc %.2f "$prune_p99 / $idle_prune_p99")
-prune_loop_vs_idle=$(calc %.2f "$prune_loop_p99 / $idle_prune_p99")
-delete_vs_idle=$(calc %.2f "$delete_p99 / $idle_delete_p99")
+# After a phase, its table is vacuumed at once: autovacuum would otherwise clean up the
+# dead rows whenever its next round comes, often during the other phase.
+vacuum() { psql_on "$1" -c "VACUUM processed_messages" >/dev/null; }
 goal() { awk "BEGIN { exit !($1) }" && echo met || echo "NOT met"; }
 
-row() { printf '%-26s %9s %9s %11s %9s %8s\n' "$@"; }
+batch_label=${batch_args[*]:-default arguments}
 echo "inboxctl prune benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, PostgreSQL $(psql_admin -At -c "SHOW server_version")"
 echo "table: $ROWS rows ($table_size with indexes), 4 consumers; cutoff $CUTOFF; $HALF rows older, deleted by each"
-echo "prune ${batch_args[*]:-with default arguments}: strategy $prune_strategy, $prune_batches batches; order ${ORDER:-prune-first}"
+echo "prune with $batch_label; $ROUNDS rounds, order $ORDER"
 echo
-row "" seconds rows/s "insert p99" "p99/idle" inserts
-row "idle, before prune" "$IDLE_SECONDS" - "$idle_prune_p99 ms" - "$idle_prune_n"
-row "inboxctl prune" "$prune_wall" "$prune_rate" "$prune_p99 ms" "${prune_vs_idle}x" "$prune_n"
-row "  its delete loop" "$prune_loop" "$prune_loop_rate" "$prune_loop_p99 ms" "${prune_loop_vs_idle}x" "$prune_loop_n"
-row "idle, before DELETE" "$IDLE_SECONDS" - "$idle_delete_p99 ms" - "$idle_delete_n"
-row "unbounded DELETE (psql)" "$delete_wall" "$delete_rate" "$delete_p99 ms" "${delete_vs_idle}x" "$delete_n"
-row "  the statement" "$delete_statement" "$delete_statement_rate" "" "" ""
+echo "Seconds are wall clock from start to exit (prune: start-up, connecting, counting and"
+echo "deleting; psql: start-up, connecting and the DELETE); in brackets prune's own elapsed_ms"
+echo "over its delete loop and psql's \\timing of the statement. p99 is the inserter's, in ms,"
+echo "with its ratio to the idle p99 measured just before on the same database."
 echo
-echo "Whole commands are wall clock from start to exit (prune: start-up, connecting, counting"
-echo "and deleting; psql: start-up, connecting and the DELETE). The inner lines are prune's own"
-echo "elapsed_ms over its delete loop and psql's \\timing of the statement."
-echo "prune / DELETE rate: $ratio% whole commands, $inner_ratio% delete loop against statement"
-echo "goal: prune >= 70% of the unbounded DELETE's rate (whole commands): $(goal "$ratio >= 70")"
-echo "goal: inserter p99 during prune <= 2x its idle p99: $(goal "$prune_vs_idle <= 2")"
+round_row() { printf '%-5s %-6s %-15s %-15s %-13s %-18s %-18s %s\n' "$@"; }
+round_row round first "prune s (loop)" "DELETE s (stmt)" "rate (loop)" "prune p99 (idle)" "DELETE p99 (idle)" strategy
+RESULTS=$WORK/results
+: >"$RESULTS"
+for round in $(seq 1 "$ROUNDS"); do
+    first=$ORDER
+    if [ "$ORDER" = alternate ]; then
+        if [ $((round % 2)) -eq 1 ]; then first=prune-first; else first=delete-first; fi
+    fi
+    log "round $round of $ROUNDS ($first): fresh copies of the table"
+    fresh_copies
+    rm -rf "$WORK"/idle_prune "$WORK"/prune "$WORK"/idle_delete "$WORK"/delete "$WORK"/stop.*
+    case $first in
+        prune-first) phase_prune; vacuum "$URL_PRUNE"; phase_delete ;;
+        delete-first) phase_delete; vacuum "$URL_DELETE"; phase_prune ;;
+    esac
+    read -r _ _ idle_prune_p99 _ <<<"$idle_prune"
+    read -r _ _ idle_delete_p99 _ <<<"$idle_delete"
+    read -r _ _ prune_p99 _ <<<"$during_prune"
+    read -r _ _ delete_p99 _ <<<"$during_delete"
+    ratio=$(calc %.1f "100 * $delete_wall / $prune_wall")
+    inner_ratio=$(calc %.1f "100 * $delete_statement / $prune_loop")
+    prune_vs_idle=$(calc %.2f "$prune_p99 / $idle_prune_p99")
+    delete_vs_idle=$(calc %.2f "$delete_p99 / $idle_delete_p99")
+    echo "$ratio $inner_ratio $prune_vs_idle $delete_vs_idle $prune_wall $delete_wall" >>"$RESULTS"
+    round_row "$round" "${first%-first}" "$prune_wall ($prune_loop)" "$delete_wall ($delete_statement)" \
+        "$ratio% ($inner_ratio%)" "$prune_p99 (${prune_vs_idle}x)" "$delete_p99 (${delete_vs_idle}x)" \
+        "$prune_strategy, $prune_batches batches"
+done
+
+# median COLUMN: the median of that column of the rounds' results.
+median() {
+    awk -v c="$1" '{ print $c }' "$RESULTS" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+rate_median=$(median 1)
+loop_median=$(median 2)
+p99_median=$(median 3)
+delete_p99_median=$(median 4)
+echo
+echo "medians over $ROUNDS rounds: prune at $rate_median% of the DELETE's rate as whole commands ($loop_median% loop against statement);"
+echo "  inserter p99 ${p99_median}x idle during prune, ${delete_p99_median}x during the DELETE"
+echo "goal: prune >= 70% of the unbounded DELETE's rate (whole commands, median): $(goal "$rate_median >= 70")"
+echo "goal: inserter p99 during prune <= 2x its idle p99 (median): $(goal "$p99_median <= 2")"

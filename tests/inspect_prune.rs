@@ -521,24 +521,30 @@ async fn prune_by_blocks_deletes_exactly_the_rows_before_the_cutoff() {
     assert_eq!(db.count("processed_messages").await, 4);
 }
 
+/// An analysed PostgreSQL inbox of four consumers (c0..c3) interleaved as they arrive:
+/// `old` rows processed 40 days ago first, as an inbox fills, then `new` of a day ago.
+async fn interleaved_inbox(old: u32, new: u32) -> TestDb {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(&format!(
+        "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\", processed_at) \
+         SELECT 'c' || (i % 4), 'e' || i, 't', i % 3, i, \
+                TIMESTAMPTZ '{}' - make_interval(days => CASE WHEN i <= {old} THEN 40 ELSE 1 END) \
+         FROM generate_series(1, {}) AS i ORDER BY i",
+        now_ms().to_rfc3339(),
+        old + new
+    ))
+    .await;
+    db.exec("ANALYZE processed_messages").await;
+    db
+}
+
 /// On an analysed table where half the rows go, `auto` reads page ranges; each batch is one
 /// bounded range, the ranges follow each other from the first page to the last, and a batch
 /// deletes about --batch-size rows once the density is known.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_auto_takes_page_ranges_for_a_large_share() {
-    let mut db = TestDb::new(Backend::Postgres).await;
-    db.run(&["migrate", "run"]).ok();
-    let now = now_ms();
-    // Four consumers interleaved as they arrive; the older half first, as an inbox fills.
-    db.exec(&format!(
-        "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\", processed_at) \
-         SELECT 'c' || (i % 4), 'e' || i, 't', i % 3, i, \
-                TIMESTAMPTZ '{}' - make_interval(days => CASE WHEN i <= 6000 THEN 40 ELSE 1 END) \
-         FROM generate_series(1, 12000) AS i ORDER BY i",
-        now.to_rfc3339()
-    ))
-    .await;
-    db.exec("ANALYZE processed_messages").await;
+    let mut db = interleaved_inbox(6000, 6000).await;
 
     let run = db
         .run(&[
@@ -606,6 +612,61 @@ async fn prune_auto_takes_page_ranges_for_a_large_share() {
             batch.0
         );
     }
+}
+
+/// With --yes on PostgreSQL, a page-range prune counts on a second connection while it
+/// deletes. The count is still of the table as the command found it, though the deletes
+/// take rows of every consumer away while the consumers are counted one after the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_counts_the_table_as_it_found_it_while_deleting() {
+    let mut db = interleaved_inbox(200_000, 20_000).await;
+
+    let run = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--batch-size",
+            "1000",
+            "--yes",
+            "-v",
+            "--format",
+            "json",
+        ])
+        .ok();
+    assert!(
+        run.stderr
+            .contains("on a second connection, beside the deletes"),
+        "{}",
+        run.stderr
+    );
+    let json = run.json();
+    assert_eq!(json["strategy"], "blocks");
+    assert_eq!(json["rows_matched"], 200_000);
+    assert_eq!(json["rows_planned"], 200_000);
+    assert_eq!(json["rows_deleted"], 200_000);
+    let matched: Vec<(String, i64)> = json["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["consumer"].as_str().unwrap().to_string(),
+                c["matched"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        matched,
+        [
+            ("c0", 50_000),
+            ("c1", 50_000),
+            ("c2", 50_000),
+            ("c3", 50_000)
+        ]
+        .map(|(c, n)| (c.to_string(), n))
+    );
+    assert_eq!(db.count("processed_messages").await, 20_000);
 }
 
 /// An inbox partitioned by the application has no pages of its own: page ranges are refused

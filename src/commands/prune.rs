@@ -8,15 +8,18 @@ use std::time::Instant;
 use anyhow::Context;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::Serialize;
+use sqlx::{AnyConnection, Connection};
 
 use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{can_prompt, table, Output};
-use crate::store::{CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE};
+use crate::store::{
+    Backend, CreateMode, DatabaseUrl, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE,
+};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct ConsumerPrune {
     consumer: String,
     matched: u64,
@@ -70,8 +73,16 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
              use --strategy index (oldest rows first) with --max-rows",
         ));
     }
-    // One connection: prune's queries follow one another, and its batches hold the one
-    // connection they run on until the end.
+    let url = DatabaseUrl::parse(&args.database.database_url)?;
+    // A second connection for counting beside the deletes (see `delete_counting_beside`),
+    // opened while the first one is.
+    let counting_connection = may_count_beside(&args, url.backend).then(|| {
+        let url = url.clone();
+        let timeout = args.database.connect_timeout;
+        tokio::spawn(async move { Store::open_connection(&url, timeout).await })
+    });
+    // One connection for the rest: prune's queries follow one another, and its batches hold
+    // the one connection they run on until the end.
     let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
     store.require_inbox().await?;
     let extent = match args.strategy {
@@ -86,32 +97,86 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         )));
     }
 
-    let mut consumers = Vec::new();
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
     let only = args.consumer.clone().or_else(|| args.group.clone());
     if args.consumer.is_none() {
         if let Some(group) = &args.group {
-            if store.consumer_rows(group).await? == 0 {
+            if !store.consumers(None).await?.contains(group) {
                 output.warn(format!(
                     "the inbox has no rows of consumer '{group}'; with --group, name the group's inbox consumer with --consumer"
                 ));
             }
         }
     }
+    let mut consumers = Vec::new();
     for consumer in store.consumers(only.as_deref()).await? {
-        let counted = count_prunable(&store, &args, cutoff, consumer).await?;
-        if counted.matched + counted.kept_for_redelivery > 0 {
-            consumers.push(counted);
+        let keep = match &args.group {
+            Some(group) => redeliverable(&store, &args.kafka, group, &consumer).await?,
+            None => Vec::new(),
+        };
+        consumers.push(ConsumerPrune {
+            consumer,
+            matched: 0,
+            deleted: Some(0),
+            kept_for_redelivery: 0,
+            keep,
+        });
+    }
+    // `auto` decides by the planner's estimate, which costs no reading of rows.
+    let expected = match (args.strategy, extent) {
+        (PruneStrategy::Auto, Some(_)) if args.max_rows.is_none() => {
+            store.estimated_older_rows(only.as_deref(), cutoff).await?
         }
+        _ => None,
+    };
+    let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
+    output.debug(format!("prune strategy: {strategy:?}"));
+
+    let counting_connection = match counting_connection {
+        Some(connecting) if strategy == PruneStrategy::Blocks => {
+            match connecting
+                .await
+                .context("connecting a second time stopped unexpectedly")?
+            {
+                Ok(connection) => Some(connection),
+                Err(error) => {
+                    output.debug(format!(
+                        "counting before deleting: no second connection ({error:#})"
+                    ));
+                    None
+                }
+            }
+        }
+        Some(connecting) => {
+            connecting.abort();
+            None
+        }
+        None => None,
+    };
+    if counting_connection.is_none() {
+        // The count first: the confirmation, the dry run and --max-rows need it.
+        let mut connection = store.acquire().await?;
+        let counts = count_prunable(&store, &mut connection, cutoff, &consumers).await?;
+        for (consumer, counted) in consumers.iter_mut().zip(counts) {
+            (consumer.matched, consumer.kept_for_redelivery) = counted;
+        }
+        consumers.retain(|c| c.matched + c.kept_for_redelivery > 0);
+    } else {
+        // The same consumers as counting first leaves: those with rows older than the cutoff.
+        let mut older = Vec::with_capacity(consumers.len());
+        for consumer in consumers {
+            if store.has_older(&consumer.consumer, cutoff).await? {
+                older.push(consumer);
+            }
+        }
+        consumers = older;
     }
     let rows_kept_for_redelivery = consumers.iter().map(|c| c.kept_for_redelivery).sum();
     let rows_matched: u64 = consumers.iter().map(|c| c.matched).sum();
     let rows_planned = args
         .max_rows
         .map_or(rows_matched, |max| max.min(rows_matched));
-    let strategy = choose_strategy(args.strategy, extent, rows_matched, args.max_rows);
-    output.debug(format!("prune strategy: {strategy:?}"));
     let mut report = PruneReport {
         database: store.url.redacted.clone(),
         cutoff,
@@ -127,32 +192,34 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         rows_kept_for_redelivery,
         consumers,
     };
-    if args.dry_run || rows_planned == 0 {
-        print_report(&report, &output)?;
-        store.close().await;
-        return Ok(ExitStatus::Success);
-    }
-    if !args.yes {
-        let question = format!(
-            "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
-            cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
-            store.url.endpoint
-        );
-        if !can_prompt() {
-            return Err(usage(format!(
-                "refusing to delete {rows_planned} rows without confirmation: there is no terminal to ask on; \
-                 pass --yes (as cron jobs must) or --dry-run to only count"
-            )));
-        }
-        let confirmed = dialoguer::Confirm::new()
-            .with_prompt(question)
-            .default(false)
-            .interact()
-            .context("could not read the answer")?;
-        if !confirmed {
-            output.note("Nothing deleted.");
+    if counting_connection.is_none() {
+        if args.dry_run || rows_planned == 0 {
+            print_report(&report, &output)?;
             store.close().await;
             return Ok(ExitStatus::Success);
+        }
+        if !args.yes {
+            let question = format!(
+                "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
+                cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
+                store.url.endpoint
+            );
+            if !can_prompt() {
+                return Err(usage(format!(
+                    "refusing to delete {rows_planned} rows without confirmation: there is no terminal to ask on; \
+                     pass --yes (as cron jobs must) or --dry-run to only count"
+                )));
+            }
+            let confirmed = dialoguer::Confirm::new()
+                .with_prompt(question)
+                .default(false)
+                .interact()
+                .context("could not read the answer")?;
+            if !confirmed {
+                output.note("Nothing deleted.");
+                store.close().await;
+                return Ok(ExitStatus::Success);
+            }
         }
     }
 
@@ -161,7 +228,12 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let (stop, signal) = super::stop_on_ctrl_c();
 
     let started = Instant::now();
-    let progress = output.progress(rows_planned, "rows");
+    // Counting beside the deletes, the bar starts from the planner's estimate.
+    let expected_rows = match &counting_connection {
+        Some(_) => expected.unwrap_or(0),
+        None => rows_planned,
+    };
+    let progress = output.progress(expected_rows, "rows");
     let deleting = Deleting {
         store: &store,
         cutoff,
@@ -171,10 +243,21 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         output: &output,
         stop: &stop,
     };
-    match (strategy, extent) {
-        (PruneStrategy::Blocks, Some(extent)) => {
+    match (strategy, extent, counting_connection) {
+        (PruneStrategy::Blocks, Some(extent), Some(counting)) => {
             deleting
-                .by_blocks(&mut report, only.as_deref(), extent)
+                .by_blocks_counting_beside(
+                    &mut report,
+                    only.as_deref(),
+                    extent,
+                    expected_rows,
+                    counting,
+                )
+                .await?
+        }
+        (PruneStrategy::Blocks, Some(extent), None) => {
+            deleting
+                .by_blocks(&mut report, only.as_deref(), extent, expected_rows)
                 .await?
         }
         _ => deleting.by_index(&mut report).await?,
@@ -204,38 +287,45 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     store.close().await;
     if report.interrupted {
         output.warn(format!(
-            "interrupted: deleted {} of {rows_planned} rows; re-run the same command to continue",
-            report.rows_deleted
+            "interrupted: deleted {} of {} rows; re-run the same command to continue",
+            report.rows_deleted, report.rows_planned
         ));
         return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)
 }
 
-/// The consumer's rows older than the cutoff: those to delete, and with --group those kept.
+/// Counting with nothing else to wait for: an explicit `--yes` run (nothing to confirm)
+/// without `--dry-run` or `--max-rows` (which need the count first), on PostgreSQL (whose
+/// snapshots let a second connection count the table as it was before the first delete).
+fn may_count_beside(args: &PruneArgs, backend: Backend) -> bool {
+    args.yes
+        && !args.dry_run
+        && args.max_rows.is_none()
+        && args.strategy != PruneStrategy::Index
+        && backend == Backend::Postgres
+}
+
+/// Each consumer's rows older than the cutoff: (those to delete, with --group those kept).
 async fn count_prunable(
     store: &Store,
-    args: &PruneArgs,
+    connection: &mut AnyConnection,
     cutoff: DateTime<Utc>,
-    consumer: String,
-) -> anyhow::Result<ConsumerPrune> {
-    let keep = match &args.group {
-        Some(group) => redeliverable(store, &args.kafka, group, &consumer).await?,
-        None => Vec::new(),
-    };
-    let older = store.count_older(&consumer, cutoff, &[]).await?;
-    let matched = if keep.is_empty() {
-        older
-    } else {
-        store.count_older(&consumer, cutoff, &keep).await?
-    };
-    Ok(ConsumerPrune {
-        consumer,
-        matched,
-        deleted: Some(0),
-        kept_for_redelivery: older - matched,
-        keep,
-    })
+    consumers: &[ConsumerPrune],
+) -> anyhow::Result<Vec<(u64, u64)>> {
+    let mut counts = Vec::with_capacity(consumers.len());
+    for ConsumerPrune { consumer, keep, .. } in consumers {
+        let older = store.count_older(connection, consumer, cutoff, &[]).await?;
+        let matched = if keep.is_empty() {
+            older
+        } else {
+            store
+                .count_older(connection, consumer, cutoff, keep)
+                .await?
+        };
+        counts.push((matched, older - matched));
+    }
+    Ok(counts)
 }
 
 /// Index when the caller asked for it, the backend has no block addressing, --max-rows needs
@@ -244,15 +334,19 @@ async fn count_prunable(
 fn choose_strategy(
     asked: PruneStrategy,
     extent: Option<HeapExtent>,
-    rows_matched: u64,
+    expected_rows: Option<u64>,
     max_rows: Option<u64>,
 ) -> PruneStrategy {
     match (asked, extent) {
         (PruneStrategy::Blocks, Some(_)) => PruneStrategy::Blocks,
-        (PruneStrategy::Auto, Some(extent)) if max_rows.is_none() => match extent.estimated_rows {
-            Some(estimate) if rows_matched.saturating_mul(10) >= estimate => PruneStrategy::Blocks,
-            _ => PruneStrategy::Index,
-        },
+        (PruneStrategy::Auto, Some(extent)) if max_rows.is_none() => {
+            match (expected_rows, extent.estimated_rows) {
+                (Some(expected), Some(total)) if expected.saturating_mul(10) >= total => {
+                    PruneStrategy::Blocks
+                }
+                _ => PruneStrategy::Index,
+            }
+        }
         _ => PruneStrategy::Index,
     }
 }
@@ -351,6 +445,7 @@ impl Deleting<'_> {
         report: &mut PruneReport,
         only: Option<&str>,
         extent: HeapExtent,
+        expected_rows: u64,
     ) -> anyhow::Result<()> {
         // Without statistics: PostgreSQL's own default guess for a narrow row.
         let rows_per_page = extent.rows_per_page.unwrap_or(50.0).max(1.0);
@@ -362,7 +457,7 @@ impl Deleting<'_> {
         // The share of rows to delete, spread evenly: the first guess of the density.
         let share = match extent.estimated_rows {
             Some(estimate) if estimate > 0 => {
-                (report.rows_planned as f64 / estimate as f64).clamp(0.01, 1.0)
+                (expected_rows as f64 / estimate as f64).clamp(0.01, 1.0)
             }
             _ => 1.0,
         };
@@ -403,6 +498,65 @@ impl Deleting<'_> {
             };
             block = end;
         }
+        Ok(())
+    }
+}
+
+impl Deleting<'_> {
+    /// [`Deleting::by_blocks`] while a second connection counts the rows to prune, in a
+    /// snapshot taken before the first delete: the count is of the table as the command
+    /// found it, as when counting first, and costs the run no time of its own.
+    async fn by_blocks_counting_beside(
+        &self,
+        report: &mut PruneReport,
+        only: Option<&str>,
+        extent: HeapExtent,
+        expected_rows: u64,
+        mut counting: AnyConnection,
+    ) -> anyhow::Result<()> {
+        self.store.begin_snapshot(&mut counting).await?;
+        self.output
+            .debug("counting the rows to prune on a second connection, beside the deletes");
+        let consumers = report.consumers.clone();
+        let count = async {
+            let counts = count_prunable(self.store, &mut counting, self.cutoff, &consumers).await;
+            // Ended at once: an open snapshot holds back the cleanup of what the deletes leave.
+            let ended = match &counts {
+                Ok(_) => self.store.end_snapshot(&mut counting).await,
+                Err(_) => Ok(()),
+            };
+            let _ = counting.close().await;
+            match counts.and_then(|counts| ended.map(|()| counts)) {
+                Ok(counts) => {
+                    self.progress
+                        .set_length(counts.iter().map(|(matched, _)| matched).sum());
+                    Ok(counts)
+                }
+                Err(error) => {
+                    // Without the count there is no report to give: stop after this batch.
+                    self.stop.store(true, Ordering::SeqCst);
+                    Err(error)
+                }
+            }
+        };
+        let (deleted, counted) =
+            tokio::join!(self.by_blocks(report, only, extent, expected_rows), count);
+        let counts = match counted {
+            Ok(counts) => counts,
+            Err(error) => {
+                deleted?;
+                return Err(error.context(Self::stopped_after(report)));
+            }
+        };
+        deleted?;
+        for (consumer, (matched, kept)) in report.consumers.iter_mut().zip(counts) {
+            consumer.matched = matched;
+            consumer.kept_for_redelivery = kept;
+        }
+        report.rows_matched = report.consumers.iter().map(|c| c.matched).sum();
+        report.rows_planned = report.rows_matched;
+        report.rows_kept_for_redelivery =
+            report.consumers.iter().map(|c| c.kept_for_redelivery).sum();
         Ok(())
     }
 }
