@@ -933,9 +933,11 @@ async fn on_a_terminal_prune_asks_and_the_answer_decides() {
     assert_eq!(db.count("processed_messages").await, rows_before - 9);
 }
 
-/// compare --scan loads a PostgreSQL inbox as one array per 50,000 ids of the primary key,
-/// each chunk starting after the last id of the one before. 120,003 ids (three chunks and a
-/// partial one, with a second consumer's rows in between) come back exactly once each.
+/// compare --scan loads a PostgreSQL inbox as one newline-joined text per 50,000 ids of the
+/// primary key, each chunk starting after the last id of the one before. 120,006 ids (two
+/// chunks and a partial one, with a second consumer's rows in between) come back exactly
+/// once each: ids holding newlines (whose chunk is read again as an array) and the empty id
+/// among them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inbox_ids_load_in_key_chunks_exactly_once() {
     let mut db = TestDb::new(Backend::Postgres).await;
@@ -944,6 +946,11 @@ async fn inbox_ids_load_in_key_chunks_exactly_once() {
         "INSERT INTO processed_messages (consumer, event_id) \
          SELECT c, 'evt-' || n || CASE WHEN n % 7 = 0 THEN ' ü' ELSE '' END \
          FROM generate_series(1, 120003) AS n, (VALUES ('billing'), ('shipping')) AS c(c)",
+    )
+    .await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id) \
+         VALUES ('billing', E'evt-6\\nsplit'), ('billing', E'evt-6\\r\\n'), ('billing', '')",
     )
     .await;
     let client = std::sync::Arc::new(
@@ -957,9 +964,12 @@ async fn inbox_ids_load_in_key_chunks_exactly_once() {
     })
     .await
     .unwrap();
-    assert_eq!(seen.len(), 120_003);
+    assert_eq!(seen.len(), 120_006);
     assert!(seen.values().all(|&times| times == 1));
     assert_eq!(seen.get("evt-7 ü"), Some(&1));
+    assert_eq!(seen.get("evt-6\nsplit"), Some(&1));
+    assert_eq!(seen.get("evt-6\r\n"), Some(&1));
+    assert_eq!(seen.get(""), Some(&1));
     assert_eq!(seen.get("evt-120003"), Some(&1));
     let mut none = 0;
     inboxctl::store::pg_pipeline::for_each_event_id(&client, "nobody", |_| none += 1)

@@ -796,65 +796,105 @@ impl rustls::client::danger::ServerCertVerifier for EncryptOnly {
 /// Event ids per round trip of [`for_each_event_id`].
 const IDS_PER_CHUNK: i64 = 50_000;
 
-/// Calls `each` with every event id of the consumer. The ids come as one text array per
-/// chunk of the primary key, read in key order: a million ids are twenty rows instead of a
-/// million, which is what costs on the client (a row is an allocation and a message). The
-/// next chunk is asked for before this one is handed out.
+/// Calls `each` with every event id of the consumer. The ids come as one text per chunk of
+/// the primary key, read in key order and joined by newlines: a million ids are twenty rows
+/// instead of a million, which is what costs on the client (a row is an allocation and a
+/// message). One joined text costs the server little more than half of what a text array
+/// does, whose every element is sent as a value of its own. A chunk holding an id with a newline in it
+/// splits into more pieces than it has ids; that chunk is read again as an array. The next
+/// chunk is asked for before this one is handed out.
 pub async fn for_each_event_id(
     client: &std::sync::Arc<Client>,
     consumer: &str,
     mut each: impl FnMut(&str),
 ) -> anyhow::Result<()> {
     let context = "could not read the inbox's event ids";
-    // The subquery's order reaches array_agg (no join in between), so the last element is
-    // the chunk's highest key and the next chunk starts after it.
-    let first = client
-        .prepare(
-            "SELECT array_agg(event_id) FROM (SELECT event_id FROM processed_messages \
-             WHERE consumer = $1 ORDER BY event_id LIMIT $2) AS chunk",
-        )
-        .await
-        .context(context)?;
-    let next = client
-        .prepare(
-            "SELECT array_agg(event_id) FROM (SELECT event_id FROM processed_messages \
-             WHERE consumer = $1 AND event_id > $3 ORDER BY event_id LIMIT $2) AS chunk",
-        )
-        .await
-        .context(context)?;
+    let joined = ChunkQuery::prepare(client, "string_agg(event_id, E'\\n'), COUNT(*)").await?;
     let fetch = |after: Option<String>| {
         let client = std::sync::Arc::clone(client);
         let consumer = consumer.to_string();
-        let statement = if after.is_some() { &next } else { &first }.clone();
+        let joined = joined.clone();
         tokio::spawn(async move {
-            match &after {
-                Some(after) => {
-                    client
-                        .query_one(&statement, &[&consumer, &IDS_PER_CHUNK, after])
-                        .await
-                }
-                None => {
-                    client
-                        .query_one(&statement, &[&consumer, &IDS_PER_CHUNK])
-                        .await
-                }
-            }
+            let row = joined.query(&client, &consumer, after.as_deref()).await?;
+            anyhow::Ok((after, row))
         })
     };
     let mut pending = Some(fetch(None));
     while let Some(handle) = pending.take() {
-        let row = handle.await.context(context)?.context(context)?;
-        let Some(ids) = row.try_get::<_, Option<Vec<&str>>>(0).context(context)? else {
+        let (after, row) = handle.await.context(context)??;
+        let ids: Option<&str> = row.try_get(0).context(context)?;
+        let count: i64 = row.try_get(1).context(context)?;
+        let Some(ids) = ids else {
             break;
         };
-        if let (true, Some(last)) = (ids.len() as i64 == IDS_PER_CHUNK, ids.last()) {
-            pending = Some(fetch(Some(last.to_string())));
-        }
-        for id in &ids {
-            each(id);
+        let pieces = ids.bytes().filter(|&byte| byte == b'\n').count() as i64 + 1;
+        if pieces == count {
+            if count == IDS_PER_CHUNK {
+                let last = ids.rsplit('\n').next().unwrap_or_default();
+                pending = Some(fetch(Some(last.to_string())));
+            }
+            ids.split('\n').for_each(&mut each);
+        } else {
+            // An id holds a newline: this chunk again, each id a value of its own.
+            let array = ChunkQuery::prepare(client, "array_agg(event_id)").await?;
+            let row = array.query(client, consumer, after.as_deref()).await?;
+            let ids: Vec<&str> = row.try_get(0).context(context)?;
+            if let (true, Some(last)) = (ids.len() as i64 == IDS_PER_CHUNK, ids.last()) {
+                pending = Some(fetch(Some(last.to_string())));
+            }
+            ids.into_iter().for_each(&mut each);
         }
     }
     Ok(())
+}
+
+/// One aggregate over a chunk of a consumer's ids in key order, the first chunk or the one
+/// after a given id. The subquery's order reaches the aggregate (no join in between), so
+/// the last id of a chunk is its highest key and the next chunk starts after it.
+#[derive(Clone)]
+struct ChunkQuery {
+    first: tokio_postgres::Statement,
+    after: tokio_postgres::Statement,
+}
+
+impl ChunkQuery {
+    async fn prepare(client: &Client, aggregate: &str) -> anyhow::Result<ChunkQuery> {
+        let sql = |after: &str| {
+            format!(
+                "SELECT {aggregate} FROM (SELECT event_id FROM processed_messages \
+                 WHERE consumer = $1{after} ORDER BY event_id LIMIT $2) AS chunk"
+            )
+        };
+        let context = "could not read the inbox's event ids";
+        Ok(ChunkQuery {
+            first: client.prepare(&sql("")).await.context(context)?,
+            after: client
+                .prepare(&sql(" AND event_id > $3"))
+                .await
+                .context(context)?,
+        })
+    }
+
+    async fn query(
+        &self,
+        client: &Client,
+        consumer: &str,
+        after: Option<&str>,
+    ) -> anyhow::Result<tokio_postgres::Row> {
+        let row = match after {
+            Some(after) => {
+                client
+                    .query_one(&self.after, &[&consumer, &IDS_PER_CHUNK, &after])
+                    .await
+            }
+            None => {
+                client
+                    .query_one(&self.first, &[&consumer, &IDS_PER_CHUNK])
+                    .await
+            }
+        };
+        row.context("could not read the inbox's event ids")
+    }
 }
 
 /// Prepares a statement; parameters of types without a native binding are rewritten as
