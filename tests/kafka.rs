@@ -507,7 +507,7 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
     db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('other', 'x')")
         .await;
     // Everything is older than the cutoff: "--older-than 0s".
-    let json = inboxctl(
+    let run = inboxctl(
         &db,
         broker(),
         &[
@@ -519,16 +519,21 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
             "--strategy",
             strategy,
             "--yes",
+            "-v",
             "--format",
             "json",
         ],
     )
-    .ok()
-    .json();
+    .ok();
+    let json = run.json();
     if strategy == "blocks" {
         assert_eq!(json["strategy"], "blocks");
+        // Counted on a second connection while the page ranges were deleted.
+        assert!(run.stderr.contains("beside the deletes"), "{}", run.stderr);
     }
+    assert_eq!(json["rows_matched"], 21);
     assert_eq!(json["rows_kept_for_redelivery"], 3);
+    assert_eq!(json["consumers"][0]["kept_for_redelivery"], 3);
     assert_eq!(json["rows_deleted"], 21);
     assert_eq!(
         db.scalar("SELECT COUNT(*) FROM processed_messages WHERE consumer = 'other'")
