@@ -20,7 +20,7 @@
 #   BENCH_PG_ADMIN  admin URL on a server that may CREATE DATABASE
 #                   (default postgres://postgres@127.0.0.1:5432/test)
 #   ROWS            rows per table, even (default 1000000)
-#   ROUNDS          pairs of runs (default 3)
+#   ROUNDS          pairs of runs (default 4: as many of each order)
 #   BATCH           prune --batch-size (default: inboxctl's own default)
 #   PRUNE_ARGS      more prune arguments, e.g. "--pause 2ms" or "--strategy index"
 #   INBOXCTL        the binary (default target/release/inboxctl, built when missing)
@@ -33,7 +33,7 @@ cd "$(dirname "$0")/.."
 
 BENCH_PG_ADMIN=${BENCH_PG_ADMIN:-postgres://postgres@127.0.0.1:5432/test}
 ROWS=${ROWS:-1000000}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-4}
 ORDER=${ORDER:-alternate}
 BATCH=${BATCH:-}
 INBOXCTL=${INBOXCTL:-target/release/inboxctl}
@@ -286,9 +286,10 @@ phase_delete() {
 
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
-# After a phase, its table is vacuumed at once: autovacuum would otherwise clean up the
-# dead rows whenever its next round comes, often during the other phase.
-vacuum() { psql_on "$1" -c "VACUUM processed_messages" >/dev/null; }
+# After a phase, its table is vacuumed and analysed at once: autovacuum would otherwise
+# clean up the dead rows, and analyse the changed table, whenever its next round comes,
+# often during the other phase.
+vacuum() { psql_on "$1" -c "VACUUM ANALYZE processed_messages" >/dev/null; }
 goal() { awk "BEGIN { exit !($1) }" && echo met || echo "NOT met"; }
 
 batch_label=${batch_args[*]:-default arguments}

@@ -298,10 +298,13 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 /// Counting with nothing else to wait for: an explicit `--yes` run (nothing to confirm)
 /// without `--dry-run` or `--max-rows` (which need the count first), on PostgreSQL (whose
 /// snapshots let a second connection count the table as it was before the first delete).
+/// Not with `--pause`: who asks prune to leave the server room asks it not to count on a
+/// second core meanwhile.
 fn may_count_beside(args: &PruneArgs, backend: Backend) -> bool {
     args.yes
         && !args.dry_run
         && args.max_rows.is_none()
+        && args.pause.is_zero()
         && args.strategy != PruneStrategy::Index
         && backend == Backend::Postgres
 }
