@@ -37,7 +37,14 @@ pub fn main() -> ExitCode {
             return ExitStatus::Error.into();
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    let result = runtime.block_on(commands::run(cli));
+    if result.is_err() {
+        // The error ends the command. A broker call still running on a blocking thread (a
+        // broker that does not answer, asked at the same time as a database that refused)
+        // would otherwise hold the exit until its own timeout.
+        runtime.shutdown_background();
+    }
+    match result {
         Ok(status) => status.into(),
         Err(error) => {
             let status = if error::is_usage(&error) {

@@ -733,6 +733,48 @@ async fn a_broker_that_never_answers_fails_within_the_timeout() {
     }
 }
 
+/// A refused database ends compare at once, though the group's offsets are still being
+/// asked of a broker that never answers: the error is printed and the process exits without
+/// waiting out --kafka-timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_database_is_not_held_up_by_a_silent_broker() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = silent.local_addr().unwrap().to_string();
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = refused.local_addr().unwrap().port();
+    drop(refused);
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let run = Run::from(
+        std::process::Command::new(env!("CARGO_BIN_EXE_inboxctl"))
+            .current_dir(dir.path())
+            .env_remove("DATABASE_URL")
+            .env_remove("KAFKA_BROKERS")
+            .args(["compare", "-g", "billing", "-t", "orders", "--scan"])
+            .args(["--brokers", &address, "--kafka-timeout", "60s"])
+            .args([
+                "--database-url",
+                &format!("postgres://postgres@127.0.0.1:{closed_port}/test"),
+            ])
+            .output()
+            .unwrap(),
+    )
+    .code(1);
+    assert!(
+        run.stderr.contains(&format!(
+            "could not connect to PostgreSQL server 127.0.0.1:{closed_port}"
+        )),
+        "{}",
+        run.stderr
+    );
+    // Well inside the 60 s the broker call may take: it was not waited for.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
 /// SSL through -X, as operators pass it: against a broker that speaks TLS only, the same
 /// command fails without the properties and reads the group's offsets with them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
