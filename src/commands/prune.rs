@@ -133,7 +133,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
     output.debug(format!("prune strategy: {strategy:?}"));
 
-    let counting_connection = match counting_connection {
+    let mut counting_connection = match counting_connection {
         Some(connecting) if strategy == PruneStrategy::Blocks => {
             match connecting
                 .await
@@ -171,6 +171,12 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
             }
         }
         consumers = older;
+        if consumers.is_empty() {
+            // Nothing older than the cutoff: no pass over the pages and nothing to count.
+            if let Some(connection) = counting_connection.take() {
+                let _ = connection.close().await;
+            }
+        }
     }
     let rows_kept_for_redelivery = consumers.iter().map(|c| c.kept_for_redelivery).sum();
     let rows_matched: u64 = consumers.iter().map(|c| c.matched).sum();
