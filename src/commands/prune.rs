@@ -74,8 +74,8 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         ));
     }
     let url = DatabaseUrl::parse(&args.database.database_url)?;
-    // A second connection for counting beside the deletes (see `delete_counting_beside`),
-    // opened while the first one is.
+    // A second connection for counting beside the deletes (see
+    // `Deleting::by_blocks_counting_beside`), opened while the first one is.
     let counting_connection = may_count_beside(&args, url.backend).then(|| {
         let url = url.clone();
         let timeout = args.database.connect_timeout;
