@@ -252,8 +252,6 @@ phase_prune() {
     prune_batches=$(json_field batches)
     prune_loop=$(calc %.3f "$(json_field elapsed_ms) / 1000")
     prune_strategy=$(sed -n 's/^  "strategy": "\([a-z]*\)",$/\1/p' "$WORK/prune.json")
-    # The delete loop is the end of the run: start-up, connecting and counting come first.
-    during_prune_loop=$(latency_stats prune "$(calc %.6f "$ended - $prune_loop")" "$ended")
     [ "$prune_deleted" = "$HALF" ] || die "prune deleted '$prune_deleted' rows, expected $HALF"
     local left
     left=$(older_than_cutoff "$URL_PRUNE")

@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use anyhow::Context;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -160,6 +161,19 @@ pub fn or_dash<T: ToString>(value: Option<T>) -> String {
 /// Whether a person is there to answer a question.
 pub fn can_prompt() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks `question` on the terminal; anything but yes is no. Without a terminal to ask on,
+/// the usage error `refusal` instead: the operator must say yes some other way.
+pub fn confirm(question: String, refusal: String) -> anyhow::Result<bool> {
+    if !can_prompt() {
+        return Err(crate::error::usage(refusal));
+    }
+    dialoguer::Confirm::new()
+        .with_prompt(question)
+        .default(false)
+        .interact()
+        .context("could not read the answer")
 }
 
 #[cfg(test)]

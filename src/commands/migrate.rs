@@ -1,13 +1,11 @@
 //! `migrate run | status | revert`.
 
-use anyhow::Context;
 use serde_json::json;
 
 use crate::cli::{Format, MigrateArgs, MigrateCommand};
-use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::migrate::{self, MigrationStep};
-use crate::output::{can_prompt, or_dash, table, Output};
+use crate::output::{confirm, or_dash, table, Output};
 use crate::store::{CreateMode, Store, INBOX_TABLE};
 
 pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -221,17 +219,12 @@ async fn revert(
     if plan.iter().any(|m| m.version == 1) && !yes {
         let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
         if rows > 0 {
-            let question = format!("Revert drops {INBOX_TABLE} with its {rows} rows. Continue?");
-            if !can_prompt() {
-                return Err(usage(format!(
+            let confirmed = confirm(
+                format!("Revert drops {INBOX_TABLE} with its {rows} rows. Continue?"),
+                format!(
                     "refusing to drop {INBOX_TABLE} with {rows} rows without confirmation; pass --yes"
-                )));
-            }
-            let confirmed = dialoguer::Confirm::new()
-                .with_prompt(question)
-                .default(false)
-                .interact()
-                .context("could not read the answer")?;
+                ),
+            )?;
             if !confirmed {
                 output.note("Nothing reverted.");
                 return Ok(ExitStatus::Success);

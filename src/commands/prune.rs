@@ -14,7 +14,7 @@ use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
-use crate::output::{can_prompt, table, Output};
+use crate::output::{confirm, table, Output};
 use crate::store::{
     Backend, CreateMode, DatabaseUrl, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE,
 };
@@ -205,22 +205,17 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
             return Ok(ExitStatus::Success);
         }
         if !args.yes {
-            let question = format!(
-                "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
-                cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
-                store.url.endpoint
-            );
-            if !can_prompt() {
-                return Err(usage(format!(
+            let confirmed = confirm(
+                format!(
+                    "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
+                    cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
+                    store.url.endpoint
+                ),
+                format!(
                     "refusing to delete {rows_planned} rows without confirmation: there is no terminal to ask on; \
                      pass --yes (as cron jobs must) or --dry-run to only count"
-                )));
-            }
-            let confirmed = dialoguer::Confirm::new()
-                .with_prompt(question)
-                .default(false)
-                .interact()
-                .context("could not read the answer")?;
+                ),
+            )?;
             if !confirmed {
                 output.note("Nothing deleted.");
                 store.close().await;
@@ -528,14 +523,17 @@ impl Deleting<'_> {
             .debug("counting the rows to prune on a second connection, beside the deletes");
         let consumers = report.consumers.clone();
         let count = async {
-            let counts = count_prunable(self.store, &mut counting, self.cutoff, &consumers).await;
-            // Ended at once: an open snapshot holds back the cleanup of what the deletes leave.
-            let ended = match &counts {
-                Ok(_) => self.store.end_snapshot(&mut counting).await,
-                Err(_) => Ok(()),
-            };
+            let counts = async {
+                let counts =
+                    count_prunable(self.store, &mut counting, self.cutoff, &consumers).await?;
+                // Ended at once: an open snapshot holds back the cleanup of what the deletes
+                // leave.
+                self.store.end_snapshot(&mut counting).await?;
+                anyhow::Ok(counts)
+            }
+            .await;
             let _ = counting.close().await;
-            match counts.and_then(|counts| ended.map(|()| counts)) {
+            match counts {
                 Ok(counts) => {
                     self.progress
                         .set_length(counts.iter().map(|(matched, _)| matched).sum());

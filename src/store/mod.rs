@@ -188,6 +188,13 @@ pub struct DatabaseUrl {
 }
 
 impl DatabaseUrl {
+    /// sqlx's options for `connect`: this URL's connection string, or one derived from it.
+    fn connect_options(&self, connect: &str) -> anyhow::Result<AnyConnectOptions> {
+        connect
+            .parse()
+            .map_err(|error| usage(format!("invalid database URL '{}': {error}", self.redacted)))
+    }
+
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let text = text.trim();
         let scheme = text
@@ -459,9 +466,7 @@ impl Store {
                 connect.push_str("mode=rwc");
             }
         }
-        let options: AnyConnectOptions = connect
-            .parse()
-            .map_err(|error| usage(format!("invalid database URL '{}': {error}", url.redacted)))?;
+        let options = url.connect_options(&connect)?;
         // A refused TCP connection is reported at once: the pool would retry it until the
         // timeout and then hide the cause. A plain TCP connect costs no TLS handshake.
         let unreachable =
@@ -526,10 +531,7 @@ impl Store {
         timeout: Duration,
     ) -> anyhow::Result<AnyConnection> {
         sqlx::any::install_default_drivers();
-        let options: AnyConnectOptions = url
-            .connect
-            .parse()
-            .map_err(|error| usage(format!("invalid database URL '{}': {error}", url.redacted)))?;
+        let options = url.connect_options(&url.connect)?;
         let setup = url.backend.dialect().session_setup;
         let connect = async {
             let mut connection = AnyConnection::connect_with(&options).await?;
@@ -670,10 +672,7 @@ impl Store {
             .fetch_all(&self.pool)
             .await
             .context("could not read the planner's estimate of the rows to prune")?;
-        let top = plan.first().map(String::as_str).unwrap_or_default();
-        planned_rows(top)
-            .map(|rows| Some(rows.max(0) as u64))
-            .ok_or_else(|| anyhow!("PostgreSQL's plan gave no row estimate: {top}"))
+        Ok(Some(plan_estimate(&plan)?.max(0) as u64))
     }
 
     /// A read-only transaction on `connection` whose snapshot is taken before this returns:
@@ -710,11 +709,7 @@ impl Store {
                 .fetch_all(&self.pool)
                 .await
                 .with_context(context)?;
-                let top = plan.first().map(String::as_str).unwrap_or_default();
-                planned_rows(top)
-                    .map(Some)
-                    .ok_or_else(|| anyhow!("PostgreSQL's plan gave no row estimate: {top}"))
-                    .with_context(context)
+                plan_estimate(&plan).map(Some).with_context(context)
             }
             Backend::Mysql => {
                 let row = sqlx::query(&format!(
@@ -1388,6 +1383,13 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
         database.code().as_deref(),
         Some("40P01" | "40001" | "5" | "6" | "517" | "261" | "262")
     )
+}
+
+/// The row estimate of the top node of a plan, one line per row as PostgreSQL's `EXPLAIN`
+/// returns it.
+fn plan_estimate(plan: &[String]) -> anyhow::Result<i64> {
+    let top = plan.first().map(String::as_str).unwrap_or_default();
+    planned_rows(top).ok_or_else(|| anyhow!("PostgreSQL's plan gave no row estimate: {top}"))
 }
 
 /// The row estimate of a plan node as PostgreSQL's `EXPLAIN` prints it: `… rows=123 …`.

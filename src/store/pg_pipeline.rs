@@ -796,19 +796,20 @@ impl rustls::client::danger::ServerCertVerifier for EncryptOnly {
 /// Event ids per round trip of [`for_each_event_id`].
 const IDS_PER_CHUNK: i64 = 50_000;
 
+const EVENT_IDS_CONTEXT: &str = "could not read the inbox's event ids";
+
 /// Calls `each` with every event id of the consumer. The ids come as one text per chunk of
 /// the primary key, read in key order and joined by newlines: a million ids are twenty rows
 /// instead of a million, which is what costs on the client (a row is an allocation and a
 /// message). One joined text costs the server little more than half of what a text array
-/// does, whose every element is sent as a value of its own. A chunk holding an id with a newline in it
-/// splits into more pieces than it has ids; that chunk is read again as an array. The next
-/// chunk is asked for before this one is handed out.
+/// does, whose every element is sent as a value of its own. A chunk holding an id with a
+/// newline in it splits into more pieces than it has ids; that chunk is read again as an
+/// array. The next chunk is asked for before this one is handed out.
 pub async fn for_each_event_id(
     client: &std::sync::Arc<Client>,
     consumer: &str,
     mut each: impl FnMut(&str),
 ) -> anyhow::Result<()> {
-    let context = "could not read the inbox's event ids";
     let joined = ChunkQuery::prepare(client, "string_agg(event_id, E'\\n'), COUNT(*)").await?;
     let fetch = |after: Option<String>| {
         let client = std::sync::Arc::clone(client);
@@ -821,9 +822,9 @@ pub async fn for_each_event_id(
     };
     let mut pending = Some(fetch(None));
     while let Some(handle) = pending.take() {
-        let (after, row) = handle.await.context(context)??;
-        let ids: Option<&str> = row.try_get(0).context(context)?;
-        let count: i64 = row.try_get(1).context(context)?;
+        let (after, row) = handle.await.context(EVENT_IDS_CONTEXT)??;
+        let ids: Option<&str> = row.try_get(0).context(EVENT_IDS_CONTEXT)?;
+        let count: i64 = row.try_get(1).context(EVENT_IDS_CONTEXT)?;
         let Some(ids) = ids else {
             break;
         };
@@ -838,7 +839,7 @@ pub async fn for_each_event_id(
             // An id holds a newline: this chunk again, each id a value of its own.
             let array = ChunkQuery::prepare(client, "array_agg(event_id)").await?;
             let row = array.query(client, consumer, after.as_deref()).await?;
-            let ids: Vec<&str> = row.try_get(0).context(context)?;
+            let ids: Vec<&str> = row.try_get(0).context(EVENT_IDS_CONTEXT)?;
             if let (true, Some(last)) = (ids.len() as i64 == IDS_PER_CHUNK, ids.last()) {
                 pending = Some(fetch(Some(last.to_string())));
             }
@@ -865,13 +866,12 @@ impl ChunkQuery {
                  WHERE consumer = $1{after} ORDER BY event_id LIMIT $2) AS chunk"
             )
         };
-        let context = "could not read the inbox's event ids";
         Ok(ChunkQuery {
-            first: client.prepare(&sql("")).await.context(context)?,
+            first: client.prepare(&sql("")).await.context(EVENT_IDS_CONTEXT)?,
             after: client
                 .prepare(&sql(" AND event_id > $3"))
                 .await
-                .context(context)?,
+                .context(EVENT_IDS_CONTEXT)?,
         })
     }
 
@@ -893,7 +893,7 @@ impl ChunkQuery {
                     .await
             }
         };
-        row.context("could not read the inbox's event ids")
+        row.context(EVENT_IDS_CONTEXT)
     }
 }
 
