@@ -894,7 +894,54 @@ async fn inspect_estimate_reads_the_statistics(backend: Backend) {
     );
 }
 
+/// compare's count of a partition's inbox rows: exactly the rows of that consumer, topic and
+/// partition whose offset is at least the one asked from; rows without an offset, with a
+/// negative one, or of another partition, topic or consumer are not among them.
+async fn partition_summary_counts_exactly_the_rows_from_an_offset(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for offset in 0..40 {
+        rows.push(row(
+            "c",
+            &format!("p3-{offset}"),
+            Some(("t", 3, offset)),
+            now,
+        ));
+    }
+    rows.push(row("c", "p3-null", Some(("t", 3, 0)), now));
+    rows.push(row("c", "p3-negative", Some(("t", 3, 0)), now));
+    rows.push(row("c", "p2", Some(("t", 2, 100)), now));
+    rows.push(row("c", "other-topic", Some(("u", 3, 100)), now));
+    rows.push(row("d", "other-consumer", Some(("t", 3, 100)), now));
+    rows.push(row("c", "classic", None, now));
+    db.insert_rows(&rows).await;
+    let offset = db.store().await.dialect.quote("offset");
+    db.exec(&format!(
+        "UPDATE processed_messages SET {offset} = NULL WHERE event_id = 'p3-null'"
+    ))
+    .await;
+    db.exec(&format!(
+        "UPDATE processed_messages SET {offset} = -7 WHERE event_id = 'p3-negative'"
+    ))
+    .await;
+    let store = db.store().await;
+    for (from, expected) in [(0, (40, Some(39))), (25, (15, Some(39))), (40, (0, None))] {
+        assert_eq!(
+            store.offset_range_summary("c", "t", 3, from).await.unwrap(),
+            expected,
+            "from offset {from}"
+        );
+    }
+    assert_eq!(
+        store.offset_range_summary("c", "t", 9, 0).await.unwrap(),
+        (0, None)
+    );
+}
+
 each_backend!(
+    partition_summary_counts_exactly_the_rows_from_an_offset,
     inspect_reports_exact_numbers,
     inspect_estimate_reads_the_statistics,
     inspect_event_id_answers_did_we_process_it,

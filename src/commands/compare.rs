@@ -271,7 +271,7 @@ async fn compare_by_offsets(
         return Ok(comparison);
     }
     let (rows, max) = store
-        .offset_range_summary(consumer, topic, p.partition, 0, None)
+        .offset_range_summary(consumer, topic, p.partition, 0)
         .await?;
     comparison.inbox_rows = rows;
     comparison.max_inbox_offset = max;

@@ -1139,22 +1139,21 @@ impl Store {
         bind_keep_exclusions(query, keep)
     }
 
-    /// Rows of a consumer at one topic partition with `from <= offset < to` (no upper bound
-    /// when `to` is `None`): their count and highest offset. Reads the coordinates index.
+    /// Rows of a consumer at one topic partition with an offset of at least `from`: their
+    /// count and highest offset. Reads the coordinates index.
     pub async fn offset_range_summary(
         &self,
         consumer: &str,
         topic: &str,
         partition: i32,
         from: i64,
-        to: Option<i64>,
     ) -> anyhow::Result<(i64, Option<i64>)> {
         // Two statements: beside COUNT, MAX is one more value to take from every entry read
         // (a third of the time on PostgreSQL, whose index tuples start with two texts);
         // alone, each database reads it off the end of the index.
         let offset = self.dialect.quote("offset");
         let rows = self
-            .offset_rows(consumer, topic, partition, from, to)
+            .rows_from_offset(consumer, topic, partition, from)
             .await?;
         let max = self
             .coordinates_aggregate(
@@ -1163,10 +1162,62 @@ impl Store {
                 topic,
                 partition,
                 from,
-                to,
+                None,
             )
             .await?;
         Ok((rows, max))
+    }
+
+    /// How many rows of a consumer at one topic partition have `offset >= from`: all the
+    /// partition's rows, less those below `from` and those without an offset. Those two
+    /// sit at the ends of the partition's part of the coordinates index and cost no reading
+    /// of the rest, while a condition on the offset in the count itself would be checked
+    /// against every entry (on PostgreSQL 15, twice the time of the count without it).
+    async fn rows_from_offset(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        from: i64,
+    ) -> anyhow::Result<i64> {
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        // `(SELECT COUNT(*) … AND partition = ?`, left open for one more condition.
+        let partition_rows = |sql: &mut SqlBuilder| {
+            sql.push(&format!(
+                "(SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = "
+            ))
+            .param()
+            .push(" AND topic = ")
+            .param()
+            .push(&format!(" AND {} = ", d.quote("partition")))
+            .param();
+        };
+        let mut counts = self.sql();
+        partition_rows(&mut counts);
+        counts.push(") - ");
+        partition_rows(&mut counts);
+        counts
+            .push(&format!(" AND {offset} < "))
+            .param()
+            .push(") - ");
+        partition_rows(&mut counts);
+        counts.push(&format!(" AND {offset} IS NULL)"));
+        let text = format!("SELECT {}", (d.bigint)(&counts.build()));
+        sqlx::query_scalar::<_, i64>(&text)
+            .bind(consumer)
+            .bind(topic)
+            .bind(partition)
+            .bind(consumer)
+            .bind(topic)
+            .bind(partition)
+            .bind(from)
+            .bind(consumer)
+            .bind(topic)
+            .bind(partition)
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not count inbox rows of {topic}:{partition}"))
     }
 
     /// How many rows of a consumer at one topic partition have `from <= offset < to`.
