@@ -122,6 +122,8 @@ impl Output {
         if let Ok(style) = ProgressStyle::with_template(&template) {
             bar.set_style(style);
         }
+        // Drawn at once, at zero: the first batch or chunk may take a while to report.
+        bar.tick();
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     }
