@@ -8,16 +8,14 @@ use std::time::Instant;
 use anyhow::Context;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::Serialize;
-use sqlx::{AnyConnection, Connection};
+use sqlx::AnyConnection;
 
 use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, table, Output};
-use crate::store::{
-    Backend, CreateMode, DatabaseUrl, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE,
-};
+use crate::store::{CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE};
 
 #[derive(Debug, Clone, Serialize)]
 struct ConsumerPrune {
@@ -73,14 +71,6 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
              use --strategy index (oldest rows first) with --max-rows",
         ));
     }
-    let url = DatabaseUrl::parse(&args.database.database_url)?;
-    // A second connection for counting beside the deletes (see
-    // `Deleting::by_blocks_counting_beside`), opened while the first one is.
-    let counting_connection = may_count_beside(&args, url.backend).then(|| {
-        let url = url.clone();
-        let timeout = args.database.connect_timeout;
-        tokio::spawn(async move { Store::open_connection(&url, timeout).await })
-    });
     // One connection for the rest: prune's queries follow one another, and its batches hold
     // the one connection they run on until the end.
     let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
@@ -133,51 +123,17 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
     output.debug(format!("prune strategy: {strategy:?}"));
 
-    let mut counting_connection = match counting_connection {
-        Some(connecting) if strategy == PruneStrategy::Blocks => {
-            match connecting
-                .await
-                .context("connecting a second time stopped unexpectedly")?
-            {
-                Ok(connection) => Some(connection),
-                Err(error) => {
-                    output.debug(format!(
-                        "counting before deleting: no second connection ({error:#})"
-                    ));
-                    None
-                }
-            }
-        }
-        Some(connecting) => {
-            connecting.abort();
-            None
-        }
-        None => None,
-    };
-    if counting_connection.is_none() {
-        // The count first: the confirmation, the dry run and --max-rows need it.
-        let mut connection = store.acquire().await?;
-        let counts = count_prunable(&store, &mut connection, cutoff, &consumers).await?;
-        for (consumer, counted) in consumers.iter_mut().zip(counts) {
-            (consumer.matched, consumer.kept_for_redelivery) = counted;
-        }
-        consumers.retain(|c| c.matched + c.kept_for_redelivery > 0);
-    } else {
-        // The same consumers as counting first leaves: those with rows older than the cutoff.
-        let mut older = Vec::with_capacity(consumers.len());
-        for consumer in consumers {
-            if store.has_older(&consumer.consumer, cutoff).await? {
-                older.push(consumer);
-            }
-        }
-        consumers = older;
-        if consumers.is_empty() {
-            // Nothing older than the cutoff: no pass over the pages and nothing to count.
-            if let Some(connection) = counting_connection.take() {
-                let _ = connection.close().await;
-            }
-        }
+    // The count first, on the one connection: the confirmation, the dry run, --max-rows and
+    // the report need it. Counting on a second connection while the first deletes was
+    // tried: it saved the count's 0.1 s but took the second core from the application's
+    // own writes, whose latency it doubled (see the README's benchmarks).
+    let mut connection = store.acquire().await?;
+    let counts = count_prunable(&store, &mut connection, cutoff, &consumers).await?;
+    drop(connection);
+    for (consumer, counted) in consumers.iter_mut().zip(counts) {
+        (consumer.matched, consumer.kept_for_redelivery) = counted;
     }
+    consumers.retain(|c| c.matched + c.kept_for_redelivery > 0);
     let rows_kept_for_redelivery = consumers.iter().map(|c| c.kept_for_redelivery).sum();
     let rows_matched: u64 = consumers.iter().map(|c| c.matched).sum();
     let rows_planned = args
@@ -198,29 +154,27 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         rows_kept_for_redelivery,
         consumers,
     };
-    if counting_connection.is_none() {
-        if args.dry_run || rows_planned == 0 {
-            print_report(&report, &output)?;
+    if args.dry_run || rows_planned == 0 {
+        print_report(&report, &output)?;
+        store.close().await;
+        return Ok(ExitStatus::Success);
+    }
+    if !args.yes {
+        let confirmed = confirm(
+            format!(
+                "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
+                cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
+                store.url.endpoint
+            ),
+            format!(
+                "refusing to delete {rows_planned} rows without confirmation: there is no terminal to ask on; \
+                 pass --yes (as cron jobs must) or --dry-run to only count"
+            ),
+        )?;
+        if !confirmed {
+            output.note("Nothing deleted.");
             store.close().await;
             return Ok(ExitStatus::Success);
-        }
-        if !args.yes {
-            let confirmed = confirm(
-                format!(
-                    "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
-                    cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
-                    store.url.endpoint
-                ),
-                format!(
-                    "refusing to delete {rows_planned} rows without confirmation: there is no terminal to ask on; \
-                     pass --yes (as cron jobs must) or --dry-run to only count"
-                ),
-            )?;
-            if !confirmed {
-                output.note("Nothing deleted.");
-                store.close().await;
-                return Ok(ExitStatus::Success);
-            }
         }
     }
 
@@ -229,12 +183,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let (stop, signal) = super::stop_on_ctrl_c();
 
     let started = Instant::now();
-    // Counting beside the deletes, the bar starts from the planner's estimate.
-    let expected_rows = match &counting_connection {
-        Some(_) => expected.unwrap_or(0),
-        None => rows_planned,
-    };
-    let progress = output.progress(expected_rows, "rows");
+    let progress = output.progress(rows_planned, "rows");
     let deleting = Deleting {
         store: &store,
         cutoff,
@@ -244,21 +193,10 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         output: &output,
         stop: &stop,
     };
-    match (strategy, extent, counting_connection) {
-        (PruneStrategy::Blocks, Some(extent), Some(counting)) => {
+    match (strategy, extent) {
+        (PruneStrategy::Blocks, Some(extent)) => {
             deleting
-                .by_blocks_counting_beside(
-                    &mut report,
-                    only.as_deref(),
-                    extent,
-                    expected_rows,
-                    counting,
-                )
-                .await?
-        }
-        (PruneStrategy::Blocks, Some(extent), None) => {
-            deleting
-                .by_blocks(&mut report, only.as_deref(), extent, expected_rows)
+                .by_blocks(&mut report, only.as_deref(), extent, rows_planned)
                 .await?
         }
         _ => deleting.by_index(&mut report).await?,
@@ -294,20 +232,6 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         return Ok(ExitStatus::Interrupted);
     }
     Ok(ExitStatus::Success)
-}
-
-/// Counting with nothing else to wait for: an explicit `--yes` run (nothing to confirm)
-/// without `--dry-run` or `--max-rows` (which need the count first), on PostgreSQL (whose
-/// snapshots let a second connection count the table as it was before the first delete).
-/// Not with `--pause`: who asks prune to leave the server room asks it not to count on a
-/// second core meanwhile.
-fn may_count_beside(args: &PruneArgs, backend: Backend) -> bool {
-    args.yes
-        && !args.dry_run
-        && args.max_rows.is_none()
-        && args.pause.is_zero()
-        && args.strategy != PruneStrategy::Index
-        && backend == Backend::Postgres
 }
 
 /// Each consumer's rows older than the cutoff: (those to delete, with --group those kept).
@@ -502,68 +426,6 @@ impl Deleting<'_> {
             };
             block = end;
         }
-        Ok(())
-    }
-}
-
-impl Deleting<'_> {
-    /// [`Deleting::by_blocks`] while a second connection counts the rows to prune, in a
-    /// snapshot taken before the first delete: the count is of the table as the command
-    /// found it, as when counting first, and costs the run no time of its own.
-    async fn by_blocks_counting_beside(
-        &self,
-        report: &mut PruneReport,
-        only: Option<&str>,
-        extent: HeapExtent,
-        expected_rows: u64,
-        mut counting: AnyConnection,
-    ) -> anyhow::Result<()> {
-        self.store.begin_snapshot(&mut counting).await?;
-        self.output
-            .debug("counting the rows to prune on a second connection, beside the deletes");
-        let consumers = report.consumers.clone();
-        let count = async {
-            let counts = async {
-                let counts =
-                    count_prunable(self.store, &mut counting, self.cutoff, &consumers).await?;
-                // Ended at once: an open snapshot holds back the cleanup of what the deletes
-                // leave.
-                self.store.end_snapshot(&mut counting).await?;
-                anyhow::Ok(counts)
-            }
-            .await;
-            let _ = counting.close().await;
-            match counts {
-                Ok(counts) => {
-                    self.progress
-                        .set_length(counts.iter().map(|(matched, _)| matched).sum());
-                    Ok(counts)
-                }
-                Err(error) => {
-                    // Without the count there is no report to give: stop after this batch.
-                    self.stop.store(true, Ordering::SeqCst);
-                    Err(error)
-                }
-            }
-        };
-        let (deleted, counted) =
-            tokio::join!(self.by_blocks(report, only, extent, expected_rows), count);
-        let counts = match counted {
-            Ok(counts) => counts,
-            Err(error) => {
-                deleted?;
-                return Err(error.context(Self::stopped_after(report)));
-            }
-        };
-        deleted?;
-        for (consumer, (matched, kept)) in report.consumers.iter_mut().zip(counts) {
-            consumer.matched = matched;
-            consumer.kept_for_redelivery = kept;
-        }
-        report.rows_matched = report.consumers.iter().map(|c| c.matched).sum();
-        report.rows_planned = report.rows_matched;
-        report.rows_kept_for_redelivery =
-            report.consumers.iter().map(|c| c.kept_for_redelivery).sum();
         Ok(())
     }
 }

@@ -523,29 +523,6 @@ impl Store {
         })
     }
 
-    /// A connection of its own, outside the pool and set up as the pool's are: for work
-    /// that runs beside a connection the command holds. Made from the URL alone, so it can
-    /// be opened while the store itself is still connecting.
-    pub async fn open_connection(
-        url: &DatabaseUrl,
-        timeout: Duration,
-    ) -> anyhow::Result<AnyConnection> {
-        sqlx::any::install_default_drivers();
-        let options = url.connect_options(&url.connect)?;
-        let setup = url.backend.dialect().session_setup;
-        let connect = async {
-            let mut connection = AnyConnection::connect_with(&options).await?;
-            for statement in setup {
-                connection.execute(*statement).await?;
-            }
-            anyhow::Ok(connection)
-        };
-        match tokio::time::timeout(timeout, connect).await {
-            Ok(result) => result.with_context(|| format!("could not connect to {}", url.endpoint)),
-            Err(_) => Err(connect_timed_out(url, timeout)),
-        }
-    }
-
     pub async fn acquire(&self) -> anyhow::Result<PoolConnection<Any>> {
         self.pool
             .acquire()
@@ -673,26 +650,6 @@ impl Store {
             .await
             .context("could not read the planner's estimate of the rows to prune")?;
         Ok(Some(plan_estimate(&plan)?.max(0) as u64))
-    }
-
-    /// A read-only transaction on `connection` whose snapshot is taken before this returns:
-    /// what it reads afterwards is the table as it was at this moment, whatever other
-    /// connections commit meanwhile. PostgreSQL only; end it with [`Store::end_snapshot`].
-    pub async fn begin_snapshot(&self, connection: &mut AnyConnection) -> anyhow::Result<()> {
-        // The snapshot of a REPEATABLE READ transaction is taken at its first statement.
-        connection
-            .execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1")
-            .await
-            .context("could not start a read-only transaction")?;
-        Ok(())
-    }
-
-    pub async fn end_snapshot(&self, connection: &mut AnyConnection) -> anyhow::Result<()> {
-        connection
-            .execute("COMMIT")
-            .await
-            .context("could not end a read-only transaction")?;
-        Ok(())
     }
 
     /// The planner's estimate of a consumer's rows, read from `EXPLAIN` without reading the
@@ -905,24 +862,6 @@ impl Store {
             .await
             .with_context(|| format!("could not count rows of consumer '{consumer}' to prune"))?;
         Ok(count as u64)
-    }
-
-    /// Whether the consumer has any row processed strictly before `cutoff`: one index probe.
-    pub async fn has_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<bool> {
-        let mut sql = self.sql();
-        sql.push(&format!("SELECT 1 FROM {INBOX_TABLE} WHERE "));
-        self.push_prune_condition(&mut sql, &[]);
-        sql.push(" LIMIT 1");
-        let text = sql.build();
-        let query = sqlx::query_scalar::<_, i32>(&text);
-        let found = self
-            .bind_prune_condition(query, consumer, EARLIEST_TIMESTAMP, cutoff, &[])
-            .fetch_optional(&self.pool)
-            .await
-            .with_context(|| {
-                format!("could not look for rows of consumer '{consumer}' to prune")
-            })?;
-        Ok(found.is_some())
     }
 
     /// The `processed_at` of the consumer's `limit`-th oldest prunable row at or after `from`,
