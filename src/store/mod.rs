@@ -1123,14 +1123,8 @@ impl Store {
         let offset = d.quote("offset");
         // `(SELECT COUNT(*) … AND partition = ?`, left open for one more condition.
         let partition_rows = |sql: &mut SqlBuilder| {
-            sql.push(&format!(
-                "(SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = "
-            ))
-            .param()
-            .push(" AND topic = ")
-            .param()
-            .push(&format!(" AND {} = ", d.quote("partition")))
-            .param();
+            sql.push(&format!("(SELECT COUNT(*) FROM {INBOX_TABLE} WHERE "));
+            self.push_partition_filter(sql);
         };
         let mut counts = self.sql();
         partition_rows(&mut counts);
@@ -1225,19 +1219,23 @@ impl Store {
 
     /// Writes the filter whose parameters [`bind_coordinates`] binds.
     fn push_coordinates_filter(&self, sql: &mut SqlBuilder, bounded: bool) {
-        let d = self.dialect;
-        let offset = d.quote("offset");
-        sql.push(" WHERE consumer = ")
-            .param()
-            .push(" AND topic = ")
-            .param()
-            .push(&format!(" AND {} = ", d.quote("partition")))
-            .param()
-            .push(&format!(" AND {offset} >= "))
-            .param();
+        let offset = self.dialect.quote("offset");
+        sql.push(" WHERE ");
+        self.push_partition_filter(sql);
+        sql.push(&format!(" AND {offset} >= ")).param();
         if bounded {
             sql.push(&format!(" AND {offset} < ")).param();
         }
+    }
+
+    /// `consumer = ? AND topic = ? AND partition = ?`: one consumer's rows at one partition.
+    fn push_partition_filter(&self, sql: &mut SqlBuilder) {
+        sql.push("consumer = ")
+            .param()
+            .push(" AND topic = ")
+            .param()
+            .push(&format!(" AND {} = ", self.dialect.quote("partition")))
+            .param();
     }
 
     /// How many rows the consumer has (read through the primary key).
