@@ -8,7 +8,6 @@ use std::time::Instant;
 use anyhow::Context;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::Serialize;
-use sqlx::AnyConnection;
 
 use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
@@ -127,9 +126,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     // the report need it. Counting on a second connection while the first deletes was
     // tried: it saved the count's 0.1 s but took the second core from the application's
     // own writes, whose latency it doubled (see the README's benchmarks).
-    let mut connection = store.acquire().await?;
-    let counts = count_prunable(&store, &mut connection, cutoff, &consumers).await?;
-    drop(connection);
+    let counts = count_prunable(&store, cutoff, &consumers).await?;
     for (consumer, counted) in consumers.iter_mut().zip(counts) {
         (consumer.matched, consumer.kept_for_redelivery) = counted;
     }
@@ -237,19 +234,16 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 /// Each consumer's rows older than the cutoff: (those to delete, with --group those kept).
 async fn count_prunable(
     store: &Store,
-    connection: &mut AnyConnection,
     cutoff: DateTime<Utc>,
     consumers: &[ConsumerPrune],
 ) -> anyhow::Result<Vec<(u64, u64)>> {
     let mut counts = Vec::with_capacity(consumers.len());
     for ConsumerPrune { consumer, keep, .. } in consumers {
-        let older = store.count_older(connection, consumer, cutoff, &[]).await?;
+        let older = store.count_older(consumer, cutoff, &[]).await?;
         let matched = if keep.is_empty() {
             older
         } else {
-            store
-                .count_older(connection, consumer, cutoff, keep)
-                .await?
+            store.count_older(consumer, cutoff, keep).await?
         };
         counts.push((matched, older - matched));
     }

@@ -846,7 +846,6 @@ impl Store {
     /// Rows of one consumer processed strictly before `cutoff`, less those `keep` protects.
     pub async fn count_older(
         &self,
-        connection: &mut AnyConnection,
         consumer: &str,
         cutoff: DateTime<Utc>,
         keep: &[KeepFrom],
@@ -858,7 +857,7 @@ impl Store {
         let query = sqlx::query_scalar::<_, i64>(&text);
         let count = self
             .bind_prune_condition(query, consumer, EARLIEST_TIMESTAMP, cutoff, keep)
-            .fetch_one(connection)
+            .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not count rows of consumer '{consumer}' to prune"))?;
         Ok(count as u64)
