@@ -1,10 +1,15 @@
 # Sourced by the Kafka benchmarks: builds inboxctl and the bench helper, and starts a nisshi
 # broker with in-memory storage (its fastest) on a free loopback port in a temporary folder.
-# Sets INBOXCTL, KB, work, BROKERS; the broker stops and the folder goes when the script exits,
+# Sets INBOXCTL (unless set), KB, work, BROKERS; the broker stops and the folder goes when the script exits,
 # after the script's own `bench_cleanup` if it defines one.
 
-cargo build --release --quiet --bin inboxctl --example kafka_bench
-INBOXCTL=$PWD/target/release/inboxctl
+# INBOXCTL names another build of inboxctl to measure (e.g. one of an earlier commit).
+if [ -z "${INBOXCTL:-}" ]; then
+    cargo build --release --quiet --bin inboxctl --example kafka_bench
+    INBOXCTL=$PWD/target/release/inboxctl
+else
+    cargo build --release --quiet --example kafka_bench
+fi
 KB=$PWD/target/release/examples/kafka_bench
 
 work=$(mktemp -d)
