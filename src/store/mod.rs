@@ -1136,17 +1136,14 @@ impl Store {
         partition_rows(&mut counts);
         counts.push(&format!(" AND {offset} IS NULL)"));
         let text = format!("SELECT {}", (d.bigint)(&counts.build()));
-        sqlx::query_scalar::<_, i64>(&text)
-            .bind(consumer)
-            .bind(topic)
-            .bind(partition)
-            .bind(consumer)
-            .bind(topic)
-            .bind(partition)
-            .bind(from)
-            .bind(consumer)
-            .bind(topic)
-            .bind(partition)
+        let all = bind_partition(
+            sqlx::query_scalar::<_, i64>(&text),
+            consumer,
+            topic,
+            partition,
+        );
+        let below = bind_partition(all, consumer, topic, partition).bind(from);
+        bind_partition(below, consumer, topic, partition)
             .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not count inbox rows of {topic}:{partition}"))
@@ -1337,11 +1334,21 @@ fn bind_coordinates<'q, O>(
     from: i64,
     to: Option<i64>,
 ) -> sqlx::query::QueryScalar<'q, Any, O, sqlx::any::AnyArguments<'q>> {
-    let query = query.bind(consumer).bind(topic).bind(partition).bind(from);
+    let query = bind_partition(query, consumer, topic, partition).bind(from);
     match to {
         Some(to) => query.bind(to),
         None => query,
     }
+}
+
+/// Binds the parameters of [`Store::push_partition_filter`], in its order.
+fn bind_partition<'q, O>(
+    query: sqlx::query::QueryScalar<'q, Any, O, sqlx::any::AnyArguments<'q>>,
+    consumer: &'q str,
+    topic: &'q str,
+    partition: i32,
+) -> sqlx::query::QueryScalar<'q, Any, O, sqlx::any::AnyArguments<'q>> {
+    query.bind(consumer).bind(topic).bind(partition)
 }
 
 /// Binds the parameters of `push_keep_exclusions`, in its order.
