@@ -110,15 +110,21 @@ impl Output {
     }
 
     /// A progress bar on stderr when stderr is a terminal and `-q` is not given; hidden otherwise,
-    /// so cron logs and pipes never fill with escape codes.
-    pub fn progress(&self, total: u64, unit: &str) -> ProgressBar {
+    /// so cron logs and pipes never fill with escape codes. With no total known, a counter.
+    pub fn progress(&self, total: Option<u64>, unit: &str) -> ProgressBar {
         if self.quiet || !std::io::stderr().is_terminal() {
             return ProgressBar::hidden();
         }
-        let bar = ProgressBar::new(total);
-        let template = format!(
-            "{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{human_pos}}/{{human_len}} {unit} ({{per_sec}}, eta {{eta}})"
-        );
+        let (bar, template) = match total {
+            Some(total) => (
+                ProgressBar::new(total),
+                format!("{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{human_pos}}/{{human_len}} {unit} ({{per_sec}}, eta {{eta}})"),
+            ),
+            None => (
+                ProgressBar::no_length(),
+                format!("{{spinner}} [{{elapsed_precise}}] {{human_pos}} {unit} ({{per_sec}})"),
+            ),
+        };
         if let Ok(style) = ProgressStyle::with_template(&template) {
             bar.set_style(style);
         }

@@ -251,8 +251,21 @@ async fn prune_deletes_exactly_the_rows_before_the_cutoff(backend: Backend) {
         ])
         .ok()
         .json();
-    assert_eq!(json["rows_matched"], 9);
+    // --yes: nothing waits for a count, so there is none; each consumer's rows deleted.
+    assert_eq!(json["rows_matched"], serde_json::Value::Null);
     assert_eq!(json["rows_deleted"], 9);
+    let deleted: Vec<(&str, i64)> = json["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["consumer"].as_str().unwrap(),
+                c["deleted"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(deleted, [("a", 6), ("b", 3)]);
     // a: 6 rows in batches of 2 = 3; b: 3 rows = 2.
     assert_eq!(json["batches"], 5);
     assert_eq!(json["interrupted"], false);
@@ -276,8 +289,9 @@ async fn prune_older_than_a_duration(backend: Backend) {
     seed_for_prune(&mut db).await;
     // Cutoff now-60h: a's old rows (25h..29h ago) and b-old-1 (48h) are younger; b-old-2 and -3 older.
     let run = db.run(&["prune", "--older-than", "60h", "--yes"]).ok();
+    // Uncounted (--yes), the table has the rows deleted; consumer a had none this old.
     let cells = run.table_rows();
-    assert_eq!(cells, vec![vec!["b", "2", "2"]]);
+    assert_eq!(cells, vec![vec!["b", "2"]]);
     assert!(
         run.stdout.contains("Deleted 2 rows in 1 batches"),
         "{}",
@@ -315,7 +329,7 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
         .json();
     assert_eq!(
         (json["rows_matched"].as_i64(), json["rows_planned"].as_i64()),
-        (Some(6), Some(4))
+        (None, None)
     );
     assert_eq!(json["rows_deleted"], 4);
     assert_eq!(json["batches"], 2);
@@ -511,7 +525,7 @@ async fn prune_by_blocks_deletes_exactly_the_rows_before_the_cutoff() {
         ])
         .ok();
     let all = all.json();
-    assert_eq!(all["rows_matched"], 6);
+    assert_eq!(all["rows_matched"], serde_json::Value::Null);
     assert_eq!(all["rows_deleted"], 6);
     assert_eq!(all["consumers"][0]["consumer"], "a");
     assert_eq!(all["consumers"][0]["deleted"], 6);
@@ -564,9 +578,11 @@ async fn prune_auto_takes_page_ranges_for_a_large_share() {
     let json = run.json();
     assert_eq!(json["strategy"], "blocks");
     assert_eq!(json["rows_deleted"], 6000);
-    // Each consumer's count before; a page range's batch counts rows, not whose they were.
-    for consumer in json["consumers"].as_array().unwrap() {
-        assert_eq!(consumer["matched"], 1500, "{consumer}");
+    // No count under --yes, and a page range's batch counts rows, not whose they were.
+    let consumers = json["consumers"].as_array().unwrap();
+    assert_eq!(consumers.len(), 4);
+    for consumer in consumers {
+        assert_eq!(consumer["matched"], serde_json::Value::Null, "{consumer}");
         assert_eq!(consumer["deleted"], serde_json::Value::Null, "{consumer}");
     }
     assert_eq!(
@@ -616,31 +632,29 @@ async fn prune_auto_takes_page_ranges_for_a_large_share() {
     }
 }
 
-/// A page-range prune of four consumers' interleaved rows reports each consumer's count of
-/// rows older than the cutoff exactly, though its batches count rows, not whose they were.
+/// Four consumers' interleaved rows: a dry run counts each consumer's rows older than the
+/// cutoff exactly; a page-range prune under --yes deletes them all without counting first and
+/// reports the total, as its batches count rows, not whose they were.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prune_by_pages_reports_each_consumers_count() {
+async fn prune_by_pages_counts_in_a_dry_run_and_deletes_every_consumers_rows() {
     let mut db = interleaved_inbox(200_000, 20_000).await;
 
-    let run = db
+    let dry = db
         .run(&[
             "prune",
             "--older-than",
             "30d",
-            "--batch-size",
-            "1000",
-            "--yes",
-            "-v",
+            "--dry-run",
             "--format",
             "json",
         ])
-        .ok();
-    let json = run.json();
-    assert_eq!(json["strategy"], "blocks");
-    assert_eq!(json["rows_matched"], 200_000);
-    assert_eq!(json["rows_planned"], 200_000);
-    assert_eq!(json["rows_deleted"], 200_000);
-    let matched: Vec<(String, i64)> = json["consumers"]
+        .ok()
+        .json();
+    assert_eq!(dry["strategy"], "blocks");
+    assert_eq!(dry["rows_matched"], 200_000);
+    assert_eq!(dry["rows_planned"], 200_000);
+    assert_eq!(dry["rows_deleted"], 0);
+    let matched: Vec<(String, i64)> = dry["consumers"]
         .as_array()
         .unwrap()
         .iter()
@@ -661,6 +675,26 @@ async fn prune_by_pages_reports_each_consumers_count() {
         ]
         .map(|(c, n)| (c.to_string(), n))
     );
+    assert_eq!(db.count("processed_messages").await, 220_000);
+
+    let run = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--batch-size",
+            "1000",
+            "--yes",
+        ])
+        .ok();
+    // No consumer's share is known: no table, only the total.
+    assert!(
+        run.stdout.starts_with("Deleted 200000 rows in ")
+            && run.stdout.contains(" page-range batches in "),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("CONSUMER"), "{}", run.stdout);
     assert_eq!(db.count("processed_messages").await, 20_000);
 
     // Again, the statistics still saying most of the table is old: nothing is, so no page
@@ -948,8 +982,8 @@ async fn on_a_terminal_prune_asks_and_the_answer_decides() {
     let rows_before = db.count("processed_messages").await;
     let binary = assert_cmd::cargo::cargo_bin("inboxctl");
     let (url, dir) = (db.url.clone(), db.dir.path().to_path_buf());
-    let on_a_terminal = |answer: &str| -> (i32, String) {
-        let command_line = format!("'{}' prune --before '{before}'", binary.display());
+    let on_a_terminal = |flags: &str, answer: &str| -> (i32, String) {
+        let command_line = format!("'{}' prune --before '{before}' {flags}", binary.display());
         let mut child = std::process::Command::new("script")
             .args(["-qec", &command_line, "/dev/null"])
             .env("DATABASE_URL", &url)
@@ -970,7 +1004,7 @@ async fn on_a_terminal_prune_asks_and_the_answer_decides() {
         )
     };
 
-    let (code, screen) = on_a_terminal("n\n");
+    let (code, screen) = on_a_terminal("", "n\n");
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("Delete 9 rows of processed_messages processed before"),
@@ -979,10 +1013,29 @@ async fn on_a_terminal_prune_asks_and_the_answer_decides() {
     assert!(screen.contains("Nothing deleted."), "{screen}");
     assert_eq!(db.count("processed_messages").await, rows_before);
 
-    let (code, screen) = on_a_terminal("y\n");
+    let (code, screen) = on_a_terminal("", "y\n");
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("0/9 rows"), "no progress bar: {screen}");
     assert!(screen.contains("Deleted 9 rows in"), "{screen}");
+    assert_eq!(db.count("processed_messages").await, rows_before - 9);
+
+    // --yes asks nothing and counts nothing: the bar counts up without a total (SQLite has
+    // no planner's estimate to give one).
+    let older = cutoff - Duration::hours(1);
+    db.insert_rows(&[
+        row("a", "a-late-1", None, older),
+        row("b", "b-late-1", None, older),
+    ])
+    .await;
+    let (code, screen) = on_a_terminal("--yes", "");
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains("Delete 2 rows"), "asked: {screen}");
+    assert!(screen.contains(" 0 rows ("), "no counter: {screen}");
+    assert!(
+        !screen.contains("/2 rows"),
+        "a total it cannot know: {screen}"
+    );
+    assert!(screen.contains("Deleted 2 rows in"), "{screen}");
     assert_eq!(db.count("processed_messages").await, rows_before - 9);
 }
 

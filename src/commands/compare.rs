@@ -588,7 +588,7 @@ async fn classify(
     output: &Output,
 ) -> anyhow::Result<Scan> {
     let started = Instant::now();
-    let progress = output.progress(reader.total.max(0) as u64, "messages");
+    let progress = output.progress(Some(reader.total.max(0) as u64), "messages");
     let mut findings = Findings::new(offsets);
     // Streaming, the map holds the inbox's ids as they arrive as well as where the topic
     // first had each id; asking per chunk, only the latter.

@@ -19,7 +19,8 @@ use crate::store::{CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, 
 #[derive(Debug, Clone, Serialize)]
 struct ConsumerPrune {
     consumer: String,
-    matched: u64,
+    /// `None` when prune did not count (see `counting` in `run`).
+    matched: Option<u64>,
     /// `None` when a page-range prune covered several consumers: its batches count rows,
     /// not whose they were.
     deleted: Option<u64>,
@@ -34,10 +35,10 @@ struct PruneReport {
     database: String,
     cutoff: DateTime<Utc>,
     dry_run: bool,
-    /// Rows older than the cutoff when the command started.
-    rows_matched: u64,
+    /// Rows older than the cutoff when the command started; `None` when not counted.
+    rows_matched: Option<u64>,
     /// Rows this run was to delete (`rows_matched`, capped by `--max-rows`).
-    rows_planned: u64,
+    rows_planned: Option<u64>,
     /// `index` or `blocks`: how the batches found their rows.
     strategy: PruneStrategy,
     rows_deleted: u64,
@@ -106,15 +107,16 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         };
         consumers.push(ConsumerPrune {
             consumer,
-            matched: 0,
+            matched: None,
             deleted: Some(0),
             kept_for_redelivery: 0,
             keep,
         });
     }
-    // `auto` decides by the planner's estimate, which costs no reading of rows.
+    // `auto` decides by the planner's estimate, which costs no reading of rows; page ranges
+    // also size their first batch by it.
     let expected = match (args.strategy, extent) {
-        (PruneStrategy::Auto, Some(_)) if args.max_rows.is_none() => {
+        (PruneStrategy::Auto | PruneStrategy::Blocks, Some(_)) if args.max_rows.is_none() => {
             store.estimated_older_rows(only.as_deref(), cutoff).await?
         }
         _ => None,
@@ -122,20 +124,40 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
     output.debug(format!("prune strategy: {strategy:?}"));
 
-    // The count first, on the one connection: the confirmation, the dry run, --max-rows and
-    // the report need it. Counting on a second connection while the first deletes was
-    // tried: it saved the count's 0.1 s but took the second core from the application's
-    // own writes, whose latency it doubled (see the README's benchmarks).
-    let counts = count_prunable(&store, cutoff, &consumers).await?;
-    for (consumer, counted) in consumers.iter_mut().zip(counts) {
-        (consumer.matched, consumer.kept_for_redelivery) = counted;
+    // The exact count is for what is read before anything goes: the dry run, the
+    // confirmation, and with --group the rows kept for redelivery. Under --yes alone
+    // nothing waits for it, and it would be a second pass over every old row before the
+    // first delete (a fifth of the unbounded DELETE's time in the benchmark), so prune
+    // deletes at once and reports what it deleted. Counting on a second connection while
+    // the first deleted was tried: it took the second core from the application's own
+    // writes, whose latency it doubled (see the README's benchmarks).
+    let counting = args.dry_run || !args.yes || args.group.is_some();
+    let (mut rows_matched, mut rows_planned) = (None, None);
+    if counting {
+        let counts = count_prunable(&store, cutoff, &consumers).await?;
+        for (consumer, (matched, kept)) in consumers.iter_mut().zip(counts) {
+            consumer.matched = Some(matched);
+            consumer.kept_for_redelivery = kept;
+        }
+        consumers.retain(|c| c.matched.unwrap_or(0) + c.kept_for_redelivery > 0);
+        let matched: u64 = consumers.iter().filter_map(|c| c.matched).sum();
+        rows_matched = Some(matched);
+        rows_planned = Some(args.max_rows.map_or(matched, |max| max.min(matched)));
+    } else {
+        // One index probe a consumer still tells who has nothing to prune, so that a table
+        // pruned already is not read page by page again.
+        let mut with_old_rows = Vec::with_capacity(consumers.len());
+        for consumer in consumers {
+            if store.has_older(&consumer.consumer, cutoff).await? {
+                with_old_rows.push(consumer);
+            }
+        }
+        consumers = with_old_rows;
+        if consumers.is_empty() {
+            (rows_matched, rows_planned) = (Some(0), Some(0));
+        }
     }
-    consumers.retain(|c| c.matched + c.kept_for_redelivery > 0);
     let rows_kept_for_redelivery = consumers.iter().map(|c| c.kept_for_redelivery).sum();
-    let rows_matched: u64 = consumers.iter().map(|c| c.matched).sum();
-    let rows_planned = args
-        .max_rows
-        .map_or(rows_matched, |max| max.min(rows_matched));
     let mut report = PruneReport {
         database: store.url.redacted.clone(),
         cutoff,
@@ -151,12 +173,12 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         rows_kept_for_redelivery,
         consumers,
     };
-    if args.dry_run || rows_planned == 0 {
+    if args.dry_run || rows_planned == Some(0) {
         print_report(&report, &output)?;
         store.close().await;
         return Ok(ExitStatus::Success);
     }
-    if !args.yes {
+    if let (false, Some(rows_planned)) = (args.yes, rows_planned) {
         let confirmed = confirm(
             format!(
                 "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
@@ -180,11 +202,13 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let (stop, signal) = super::stop_on_ctrl_c();
 
     let started = Instant::now();
-    let progress = output.progress(rows_planned, "rows");
+    // Without a count, the planner's estimate sizes the bar where there is one.
+    let progress = output.progress(rows_planned.or(expected), "rows");
     let deleting = Deleting {
         store: &store,
         cutoff,
         batch_size: args.batch_size,
+        max_rows: args.max_rows,
         pause: args.pause,
         progress: &progress,
         output: &output,
@@ -193,24 +217,32 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     match (strategy, extent) {
         (PruneStrategy::Blocks, Some(extent)) => {
             deleting
-                .by_blocks(&mut report, only.as_deref(), extent, rows_planned)
+                .by_blocks(
+                    &mut report,
+                    only.as_deref(),
+                    extent,
+                    rows_planned.or(expected),
+                )
                 .await?
         }
         _ => deleting.by_index(&mut report).await?,
     }
     progress.finish_and_clear();
     signal.abort();
-    if report.strategy == PruneStrategy::Blocks
-        && !report.interrupted
-        && report.rows_deleted < report.rows_planned
-    {
+    match report.rows_planned {
         // A row moved to a page already passed (an UPDATE of an inbox row) escapes the pass.
-        output.warn(format!(
-            "{} of the {} rows counted older than the cutoff were not found in the table's pages; \
-             re-run, or use --strategy index",
-            report.rows_planned - report.rows_deleted,
-            report.rows_planned
-        ));
+        Some(planned)
+            if report.strategy == PruneStrategy::Blocks
+                && !report.interrupted
+                && report.rows_deleted < planned =>
+        {
+            output.warn(format!(
+                "{} of the {planned} rows counted older than the cutoff were not found in the table's pages; \
+                 re-run, or use --strategy index",
+                planned - report.rows_deleted,
+            ));
+        }
+        _ => {}
     }
     let elapsed = started.elapsed();
     report.elapsed_ms = elapsed.as_millis();
@@ -222,9 +254,12 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     print_report(&report, &output)?;
     store.close().await;
     if report.interrupted {
+        let of = report
+            .rows_planned
+            .map_or_else(String::new, |planned| format!(" of {planned}"));
         output.warn(format!(
-            "interrupted: deleted {} of {} rows; re-run the same command to continue",
-            report.rows_deleted, report.rows_planned
+            "interrupted: deleted {}{of} rows; re-run the same command to continue",
+            report.rows_deleted
         ));
         return Ok(ExitStatus::Interrupted);
     }
@@ -278,6 +313,7 @@ struct Deleting<'a> {
     store: &'a Store,
     cutoff: DateTime<Utc>,
     batch_size: u64,
+    max_rows: Option<u64>,
     pause: std::time::Duration,
     progress: &'a indicatif::ProgressBar,
     output: &'a Output,
@@ -319,7 +355,7 @@ impl Deleting<'_> {
     /// the last one stopped.
     async fn by_index(&self, report: &mut PruneReport) -> anyhow::Result<()> {
         let mut connection = self.store.bulk_delete_connection().await?;
-        let mut remaining = report.rows_planned;
+        let mut remaining = report.rows_planned.or(self.max_rows).unwrap_or(u64::MAX);
         for index in 0..report.consumers.len() {
             let consumer = report.consumers[index].consumer.clone();
             let keep = std::mem::take(&mut report.consumers[index].keep);
@@ -367,7 +403,7 @@ impl Deleting<'_> {
         report: &mut PruneReport,
         only: Option<&str>,
         extent: HeapExtent,
-        expected_rows: u64,
+        expected_rows: Option<u64>,
     ) -> anyhow::Result<()> {
         // Without statistics: PostgreSQL's own default guess for a narrow row.
         let rows_per_page = extent.rows_per_page.unwrap_or(50.0).max(1.0);
@@ -377,9 +413,9 @@ impl Deleting<'_> {
             0,
         );
         // The share of rows to delete, spread evenly: the first guess of the density.
-        let share = match extent.estimated_rows {
-            Some(estimate) if estimate > 0 => {
-                (expected_rows as f64 / estimate as f64).clamp(0.01, 1.0)
+        let share = match (expected_rows, extent.estimated_rows) {
+            (Some(expected), Some(estimate)) if estimate > 0 => {
+                (expected as f64 / estimate as f64).clamp(0.01, 1.0)
             }
             _ => 1.0,
         };
@@ -449,41 +485,52 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         for consumer in &report.consumers {
             t.add_row(vec![
                 consumer.consumer.clone(),
-                consumer.matched.to_string(),
+                consumer.matched.unwrap_or(0).to_string(),
             ]);
         }
         if !report.consumers.is_empty() {
             output.print(t.to_string());
         }
-        let capped = if report.rows_planned < report.rows_matched {
-            format!(" ({} with --max-rows)", report.rows_planned)
+        let (matched, planned) = (
+            report.rows_matched.unwrap_or(0),
+            report.rows_planned.unwrap_or(0),
+        );
+        let capped = if planned < matched {
+            format!(" ({planned} with --max-rows)")
         } else {
             String::new()
         };
         output.print(format!(
-            "Dry run: would delete {} rows{capped} processed before {cutoff}. Nothing was deleted.",
-            report.rows_matched
+            "Dry run: would delete {matched} rows{capped} processed before {cutoff}. Nothing was deleted."
         ));
         print_kept(report, output);
         return Ok(());
     }
-    if report.rows_planned == 0 {
+    if report.rows_planned == Some(0) {
         output.print(format!(
             "Nothing to prune: no rows processed before {cutoff}."
         ));
         return Ok(());
     }
-    let mut t = table(&["CONSUMER", "OLDER THAN CUTOFF", "DELETED"], &[1, 2]);
-    for consumer in &report.consumers {
-        t.add_row(vec![
-            consumer.consumer.clone(),
-            consumer.matched.to_string(),
-            consumer
-                .deleted
-                .map_or_else(|| "-".to_string(), |deleted| deleted.to_string()),
-        ]);
+    let deleted = |c: &ConsumerPrune| c.deleted.map_or_else(|| "-".to_string(), |d| d.to_string());
+    if report.rows_matched.is_some() {
+        let mut t = table(&["CONSUMER", "OLDER THAN CUTOFF", "DELETED"], &[1, 2]);
+        for consumer in &report.consumers {
+            t.add_row(vec![
+                consumer.consumer.clone(),
+                consumer.matched.unwrap_or(0).to_string(),
+                deleted(consumer),
+            ]);
+        }
+        output.print(t.to_string());
+    } else if report.consumers.iter().any(|c| c.deleted.is_some()) {
+        // Page ranges over several consumers know no consumer's share: then only the total.
+        let mut t = table(&["CONSUMER", "DELETED"], &[1]);
+        for consumer in &report.consumers {
+            t.add_row(vec![consumer.consumer.clone(), deleted(consumer)]);
+        }
+        output.print(t.to_string());
     }
-    output.print(t.to_string());
     output.print(format!(
         "Deleted {} rows in {} {} in {:.2}s ({:.0} rows/s); cutoff {cutoff}.",
         report.rows_deleted,

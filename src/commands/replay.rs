@@ -269,7 +269,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
         })
         .collect();
     let total: i64 = ranges.iter().map(|(_, from, to)| to - from).sum();
-    let progress = output.progress(total.max(0) as u64, "messages");
+    let progress = output.progress(Some(total.max(0) as u64), "messages");
 
     let (stop, signal) = super::stop_on_ctrl_c();
 

@@ -863,6 +863,25 @@ impl Store {
         Ok(count as u64)
     }
 
+    /// Whether one consumer has any row processed strictly before `cutoff`: one index probe,
+    /// where `count_older` reads every such entry.
+    pub async fn has_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<bool> {
+        let mut sql = self.sql();
+        sql.push(&format!("SELECT 1 FROM {INBOX_TABLE} WHERE "));
+        self.push_prune_condition(&mut sql, &[]);
+        sql.push(" LIMIT 1");
+        let text = sql.build();
+        let query = sqlx::query_scalar::<_, i32>(&text);
+        let found = self
+            .bind_prune_condition(query, consumer, EARLIEST_TIMESTAMP, cutoff, &[])
+            .fetch_optional(&self.pool)
+            .await
+            .with_context(|| {
+                format!("could not look for rows of consumer '{consumer}' to prune")
+            })?;
+        Ok(found.is_some())
+    }
+
     /// The `processed_at` of the consumer's `limit`-th oldest prunable row at or after `from`,
     /// as the store's own text: the lower bound of the next batch. `None` when fewer remain.
     ///
