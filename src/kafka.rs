@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
@@ -393,6 +395,30 @@ impl Kafka {
         client
             .commit(&list, CommitMode::Sync)
             .context("the group coordinator refused the new offsets")?;
+        Ok(())
+    }
+}
+
+impl Kafka {
+    /// Deletes an empty group with everything it committed (Kafka's DeleteGroups): the one
+    /// request that returns partitions to "no committed offset" without OffsetDelete. A group
+    /// the coordinator no longer knows is already gone. Blocks: call it where blocking is
+    /// allowed on the runtime (`block_in_place`), as the other broker calls are.
+    pub fn delete_group(&self, group: &str) -> anyhow::Result<()> {
+        let admin: AdminClient<DefaultClientContext> = self
+            .config()
+            .create()
+            .map_err(|error| self.client_error(error))?;
+        let options = AdminOptions::new().request_timeout(Some(self.timeout()));
+        let results = tokio::runtime::Handle::current()
+            .block_on(admin.delete_groups(&[group], &options))
+            .with_context(|| format!("could not delete group '{group}'"))?;
+        for result in results {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
+                Err((_, code)) => bail!("could not delete group '{group}': {code}"),
+            }
+        }
         Ok(())
     }
 }

@@ -1012,8 +1012,9 @@ async fn execute_writes_an_undo_plan_that_restores_the_previous_offsets() {
     assert_eq!(starts, vec![vec![5, 7, 3]]);
 }
 
-/// A partition the group had no offset for cannot be put back to "none" by committing
-/// offsets: the reset says so, and the undo plan restores the others.
+/// A partition the group had no offset for cannot be put back to "none" while the group keeps
+/// offsets elsewhere (that needs OffsetDelete): the reset says so, the undo plan marks it with
+/// an empty offset, and applying the plan restores the others and says which one it left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_undo_plan_says_what_it_cannot_restore() {
     let broker = broker();
@@ -1039,7 +1040,7 @@ async fn the_undo_plan_says_what_it_cannot_restore() {
     .ok();
     assert!(
         run.stderr.contains(
-            "warning: some partitions had no committed offset; the undo plan cannot restore 'none' for them"
+            "warning: some partitions had no committed offset; the undo plan can return them to none only for a group left with no other committed offset"
         ),
         "{}",
         run.stderr
@@ -1047,12 +1048,69 @@ async fn the_undo_plan_says_what_it_cannot_restore() {
     assert_eq!(broker.committed(&group, &topic, 3), at(&[0, 0, 0]));
     assert_eq!(
         std::fs::read_to_string(&undo).unwrap(),
-        format!("topic,partition,offset\n{topic},0,5\n{topic},2,3\n")
+        format!("topic,partition,offset\n{topic},0,5\n{topic},1,\n{topic},2,3\n")
     );
-    apply_plan(&db, &group, &undo, &["--execute"]).ok();
+    let run = apply_plan(&db, &group, &undo, &["--execute"]).ok();
     assert_eq!(
         broker.committed(&group, &topic, 3),
         vec![Some(5), Some(0), Some(3)]
+    );
+    assert_eq!(
+        warnings(&run),
+        vec![format!(
+            "warning: {topic}:1 keeps its committed offset 0: only Kafka's OffsetDelete returns one partition \
+             to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
+             drop its other committed offsets too"
+        )]
+    );
+}
+
+/// A group that had committed nothing: its undo plan is all empty offsets, and applying it
+/// leaves the group with no committed offset at all (the group is deleted), so its consumers
+/// start where auto.offset.reset says again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_undo_plan_returns_a_new_group_to_no_offsets() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[6, 9]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.csv");
+
+    let run = reset(
+        &db,
+        &group,
+        &topic,
+        &[
+            "--to-offset",
+            "4",
+            "--execute",
+            "--undo-file",
+            undo.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[4, 4]));
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,\n{topic},1,\n")
+    );
+
+    let dry = apply_plan(&db, &group, &undo, &["--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(dry["partitions"][0]["new"], serde_json::Value::Null);
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[4, 4]));
+
+    let run = apply_plan(&db, &group, &undo, &["--execute"]).ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(broker.committed(&group, &topic, 2), vec![None, None]);
+    // auto.offset.reset=earliest: from the start, not from 4.
+    assert_eq!(
+        consumers_start(broker, &topic, &[&group], &[0, 1]),
+        vec![vec![0, 0]]
     );
 }
 

@@ -171,13 +171,18 @@ pub struct PlannedOffset {
     pub topic: String,
     pub partition: i32,
     pub current: Option<i64>,
-    pub new: i64,
+    /// `None`: no committed offset (a plan line with an empty offset, as undo plans write
+    /// for a partition the group had committed nothing for).
+    pub new: Option<i64>,
     pub log_start: i64,
     pub log_end: i64,
     /// Set when the wanted offset was outside the log and was moved to its edge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clamped_from: Option<i64>,
 }
+
+/// An offset, or none, per (topic, partition).
+pub type OffsetsByPartition = BTreeMap<(String, i32), Option<i64>>;
 
 /// Where each partition should go before clamping; `None` keeps the current offset.
 enum Target {
@@ -187,7 +192,7 @@ enum Target {
     Time(i64),
     Shift(i64),
     Inbox(BTreeMap<(String, i32), i64>),
-    Plan(BTreeMap<(String, i32), i64>),
+    Plan(OffsetsByPartition),
 }
 
 async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -305,7 +310,22 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                     Some(current) => Some(current.saturating_add(*shift)),
                     None => bail!("{topic}:{partition} has no committed offset to shift from; use --to-offset or --to-earliest"),
                 },
-                Target::Inbox(positions) | Target::Plan(positions) => positions.get(&key).copied(),
+                Target::Inbox(positions) => positions.get(&key).copied(),
+                Target::Plan(positions) => match positions.get(&key) {
+                    Some(None) => {
+                        plan.push(PlannedOffset {
+                            topic,
+                            partition,
+                            current,
+                            new: None,
+                            log_start,
+                            log_end,
+                            clamped_from: None,
+                        });
+                        continue;
+                    }
+                    found => found.copied().flatten(),
+                },
             };
             let Some(wanted) = wanted else {
                 continue;
@@ -315,7 +335,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 topic,
                 partition,
                 current,
-                new,
+                new: Some(new),
                 log_start,
                 log_end,
                 clamped_from: (new != wanted).then_some(wanted),
@@ -332,7 +352,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             p.clamped_from.unwrap_or_default(),
             p.log_start,
             p.log_end,
-            p.new
+            or_dash(p.new)
         ));
     }
     if let Target::Inbox(positions) = &target {
@@ -384,16 +404,18 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         return Ok(ExitStatus::Success);
     }
 
-    // The undo plan is written before anything changes.
+    // The undo plan is written before anything changes: each partition's offset before, or
+    // an empty offset where the group had committed nothing.
     let undo_path = args
         .undo_file
         .clone()
         .unwrap_or_else(|| default_undo_path(&args.group));
-    let restorable: Vec<(&str, i32, i64)> = plan
-        .iter()
-        .filter_map(|p| p.current.map(|c| (p.topic.as_str(), p.partition, c)))
-        .collect();
-    write_plan(&undo_path, restorable.iter().copied()).with_context(|| {
+    write_plan(
+        &undo_path,
+        plan.iter()
+            .map(|p| (p.topic.as_str(), p.partition, p.current)),
+    )
+    .with_context(|| {
         format!(
             "could not write the undo plan to {}; nothing changed",
             undo_path.display()
@@ -405,38 +427,55 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         args.group,
         undo_path.display()
     ));
-    if restorable.len() < plan.len() {
+    let had_none = plan.iter().any(|p| p.current.is_none());
+    if had_none && plan.iter().any(|p| p.current.is_some()) {
         output.warn(
-            "some partitions had no committed offset; the undo plan cannot restore 'none' for them",
+            "some partitions had no committed offset; the undo plan can return them to none only \
+             for a group left with no other committed offset",
         );
     }
 
-    let offsets: Vec<(String, i32, i64)> = plan
-        .iter()
-        .map(|p| (p.topic.clone(), p.partition, p.new))
-        .collect();
-    let after = block_in_place(|| -> anyhow::Result<BTreeMap<(String, i32), Option<i64>>> {
+    let mut plan = plan;
+    let (after, left) = block_in_place(|| -> anyhow::Result<(OffsetsByPartition, Vec<usize>)> {
         let client = kafka.group_client(&args.group)?;
-        kafka.commit(&client, &offsets).with_context(|| {
-            format!(
-                "could not commit the new offsets of group '{}' (is a consumer still in the group?)",
-                args.group
-            )
-        })?;
+        let offsets: Vec<(String, i32, i64)> = plan
+            .iter()
+            .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
+            .collect();
+        let left = forget_offsets(&kafka, &client, &args.group, &plan, offsets.is_empty())?;
+        if !offsets.is_empty() {
+            kafka.commit(&client, &offsets).with_context(|| {
+                    format!(
+                        "could not commit the new offsets of group '{}' (is a consumer still in the group?)",
+                        args.group
+                    )
+                })?;
+        }
         let keys: Vec<(String, i32)> = plan
             .iter()
             .map(|p| (p.topic.clone(), p.partition))
             .collect();
-        kafka.committed(&client, &keys)
+        Ok((kafka.committed(&client, &keys)?, left))
     })?;
+    for &index in &left {
+        let p = &mut plan[index];
+        output.warn(format!(
+            "{}:{} keeps its committed offset {}: only Kafka's OffsetDelete returns one partition \
+             to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
+             drop its other committed offsets too",
+            p.topic,
+            p.partition,
+            or_dash(p.current)
+        ));
+        p.new = p.current;
+    }
     let applied: Vec<PlannedOffset> = plan
         .iter()
         .map(|p| PlannedOffset {
             new: after
                 .get(&(p.topic.clone(), p.partition))
                 .copied()
-                .flatten()
-                .unwrap_or(-1),
+                .flatten(),
             ..p.clone()
         })
         .collect();
@@ -446,11 +485,54 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             "the committed offset of {}:{} reads back as {}, not {}",
             p.0.topic,
             p.0.partition,
-            p.0.new,
-            p.1.new
+            or_dash(p.0.new),
+            or_dash(p.1.new)
         );
     }
     Ok(ExitStatus::Success)
+}
+
+/// Returns the planned partitions with an empty offset to "no committed offset" where the
+/// group has one. Kafka does that for single partitions with OffsetDelete, which librdkafka's
+/// consumer API does not send; deleting the group (it is empty here) does it for all of them
+/// at once, so that is done when no committed offset of the group would be left: none
+/// outside these partitions and nothing to commit (`nothing_else`). Otherwise nothing is
+/// deleted, and the indexes into `plan` of the partitions left as they are come back.
+fn forget_offsets(
+    kafka: &Kafka,
+    client: &BaseConsumer,
+    group: &str,
+    plan: &[PlannedOffset],
+    nothing_else: bool,
+) -> anyhow::Result<Vec<usize>> {
+    let to_forget: Vec<usize> = (0..plan.len())
+        .filter(|&i| plan[i].new.is_none() && plan[i].current.is_some())
+        .collect();
+    if to_forget.is_empty() {
+        return Ok(Vec::new());
+    }
+    let forgotten: std::collections::BTreeSet<(&str, i32)> = plan
+        .iter()
+        .filter(|p| p.new.is_none())
+        .map(|p| (p.topic.as_str(), p.partition))
+        .collect();
+    let everywhere: Vec<(String, i32)> = kafka
+        .all_topics(client)?
+        .into_iter()
+        .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
+        .collect();
+    let others_remain =
+        kafka
+            .committed(client, &everywhere)?
+            .iter()
+            .any(|((topic, partition), offset)| {
+                offset.is_some() && !forgotten.contains(&(topic.as_str(), *partition))
+            });
+    if nothing_else && !others_remain {
+        kafka.delete_group(group)?;
+        return Ok(Vec::new());
+    }
+    Ok(to_forget)
 }
 
 /// `inboxctl-undo-GROUP-TIME.csv` in the working folder; a second reset of the group within
@@ -508,7 +590,7 @@ async fn inbox_positions(
 
 /// Reads `topic,partition,offset` lines (a header line is allowed). Errors name the line of
 /// the file, blank lines included.
-pub fn read_plan(path: &Path) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
+pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
     let text = std::fs::read(path)
         .with_context(|| format!("could not open the plan file {}", path.display()))?;
     let mut reader = csv::ReaderBuilder::new()
@@ -561,17 +643,18 @@ pub fn read_plan(path: &Path) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
                     &record[1]
                 )
             })?;
-        let offset: i64 = record[2]
-            .parse()
-            .ok()
-            .filter(|o: &i64| *o >= 0)
-            .with_context(|| {
-                format!(
-                    "{}:{line}: '{}' is not an offset",
-                    path.display(),
-                    &record[2]
-                )
-            })?;
+        // Empty: no committed offset.
+        let offset: Option<i64> = match &record[2] {
+            "" => None,
+            text => Some(
+                text.parse()
+                    .ok()
+                    .filter(|o: &i64| *o >= 0)
+                    .with_context(|| {
+                        format!("{}:{line}: '{text}' is not an offset", path.display())
+                    })?,
+            ),
+        };
         plan.insert((record[0].to_string(), partition), offset);
     }
     if plan.is_empty() {
@@ -582,13 +665,14 @@ pub fn read_plan(path: &Path) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
 
 pub fn write_plan<'a>(
     path: &Path,
-    rows: impl Iterator<Item = (&'a str, i32, i64)>,
+    rows: impl Iterator<Item = (&'a str, i32, Option<i64>)>,
 ) -> anyhow::Result<()> {
     let mut writer = csv::Writer::from_path(path)
         .with_context(|| format!("could not create {}", path.display()))?;
     writer.write_record(["topic", "partition", "offset"])?;
     for (topic, partition, offset) in rows {
-        writer.write_record([topic.to_string(), partition.to_string(), offset.to_string()])?;
+        let offset = offset.map(|o| o.to_string()).unwrap_or_default();
+        writer.write_record([topic.to_string(), partition.to_string(), offset])?;
     }
     writer
         .flush()
@@ -615,7 +699,10 @@ fn print_plan(
             &["topic", "partition", "offset"],
             &plan
                 .iter()
-                .map(|p| vec![p.topic.clone(), p.partition.to_string(), p.new.to_string()])
+                .map(|p| {
+                    let new = p.new.map(|o| o.to_string()).unwrap_or_default();
+                    vec![p.topic.clone(), p.partition.to_string(), new]
+                })
                 .collect::<Vec<_>>(),
         ),
         Format::Table => {
@@ -628,7 +715,7 @@ fn print_plan(
                     p.topic.clone(),
                     p.partition.to_string(),
                     or_dash(p.current),
-                    p.new.to_string(),
+                    or_dash(p.new),
                     p.log_start.to_string(),
                     p.log_end.to_string(),
                 ]);
@@ -647,14 +734,22 @@ mod tests {
     fn plans_round_trip_through_csv() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("plan.csv");
-        write_plan(&path, [("orders", 0, 5), ("orders", 2, 0)].into_iter()).unwrap();
+        let rows = [
+            ("orders", 0, Some(5)),
+            ("orders", 1, None),
+            ("orders", 2, Some(0)),
+        ];
+        write_plan(&path, rows.into_iter()).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            "topic,partition,offset\norders,0,5\norders,2,0\n"
+            "topic,partition,offset\norders,0,5\norders,1,\norders,2,0\n"
         );
         let plan = read_plan(&path).unwrap();
-        assert_eq!(plan.get(&("orders".to_string(), 0)), Some(&5));
-        assert_eq!(plan.len(), 2);
+        let read: Vec<(&str, i32, Option<i64>)> = plan
+            .iter()
+            .map(|((topic, partition), offset)| (topic.as_str(), *partition, *offset))
+            .collect();
+        assert_eq!(read, rows);
     }
 
     #[test]
