@@ -116,7 +116,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l format -d 'O
 json\t''
 csv\t''"
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l dry-run -d 'Count what would be deleted and delete nothing'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s y -l yes -d 'Do not ask for confirmation (required when not on a terminal, e.g. from cron)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s y -l yes -d 'Do not ask for confirmation (required when not on a terminal, e.g. from cron); the rows are then deleted without being counted first'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s q -l quiet -d 'Only errors and warnings on stderr (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -s h -l help -d 'Print help'

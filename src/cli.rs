@@ -192,7 +192,8 @@ pub struct PruneArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Do not ask for confirmation (required when not on a terminal, e.g. from cron)
+    /// Do not ask for confirmation (required when not on a terminal, e.g. from cron); the
+    /// rows are then deleted without being counted first
     #[arg(long, short = 'y')]
     pub yes: bool,
 
