@@ -444,12 +444,10 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             .collect();
         let left = forget_offsets(&kafka, &client, &args.group, &plan, offsets.is_empty())?;
         if !offsets.is_empty() {
+            let group = &args.group;
             kafka.commit(&client, &offsets).with_context(|| {
-                    format!(
-                        "could not commit the new offsets of group '{}' (is a consumer still in the group?)",
-                        args.group
-                    )
-                })?;
+                format!("could not commit the new offsets of group '{group}' (is a consumer still in the group?)")
+            })?;
         }
         let keys: Vec<(String, i32)> = plan
             .iter()
