@@ -1050,19 +1050,21 @@ async fn the_undo_plan_says_what_it_cannot_restore() {
         std::fs::read_to_string(&undo).unwrap(),
         format!("topic,partition,offset\n{topic},0,5\n{topic},1,\n{topic},2,3\n")
     );
+    let cannot = |keeps: &str| {
+        format!(
+            "warning: {topic}:1 {keeps} its committed offset 0: only Kafka's OffsetDelete returns one partition \
+             to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
+             drop its other committed offsets too"
+        )
+    };
+    let dry = apply_plan(&db, &group, &undo, &[]).ok();
+    assert_eq!(warnings(&dry), vec![cannot("would keep")]);
     let run = apply_plan(&db, &group, &undo, &["--execute"]).ok();
     assert_eq!(
         broker.committed(&group, &topic, 3),
         vec![Some(5), Some(0), Some(3)]
     );
-    assert_eq!(
-        warnings(&run),
-        vec![format!(
-            "warning: {topic}:1 keeps its committed offset 0: only Kafka's OffsetDelete returns one partition \
-             to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
-             drop its other committed offsets too"
-        )]
-    );
+    assert_eq!(warnings(&run), vec![cannot("keeps")]);
 }
 
 /// A group that had committed nothing: its undo plan is all empty offsets, and applying it
@@ -1098,10 +1100,17 @@ async fn the_undo_plan_returns_a_new_group_to_no_offsets() {
         format!("topic,partition,offset\n{topic},0,\n{topic},1,\n")
     );
 
-    let dry = apply_plan(&db, &group, &undo, &["--format", "json"])
-        .ok()
-        .json();
+    let dry = apply_plan(&db, &group, &undo, &["--format", "json"]).ok();
+    assert!(
+        dry.stderr.contains(&format!(
+            "--execute would delete group '{group}' to return its partitions to no committed offset: it would have no other"
+        )),
+        "{}",
+        dry.stderr
+    );
+    let dry = dry.json();
     assert_eq!(dry["partitions"][0]["new"], serde_json::Value::Null);
+    assert_eq!(dry["partitions"][1]["new"], serde_json::Value::Null);
     assert_eq!(broker.committed(&group, &topic, 2), at(&[4, 4]));
 
     let run = apply_plan(&db, &group, &undo, &["--execute"]).ok();

@@ -248,59 +248,60 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         ));
     }
 
-    let (state, plan) = block_in_place(|| -> anyhow::Result<(GroupState, Vec<PlannedOffset>)> {
-        let client = kafka.group_client(&args.group)?;
-        let mut partitions = Vec::new();
-        for entry in &named {
-            let existing = kafka.partitions(&client, &entry.topic)?;
-            let chosen = match &entry.partitions {
-                None => existing.clone(),
-                Some(chosen) => {
-                    for partition in chosen {
-                        if !existing.contains(partition) {
-                            bail!(
+    let (state, plan, forgetting) = block_in_place(
+        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting)> {
+            let client = kafka.group_client(&args.group)?;
+            let mut partitions = Vec::new();
+            for entry in &named {
+                let existing = kafka.partitions(&client, &entry.topic)?;
+                let chosen = match &entry.partitions {
+                    None => existing.clone(),
+                    Some(chosen) => {
+                        for partition in chosen {
+                            if !existing.contains(partition) {
+                                bail!(
                                 "partition {partition} of topic '{}' does not exist (it has partitions 0-{})",
                                 entry.topic,
                                 existing.len().saturating_sub(1)
                             );
+                            }
                         }
+                        chosen.clone()
                     }
-                    chosen.clone()
-                }
-            };
-            // A partition named twice (`-t orders -t orders:0`) is planned once.
-            for partition in chosen {
-                let key = (entry.topic.clone(), partition);
-                if !partitions.contains(&key) {
-                    partitions.push(key);
-                }
-            }
-        }
-        // After the metadata requests, as in group_offsets.
-        let state = kafka.group_state(&client, &args.group)?;
-        let committed = kafka.committed(&client, &partitions)?;
-        let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-        for (topic, partition) in &partitions {
-            topics.entry(topic).or_default().push(*partition);
-        }
-        let mut by_time: BTreeMap<(String, i32), Option<i64>> = BTreeMap::new();
-        let mut marks: BTreeMap<(String, i32), Watermarks> = BTreeMap::new();
-        for (topic, list) in topics {
-            if let Target::Time(at) = target {
-                for (partition, offset) in kafka.offsets_for_time(&client, topic, &list, at)? {
-                    by_time.insert((topic.to_string(), partition), offset);
+                };
+                // A partition named twice (`-t orders -t orders:0`) is planned once.
+                for partition in chosen {
+                    let key = (entry.topic.clone(), partition);
+                    if !partitions.contains(&key) {
+                        partitions.push(key);
+                    }
                 }
             }
-            for (partition, found) in kafka.watermarks_of(&client, topic, &list)? {
-                marks.insert((topic.to_string(), partition), found);
+            // After the metadata requests, as in group_offsets.
+            let state = kafka.group_state(&client, &args.group)?;
+            let committed = kafka.committed(&client, &partitions)?;
+            let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+            for (topic, partition) in &partitions {
+                topics.entry(topic).or_default().push(*partition);
             }
-        }
-        let mut plan = Vec::new();
-        for (topic, partition) in partitions {
-            let key = (topic.clone(), partition);
-            let Watermarks { log_start, log_end } = marks[&key];
-            let current = committed.get(&key).copied().flatten();
-            let wanted = match &target {
+            let mut by_time: BTreeMap<(String, i32), Option<i64>> = BTreeMap::new();
+            let mut marks: BTreeMap<(String, i32), Watermarks> = BTreeMap::new();
+            for (topic, list) in topics {
+                if let Target::Time(at) = target {
+                    for (partition, offset) in kafka.offsets_for_time(&client, topic, &list, at)? {
+                        by_time.insert((topic.to_string(), partition), offset);
+                    }
+                }
+                for (partition, found) in kafka.watermarks_of(&client, topic, &list)? {
+                    marks.insert((topic.to_string(), partition), found);
+                }
+            }
+            let mut plan = Vec::new();
+            for (topic, partition) in partitions {
+                let key = (topic.clone(), partition);
+                let Watermarks { log_start, log_end } = marks[&key];
+                let current = committed.get(&key).copied().flatten();
+                let wanted = match &target {
                 Target::Earliest => Some(log_start),
                 Target::Latest => Some(log_end),
                 Target::Offset(offset) => Some(*offset),
@@ -327,22 +328,24 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                     found => found.copied().flatten(),
                 },
             };
-            let Some(wanted) = wanted else {
-                continue;
-            };
-            let new = wanted.clamp(log_start, log_end);
-            plan.push(PlannedOffset {
-                topic,
-                partition,
-                current,
-                new: Some(new),
-                log_start,
-                log_end,
-                clamped_from: (new != wanted).then_some(wanted),
-            });
-        }
-        Ok((state, plan))
-    })?;
+                let Some(wanted) = wanted else {
+                    continue;
+                };
+                let new = wanted.clamp(log_start, log_end);
+                plan.push(PlannedOffset {
+                    topic,
+                    partition,
+                    current,
+                    new: Some(new),
+                    log_start,
+                    log_end,
+                    clamped_from: (new != wanted).then_some(wanted),
+                });
+            }
+            let forgetting = forgetting(&kafka, &client, &plan)?;
+            Ok((state, plan, forgetting))
+        },
+    )?;
 
     for p in plan.iter().filter(|p| p.clamped_from.is_some()) {
         output.warn(format!(
@@ -378,6 +381,19 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
     if !args.execute {
         print_plan(&args.group, &plan, false, &output)?;
+        match &forgetting {
+            Forgetting::DeleteGroup => output.note(format!(
+                "--execute would delete group '{}' to return its partitions to no committed offset: \
+                 it would have no other",
+                args.group
+            )),
+            Forgetting::Leave(left) => {
+                for p in left.iter().map(|&index| &plan[index]) {
+                    output.warn(cannot_forget(p, "would keep"));
+                }
+            }
+            Forgetting::Nothing => {}
+        }
         if state.is_active() {
             output.warn(format!(
                 "group '{}' is {} with active members: --execute would be refused until its consumers stop",
@@ -436,13 +452,15 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
 
     let mut plan = plan;
-    let (after, left) = block_in_place(|| -> anyhow::Result<(OffsetsByPartition, Vec<usize>)> {
+    let after = block_in_place(|| -> anyhow::Result<OffsetsByPartition> {
         let client = kafka.group_client(&args.group)?;
         let offsets: Vec<(String, i32, i64)> = plan
             .iter()
             .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
             .collect();
-        let left = forget_offsets(&kafka, &client, &args.group, &plan, offsets.is_empty())?;
+        if let Forgetting::DeleteGroup = forgetting {
+            kafka.delete_group(&args.group)?;
+        }
         if !offsets.is_empty() {
             let group = &args.group;
             kafka.commit(&client, &offsets).with_context(|| {
@@ -453,19 +471,14 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             .iter()
             .map(|p| (p.topic.clone(), p.partition))
             .collect();
-        Ok((kafka.committed(&client, &keys)?, left))
+        kafka.committed(&client, &keys)
     })?;
-    for &index in &left {
-        let p = &mut plan[index];
-        output.warn(format!(
-            "{}:{} keeps its committed offset {}: only Kafka's OffsetDelete returns one partition \
-             to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
-             drop its other committed offsets too",
-            p.topic,
-            p.partition,
-            or_dash(p.current)
-        ));
-        p.new = p.current;
+    if let Forgetting::Leave(left) = &forgetting {
+        for &index in left {
+            let p = &mut plan[index];
+            output.warn(cannot_forget(p, "keeps"));
+            p.new = p.current;
+        }
     }
     let applied: Vec<PlannedOffset> = plan
         .iter()
@@ -490,28 +503,37 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     Ok(ExitStatus::Success)
 }
 
-/// Returns the planned partitions with an empty offset to "no committed offset" where the
-/// group has one. Kafka does that for single partitions with OffsetDelete, which librdkafka's
-/// consumer API does not send; deleting the group (it is empty here) does it for all of them
-/// at once, so that is done when no committed offset of the group would be left: none
-/// outside these partitions and nothing to commit (`nothing_else`). Otherwise nothing is
-/// deleted, and the indexes into `plan` of the partitions left as they are come back.
-fn forget_offsets(
+/// What `--execute` does about the planned partitions with an empty offset ("no committed
+/// offset") where the group has one.
+enum Forgetting {
+    /// There are none.
+    Nothing,
+    /// Delete the group: no committed offset of it would be left.
+    DeleteGroup,
+    /// Leave these (indexes into the plan) at their offsets: others would remain.
+    Leave(Vec<usize>),
+}
+
+/// Kafka returns single partitions to "no committed offset" with OffsetDelete, which
+/// librdkafka's consumer API does not send. Deleting the group (empty whenever offsets are
+/// reset) does it for all of them at once, so that is the way when no committed offset of
+/// the group would be left: none outside these partitions and no number in the plan.
+fn forgetting(
     kafka: &Kafka,
     client: &BaseConsumer,
-    group: &str,
     plan: &[PlannedOffset],
-    nothing_else: bool,
-) -> anyhow::Result<Vec<usize>> {
+) -> anyhow::Result<Forgetting> {
     let to_forget: Vec<usize> = (0..plan.len())
         .filter(|&i| plan[i].new.is_none() && plan[i].current.is_some())
         .collect();
     if to_forget.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Forgetting::Nothing);
+    }
+    if plan.iter().any(|p| p.new.is_some()) {
+        return Ok(Forgetting::Leave(to_forget));
     }
     let forgotten: std::collections::BTreeSet<(&str, i32)> = plan
         .iter()
-        .filter(|p| p.new.is_none())
         .map(|p| (p.topic.as_str(), p.partition))
         .collect();
     let everywhere: Vec<(String, i32)> = kafka
@@ -519,18 +541,26 @@ fn forget_offsets(
         .into_iter()
         .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
         .collect();
-    let others_remain =
-        kafka
-            .committed(client, &everywhere)?
-            .iter()
-            .any(|((topic, partition), offset)| {
-                offset.is_some() && !forgotten.contains(&(topic.as_str(), *partition))
-            });
-    if nothing_else && !others_remain {
-        kafka.delete_group(group)?;
-        return Ok(Vec::new());
-    }
-    Ok(to_forget)
+    let committed = kafka.committed(client, &everywhere)?;
+    let others_remain = committed.iter().any(|((topic, partition), offset)| {
+        offset.is_some() && !forgotten.contains(&(topic.as_str(), *partition))
+    });
+    Ok(match others_remain {
+        true => Forgetting::Leave(to_forget),
+        false => Forgetting::DeleteGroup,
+    })
+}
+
+/// The warning for a partition that cannot return to "no committed offset".
+fn cannot_forget(p: &PlannedOffset, keeps: &str) -> String {
+    format!(
+        "{}:{} {keeps} its committed offset {}: only Kafka's OffsetDelete returns one partition \
+         to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
+         drop its other committed offsets too",
+        p.topic,
+        p.partition,
+        or_dash(p.current)
+    )
 }
 
 /// `inboxctl-undo-GROUP-TIME.csv` in the working folder; a second reset of the group within
