@@ -972,39 +972,40 @@ each_backend!(
     commands_on_a_missing_table_say_what_to_do,
 );
 
+/// `inboxctl prune --before BEFORE FLAGS` on a terminal (a pseudo-terminal `script` gives
+/// it), with `answer` typed in: the exit code and what the terminal showed.
+fn prune_on_a_terminal(db: &TestDb, before: &str, flags: &str, answer: &str) -> (i32, String) {
+    let binary = assert_cmd::cargo::cargo_bin("inboxctl");
+    let command_line = format!("'{}' prune --before '{before}' {flags}", binary.display());
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command_line, "/dev/null"])
+        .env("DATABASE_URL", &db.url)
+        .current_dir(db.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
 /// On a terminal prune asks before it deletes and draws a progress bar; the answer decides.
-/// `script` gives the command a terminal (a pseudo-terminal) and types the answer into it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_terminal_prune_asks_and_the_answer_decides() {
     let mut db = TestDb::new(Backend::Sqlite).await;
     let cutoff = seed_for_prune(&mut db).await;
     let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
     let rows_before = db.count("processed_messages").await;
-    let binary = assert_cmd::cargo::cargo_bin("inboxctl");
-    let (url, dir) = (db.url.clone(), db.dir.path().to_path_buf());
-    let on_a_terminal = |flags: &str, answer: &str| -> (i32, String) {
-        let command_line = format!("'{}' prune --before '{before}' {flags}", binary.display());
-        let mut child = std::process::Command::new("script")
-            .args(["-qec", &command_line, "/dev/null"])
-            .env("DATABASE_URL", &url)
-            .current_dir(&dir)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("script (util-linux) runs");
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(answer.as_bytes()).unwrap();
-        let output = child.wait_with_output().unwrap();
-        drop(stdin);
-        (
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-        )
-    };
 
-    let (code, screen) = on_a_terminal("", "n\n");
+    let (code, screen) = prune_on_a_terminal(&db, &before, "", "n\n");
     assert_eq!(code, 0, "{screen}");
     assert!(
         screen.contains("Delete 9 rows of processed_messages processed before"),
@@ -1013,7 +1014,7 @@ async fn on_a_terminal_prune_asks_and_the_answer_decides() {
     assert!(screen.contains("Nothing deleted."), "{screen}");
     assert_eq!(db.count("processed_messages").await, rows_before);
 
-    let (code, screen) = on_a_terminal("", "y\n");
+    let (code, screen) = prune_on_a_terminal(&db, &before, "", "y\n");
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("0/9 rows"), "no progress bar: {screen}");
     assert!(screen.contains("Deleted 9 rows in"), "{screen}");
@@ -1027,7 +1028,7 @@ async fn on_a_terminal_prune_asks_and_the_answer_decides() {
         row("b", "b-late-1", None, older),
     ])
     .await;
-    let (code, screen) = on_a_terminal("--yes", "");
+    let (code, screen) = prune_on_a_terminal(&db, &before, "--yes", "");
     assert_eq!(code, 0, "{screen}");
     assert!(!screen.contains("Delete 2 rows"), "asked: {screen}");
     assert!(screen.contains(" 0 rows ("), "no counter: {screen}");
@@ -1037,6 +1038,31 @@ async fn on_a_terminal_prune_asks_and_the_answer_decides() {
     );
     assert!(screen.contains("Deleted 2 rows in"), "{screen}");
     assert_eq!(db.count("processed_messages").await, rows_before - 9);
+}
+
+/// On PostgreSQL, an uncounted prune's progress bar takes its total from the planner's
+/// estimate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_prune_yes_shows_the_planners_estimate() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    let cutoff = seed_for_prune(&mut db).await;
+    db.exec("ANALYZE processed_messages").await;
+    let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let (code, screen) = prune_on_a_terminal(&db, &before, "--yes", "");
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("Deleted 9 rows in"), "{screen}");
+    // "0/N rows": a total, the estimate, drawn before the first batch.
+    let total = screen
+        .split(" rows (")
+        .next()
+        .and_then(|head| head.rsplit_once("0/"))
+        .map(|(_, total)| total.to_string());
+    assert!(
+        total
+            .as_deref()
+            .is_some_and(|t| t.parse::<u64>().is_ok_and(|n| n > 0)),
+        "no total from the estimate: {screen}"
+    );
 }
 
 /// compare --scan loads a PostgreSQL inbox as one newline-joined text per 50,000 ids of the

@@ -114,12 +114,10 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         });
     }
     // `auto` decides by the planner's estimate, which costs no reading of rows; page ranges
-    // also size their first batch by it.
-    let expected = match (args.strategy, extent) {
-        (PruneStrategy::Auto | PruneStrategy::Blocks, Some(_)) if args.max_rows.is_none() => {
-            store.estimated_older_rows(only.as_deref(), cutoff).await?
-        }
-        _ => None,
+    // size their first batch by it, and an uncounted run's progress bar its total.
+    let expected = match extent {
+        Some(_) => store.estimated_older_rows(only.as_deref(), cutoff).await?,
+        None => None,
     };
     let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
     output.debug(format!("prune strategy: {strategy:?}"));
@@ -203,7 +201,8 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 
     let started = Instant::now();
     // Without a count, the planner's estimate sizes the bar where there is one.
-    let progress = output.progress(rows_planned.or(expected), "rows");
+    let estimate = expected.map(|rows| args.max_rows.map_or(rows, |max| max.min(rows)));
+    let progress = output.progress(rows_planned.or(estimate), "rows");
     let deleting = Deleting {
         store: &store,
         cutoff,
