@@ -231,21 +231,24 @@ impl Kafka {
         Ok(partitions)
     }
 
-    /// Every topic in the cluster (internal ones excluded), with its partitions.
-    pub fn all_topics(&self, client: &BaseConsumer) -> anyhow::Result<BTreeMap<String, Vec<i32>>> {
+    /// Every partition of every topic in the cluster (internal ones excluded), by topic and
+    /// partition.
+    pub fn all_partitions(&self, client: &BaseConsumer) -> anyhow::Result<Vec<(String, i32)>> {
         let metadata = client
             .fetch_metadata(None, self.timeout())
             .map_err(|error| self.unreachable(error))?;
-        Ok(metadata
+        let mut partitions: Vec<(String, i32)> = metadata
             .topics()
             .iter()
             .filter(|t| !t.name().starts_with("__") && t.error().is_none())
-            .map(|t| {
-                let mut partitions: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
-                partitions.sort_unstable();
-                (t.name().to_string(), partitions)
+            .flat_map(|t| {
+                t.partitions()
+                    .iter()
+                    .map(|p| (t.name().to_string(), p.id()))
             })
-            .collect())
+            .collect();
+        partitions.sort_unstable();
+        Ok(partitions)
     }
 
     pub fn watermarks(
@@ -397,9 +400,7 @@ impl Kafka {
             .context("the group coordinator refused the new offsets")?;
         Ok(())
     }
-}
 
-impl Kafka {
     /// Deletes an empty group with everything it committed (Kafka's DeleteGroups): the one
     /// request that returns partitions to "no committed offset" without OffsetDelete. A group
     /// the coordinator no longer knows is already gone. Blocks: call it where blocking is

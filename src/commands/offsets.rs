@@ -46,11 +46,7 @@ pub fn group_offsets(
     topics: &[String],
 ) -> anyhow::Result<(GroupState, Vec<PartitionOffsets>)> {
     let candidates: Vec<(String, i32)> = if topics.is_empty() {
-        kafka
-            .all_topics(client)?
-            .into_iter()
-            .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
-            .collect()
+        kafka.all_partitions(client)?
     } else {
         let mut list = Vec::new();
         for topic in topics {
@@ -536,12 +532,7 @@ fn forgetting(
         .iter()
         .map(|p| (p.topic.as_str(), p.partition))
         .collect();
-    let everywhere: Vec<(String, i32)> = kafka
-        .all_topics(client)?
-        .into_iter()
-        .flat_map(|(topic, partitions)| partitions.into_iter().map(move |p| (topic.clone(), p)))
-        .collect();
-    let committed = kafka.committed(client, &everywhere)?;
+    let committed = kafka.committed(client, &kafka.all_partitions(client)?)?;
     let others_remain = committed.iter().any(|((topic, partition), offset)| {
         offset.is_some() && !forgotten.contains(&(topic.as_str(), *partition))
     });
