@@ -13,7 +13,7 @@ use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
-use crate::output::{confirm, table, Output};
+use crate::output::{confirm, or_dash, table, Output};
 use crate::store::{CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE};
 
 #[derive(Debug, Clone, Serialize)]
@@ -113,15 +113,6 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
             keep,
         });
     }
-    // `auto` decides by the planner's estimate, which costs no reading of rows; page ranges
-    // size their first batch by it, and an uncounted run's progress bar its total.
-    let expected = match extent {
-        Some(_) => store.estimated_older_rows(only.as_deref(), cutoff).await?,
-        None => None,
-    };
-    let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
-    output.debug(format!("prune strategy: {strategy:?}"));
-
     // The exact count is for what is read before anything goes: the dry run, the
     // confirmation, and with --group the rows kept for redelivery. Under --yes alone
     // nothing waits for it, and it would be a second pass over every old row before the
@@ -130,6 +121,19 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     // the first deleted was tried: it took the second core from the application's own
     // writes, whose latency it doubled (see the README's benchmarks).
     let counting = args.dry_run || !args.yes || args.group.is_some();
+    // `auto` decides by the planner's estimate, which costs no reading of rows; without a
+    // count, page ranges size their first batch by it and the progress bar its total.
+    let expected = match extent {
+        Some(_)
+            if (args.strategy == PruneStrategy::Auto && args.max_rows.is_none()) || !counting =>
+        {
+            store.estimated_older_rows(only.as_deref(), cutoff).await?
+        }
+        _ => None,
+    };
+    let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
+    output.debug(format!("prune strategy: {strategy:?}"));
+
     let (mut rows_matched, mut rows_planned) = (None, None);
     if counting {
         let counts = count_prunable(&store, cutoff, &consumers).await?;
@@ -511,14 +515,13 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
-    let deleted = |c: &ConsumerPrune| c.deleted.map_or_else(|| "-".to_string(), |d| d.to_string());
     if report.rows_matched.is_some() {
         let mut t = table(&["CONSUMER", "OLDER THAN CUTOFF", "DELETED"], &[1, 2]);
         for consumer in &report.consumers {
             t.add_row(vec![
                 consumer.consumer.clone(),
                 consumer.matched.unwrap_or(0).to_string(),
-                deleted(consumer),
+                or_dash(consumer.deleted),
             ]);
         }
         output.print(t.to_string());
@@ -526,7 +529,7 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         // Page ranges over several consumers know no consumer's share: then only the total.
         let mut t = table(&["CONSUMER", "DELETED"], &[1]);
         for consumer in &report.consumers {
-            t.add_row(vec![consumer.consumer.clone(), deleted(consumer)]);
+            t.add_row(vec![consumer.consumer.clone(), or_dash(consumer.deleted)]);
         }
         output.print(t.to_string());
     }
