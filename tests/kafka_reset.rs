@@ -33,6 +33,13 @@ fn reset(db: &TestDb, group: &str, topic: &str, rest: &[&str]) -> Run {
     inboxctl(db, broker(), &args)
 }
 
+/// `offsets reset --group GROUP --topic TOPIC TARGET… --execute --undo-file UNDO`.
+fn execute_with_undo(db: &TestDb, group: &str, topic: &str, target: &[&str], undo: &Path) -> Run {
+    let mut rest = target.to_vec();
+    rest.extend(["--execute", "--undo-file", undo.to_str().unwrap()]);
+    reset(db, group, topic, &rest)
+}
+
 /// `offsets reset --group GROUP --from-file PLAN` followed by `rest`.
 fn apply_plan(db: &TestDb, group: &str, plan: &Path, rest: &[&str]) -> Run {
     let plan = plan.to_str().unwrap();
@@ -592,18 +599,7 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
 
     let dir = tempfile::tempdir().unwrap();
     let undo = dir.path().join("undo.csv");
-    reset(
-        &db,
-        &group,
-        &topic,
-        &[
-            "--to-inbox",
-            "--execute",
-            "--undo-file",
-            undo.to_str().unwrap(),
-        ],
-    )
-    .ok();
+    execute_with_undo(&db, &group, &topic, &["--to-inbox"], &undo).ok();
     assert_eq!(
         broker.committed(&group, &topic, 4),
         vec![Some(8), Some(8), Some(6), None]
@@ -687,18 +683,7 @@ async fn execute_is_refused_while_a_member_is_polling() {
         (show["state"].as_str(), show["members"].as_i64()),
         (Some("Stable"), Some(1))
     );
-    let refused = reset(
-        &db,
-        &group,
-        &topic,
-        &[
-            "--to-earliest",
-            "--execute",
-            "--undo-file",
-            undo.to_str().unwrap(),
-        ],
-    )
-    .code(1);
+    let refused = execute_with_undo(&db, &group, &topic, &["--to-earliest"], &undo).code(1);
     assert_eq!(
         refused.stderr,
         format!(
@@ -907,18 +892,7 @@ async fn execute_writes_an_undo_plan_that_restores_the_previous_offsets() {
     let dir = tempfile::tempdir().unwrap();
     let undo = dir.path().join("undo.csv");
 
-    let run = reset(
-        &db,
-        &group,
-        &topic,
-        &[
-            "--to-latest",
-            "--execute",
-            "--undo-file",
-            undo.to_str().unwrap(),
-        ],
-    )
-    .ok();
+    let run = execute_with_undo(&db, &group, &topic, &["--to-latest"], &undo).ok();
     assert!(
         run.stderr.contains(&format!(
             "Undo plan written to {} (apply it with: inboxctl offsets reset --group {group} --from-file {} --execute)",
@@ -1026,18 +1000,7 @@ async fn the_undo_plan_says_what_it_cannot_restore() {
     let dir = tempfile::tempdir().unwrap();
     let undo = dir.path().join("undo.csv");
 
-    let run = reset(
-        &db,
-        &group,
-        &topic,
-        &[
-            "--to-earliest",
-            "--execute",
-            "--undo-file",
-            undo.to_str().unwrap(),
-        ],
-    )
-    .ok();
+    let run = execute_with_undo(&db, &group, &topic, &["--to-earliest"], &undo).ok();
     assert!(
         run.stderr.contains(
             "warning: some partitions had no committed offset; the undo plan can return them to none only for a group left with no other committed offset"
@@ -1080,19 +1043,7 @@ async fn the_undo_plan_returns_a_new_group_to_no_offsets() {
     let dir = tempfile::tempdir().unwrap();
     let undo = dir.path().join("undo.csv");
 
-    let run = reset(
-        &db,
-        &group,
-        &topic,
-        &[
-            "--to-offset",
-            "4",
-            "--execute",
-            "--undo-file",
-            undo.to_str().unwrap(),
-        ],
-    )
-    .ok();
+    let run = execute_with_undo(&db, &group, &topic, &["--to-offset", "4"], &undo).ok();
     assert_eq!(warnings(&run), Vec::<String>::new());
     assert_eq!(broker.committed(&group, &topic, 2), at(&[4, 4]));
     assert_eq!(
