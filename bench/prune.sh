@@ -27,6 +27,10 @@
 #   IDLE_SECONDS    how long the idle inserter runs before each phase (default 10)
 #   ORDER           alternate (default), prune-first or delete-first
 #   KEEP_DBS=1      keep the two bench databases afterwards
+#   SCHED=1         also print, for each window, the CPU time and the time spent waiting
+#                   for a CPU (the run queue) of the server's processes and the clients,
+#                   from /proc/PID/schedstat (the server must run on this machine; see
+#                   bench/schedstat.py)
 # Put ?sslmode=disable on BENCH_PG_ADMIN to measure without TLS on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +41,7 @@ ROUNDS=${ROUNDS:-4}
 ORDER=${ORDER:-alternate}
 BATCH=${BATCH:-}
 INBOXCTL=${INBOXCTL:-target/release/inboxctl}
+SCHED=${SCHED:-0}
 IDLE_SECONDS=${IDLE_SECONDS:-10}
 # Longest a phase may run before the inserter gives up (seconds): keeps pgbench bounded.
 MAX_PHASE_SECONDS=${MAX_PHASE_SECONDS:-1800}
@@ -59,6 +64,11 @@ log() { printf '==> %s\n' "$*" >&2; }
 for tool in psql pgbench awk sort; do
     command -v "$tool" >/dev/null || die "$tool is required"
 done
+case $SCHED in
+    0) ;;
+    1) command -v python3 >/dev/null || die "SCHED=1 needs python3" ;;
+    *) die "SCHED must be 0 or 1, not '$SCHED'" ;;
+esac
 [[ $ROWS =~ ^[0-9]+$ ]] && [ "$ROWS" -ge 2 ] && [ $((ROWS % 2)) -eq 0 ] ||
     die "ROWS must be an even number of at least 2, not '$ROWS'"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a whole number of at least 1, not '$ROUNDS'"
@@ -180,10 +190,23 @@ start_inserter() {
     INSERTER_PID=$!
     # Let the first pgbench connect before the phase starts.
     sleep 1
+    if [ "$SCHED" = 1 ]; then
+        python3 bench/schedstat.py "$url" "$WORK/$name/schedstat" &
+        PROBE_PID=$!
+        for _ in $(seq 1 500); do
+            [ -e "$WORK/$name/schedstat.ready" ] && break
+            kill -0 "$PROBE_PID" 2>/dev/null || die "bench/schedstat.py failed to start"
+            sleep 0.01
+        done
+    fi
 }
 
 stop_inserter() {
     local name=$1
+    if [ "$SCHED" = 1 ]; then
+        kill -TERM "$PROBE_PID"
+        wait "$PROBE_PID" || die "bench/schedstat.py failed"
+    fi
     touch "$WORK/stop.$name"
     wait "$INSERTER_PID"
     if [ -e "$WORK/$name/failed" ]; then
@@ -328,6 +351,11 @@ for round in $(seq 1 "$ROUNDS"); do
     round_row "$round" "${first%-first}" "$prune_wall ($prune_loop)" "$delete_wall ($delete_statement)" \
         "$ratio% ($inner_ratio%)" "$prune_p99 (${prune_vs_idle}x)" "$delete_p99 (${delete_vs_idle}x)" \
         "$prune_strategy, $prune_batches batches"
+    if [ "$SCHED" = 1 ]; then
+        for name in idle_prune prune idle_delete delete; do
+            sed "s/^/      $name: /" "$WORK/$name/schedstat"
+        done
+    fi
 done
 
 # median COLUMN: the median of that column of the rounds' results.
