@@ -92,11 +92,23 @@ pub struct Kafka {
     options: KafkaOpts,
 }
 
+/// The quoted values of `password="…"` options in a JAAS configuration
+/// (`sasl.jaas.config`, `… required username="u" password="p";`).
+fn jaas_passwords(config: &str) -> impl Iterator<Item = &str> {
+    config.split("password=").skip(1).filter_map(|rest| {
+        let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+        rest[1..].split(quote).next()
+    })
+}
+
 impl Kafka {
     pub fn new(options: &KafkaOpts) -> Kafka {
         for (key, value) in &options.properties {
             if key.contains("password") || key.contains("secret") {
                 register_secret(value);
+            }
+            if key.contains("jaas") {
+                jaas_passwords(value).for_each(register_secret);
             }
         }
         Kafka {
@@ -557,6 +569,16 @@ pub fn read_range<C>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jaas_passwords_are_found() {
+        let config = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p w";"#;
+        assert_eq!(jaas_passwords(config).collect::<Vec<_>>(), ["p w"]);
+        assert_eq!(
+            jaas_passwords("x password='a' password=\"b\" password=c").collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+    }
 
     #[test]
     fn properties_are_key_equals_value() {

@@ -13,8 +13,9 @@ use serde::Serialize;
 
 use crate::cli::{Format, GlobalOpts};
 
-/// Passwords seen in URLs this process was given. Any text printed is scrubbed of them, so a
-/// driver error that quotes a connection string cannot leak one.
+/// Passwords seen in URLs and settings this process was given. Any text printed is scrubbed
+/// of them where they stand as a password (see [`redact_secrets`]), so a driver error that
+/// quotes a connection string cannot leak one.
 static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 pub fn register_secret(secret: &str) {
@@ -31,15 +32,49 @@ pub fn register_secret(secret: &str) {
     }
 }
 
+/// Replaces each registered password by `***` where it stands as one: between `:` and `@`
+/// (a URL's user info) or after a label such as `password=`, `password: ` or `secret="`.
+/// Only there: a short password such as `1` or `postgres` is also part of addresses, counts
+/// and names, which must print as they are.
 pub fn redact_secrets(text: &str) -> String {
     let secrets = SECRETS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut text = text.to_string();
     for secret in secrets.iter() {
-        text = text.replace(secret.as_str(), "***");
+        text = redact_secret(&text, secret);
     }
     text
+}
+
+fn redact_secret(text: &str, secret: &str) -> String {
+    let mut redacted = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, _) in text.match_indices(secret) {
+        let end = at + secret.len();
+        if at >= copied && stands_as_password(&text[..at], &text[end..]) {
+            redacted.push_str(&text[copied..at]);
+            redacted.push_str("***");
+            copied = end;
+        }
+    }
+    redacted.push_str(&text[copied..]);
+    redacted
+}
+
+/// Whether text found between `before` and `after` is in a password's place.
+fn stands_as_password(before: &str, after: &str) -> bool {
+    if before.ends_with(':') && after.starts_with('@') {
+        return true;
+    }
+    let label = before.trim_end_matches(['=', ':', ' ', '"', '\'']);
+    if label.len() == before.len() {
+        return false;
+    }
+    let label = label.to_ascii_lowercase();
+    ["password", "passwd", "pwd", "secret"]
+        .iter()
+        .any(|word| label.ends_with(word))
 }
 
 fn percent_decode(text: &str) -> String {
@@ -195,6 +230,22 @@ mod tests {
         assert_eq!(
             redact_secrets(text),
             "postgres://app:***@db:5432/x failed; password *** rejected"
+        );
+    }
+
+    #[test]
+    fn a_password_is_scrubbed_only_where_it_stands_as_one() {
+        // Checked on one secret directly: the registered list is shared by every test.
+        let text = "server 127.0.0.1:5432 has 1000 rows; user '1'; postgres://u:1@h/d?password=1 \
+                    sasl.password=1 password: 1 secret=\"1\"";
+        assert_eq!(
+            redact_secret(text, "1"),
+            "server 127.0.0.1:5432 has 1000 rows; user '1'; postgres://u:***@h/d?password=*** \
+             sasl.password=*** password: *** secret=\"***\""
+        );
+        assert_eq!(
+            redact_secret(r#"{"consumer": "c0", "total_rows": 1000}"#, "c0"),
+            r#"{"consumer": "c0", "total_rows": 1000}"#
         );
     }
 }

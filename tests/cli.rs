@@ -228,6 +228,50 @@ async fn passwords_never_appear_in_any_output() {
     assert!(String::from_utf8_lossy(&outputs[11].stderr).contains("Access denied"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_is_hidden_where_it_stands_and_nowhere_else() {
+    let db = TestDb::new(Backend::Postgres).await;
+    let migrated = db.cmd().args(["migrate", "run"]).output().unwrap();
+    assert!(migrated.status.success());
+    // A password that is also the port: the port still prints, the password does not.
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.set_password(Some("5432")).unwrap();
+    let run = db
+        .cmd()
+        .env("DATABASE_URL", url.as_str())
+        .args(["inspect", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let database = report["database"].as_str().unwrap();
+    assert!(
+        database.starts_with("postgres://postgres:***@127.0.0.1:5432/"),
+        "{database}"
+    );
+    assert_eq!(report["total_rows"], 0);
+
+    // A password given as a query parameter.
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.query_pairs_mut().append_pair("password", "pa55-w0rd!");
+    let run = db
+        .cmd()
+        .env("DATABASE_URL", url.as_str())
+        .args(["-v", "inspect", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(stdout.contains("?password=***\""), "{stdout}");
+    assert!(stderr.contains("?password=***)"), "{stderr}");
+    for text in [stdout, stderr] {
+        assert!(!text.contains("pa55-w0rd"), "password leaked:\n{text}");
+    }
+}
+
 const COMPLETIONS: [(&str, &str); 5] = [
     ("bash", "inboxctl.bash"),
     ("zsh", "_inboxctl"),

@@ -235,6 +235,11 @@ impl DatabaseUrl {
         if let Some(password) = parsed.password() {
             register_secret(password);
         }
+        for (key, value) in parsed.query_pairs() {
+            if is_password_parameter(&key) {
+                register_secret(&value);
+            }
+        }
         // An IPv6 address without its URL brackets, as a socket address wants it.
         let host = match parsed.host() {
             Some(url::Host::Ipv6(address)) => address.to_string(),
@@ -292,14 +297,41 @@ impl fmt::Display for DatabaseUrl {
     }
 }
 
-/// The URL with any password replaced by `***`. Falls back to hiding everything between
-/// `://` and `@` when the text does not parse as a URL.
+/// A URL query parameter that carries a password (`?password=…`, libpq's `sslpassword`).
+fn is_password_parameter(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key.contains("password") || key == "pass" || key == "pwd"
+}
+
+/// The URL with any password, in its user info or its query, replaced by `***`. Falls back
+/// to hiding everything between `://` and `@` when the text does not parse as a URL.
 pub fn redact_url(text: &str) -> String {
     if let Ok(mut parsed) = url::Url::parse(text) {
+        let mut changed = false;
         if parsed.password().is_some() && parsed.set_password(Some("***")).is_ok() {
-            return parsed.to_string();
+            changed = true;
         }
-        return text.to_string();
+        if parsed
+            .query_pairs()
+            .any(|(key, _)| is_password_parameter(&key))
+        {
+            let pairs: Vec<(String, String)> = parsed
+                .query_pairs()
+                .map(|(key, value)| {
+                    let value = match is_password_parameter(&key) {
+                        true => "***".to_string(),
+                        false => value.into_owned(),
+                    };
+                    (key.into_owned(), value)
+                })
+                .collect();
+            parsed.query_pairs_mut().clear().extend_pairs(pairs);
+            changed = true;
+        }
+        return match changed {
+            true => parsed.to_string(),
+            false => text.to_string(),
+        };
     }
     match (text.find("://"), text.rfind('@')) {
         (Some(start), Some(at)) if at > start + 3 => {
@@ -1468,6 +1500,18 @@ mod tests {
             "PostgreSQL server db.example:6543 (database 'inbox', user 'app')"
         );
         assert_eq!(redact_url("mysql://a:b@c@host/db"), "mysql://a:***@host/db");
+        let url = DatabaseUrl::parse(
+            "postgres://app:pw1@db/inbox?sslmode=require&password=pw2&sslpassword=pw3",
+        )
+        .unwrap();
+        assert_eq!(
+            url.redacted,
+            "postgres://app:***@db/inbox?sslmode=require&password=***&sslpassword=***"
+        );
+        assert_eq!(
+            redact_url("mysql://root@db/inbox?password=pw"),
+            "mysql://root@db/inbox?password=***"
+        );
         assert_eq!(redact_url("not a url://x:y@z"), "not a url://***@z");
     }
 
