@@ -453,6 +453,57 @@ async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 0);
 }
 
+/// Ctrl-C during a long `--pause` stops prune then, not when the pause is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_interrupted_during_a_pause_stops_at_once() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let old = now_ms() - Duration::days(30);
+    let rows: Vec<_> = (0..20)
+        .map(|n| row("c", &format!("e{n:02}"), None, old))
+        .collect();
+    db.insert_rows(&rows).await;
+
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "3"])
+        .args(["--pause", "1h", "--format", "json"])
+        .env("DATABASE_URL", &db.url)
+        .current_dir(db.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first batch goes at once; then prune pauses for an hour.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.count("processed_messages").await == 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune never started deleting"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Well inside the hour: the pause gave way to Ctrl-C.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("prune still paused a minute after Ctrl-C");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let run = Run::from(child.wait_with_output().unwrap()).code(130);
+    let json = run.json();
+    assert_eq!(json["interrupted"], true);
+    assert_eq!(json["rows_deleted"], 3);
+    assert_eq!(json["batches"], 1);
+    assert_eq!(db.count("processed_messages").await, 17);
+}
+
 async fn commands_on_a_missing_table_say_what_to_do(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.store().await; // creates the SQLite file, but no table

@@ -311,6 +311,9 @@ fn choose_strategy(
     }
 }
 
+/// How long a pause sleeps at a time before it looks whether Ctrl-C asked to stop.
+const PAUSE_SLICE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// What both strategies share while they delete.
 struct Deleting<'a> {
     store: &'a Store,
@@ -328,7 +331,15 @@ impl Deleting<'_> {
     /// (which the report records).
     async fn stop_before_batch(&self, report: &mut PruneReport) -> bool {
         if report.batches > 0 && !self.pause.is_zero() {
-            tokio::time::sleep(self.pause).await;
+            // In slices, so that Ctrl-C during a long pause stops at once, not after it.
+            let resume = tokio::time::Instant::now() + self.pause;
+            while !self.stop.load(Ordering::SeqCst) {
+                let now = tokio::time::Instant::now();
+                if now >= resume {
+                    break;
+                }
+                tokio::time::sleep((resume - now).min(PAUSE_SLICE)).await;
+            }
         }
         if self.stop.load(Ordering::SeqCst) {
             report.interrupted = true;
