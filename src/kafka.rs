@@ -356,11 +356,14 @@ impl Kafka {
         timestamp_ms: i64,
     ) -> anyhow::Result<BTreeMap<i32, Option<i64>>> {
         let context = "could not look up offsets by time in";
+        // A time before 1970 is before every message, as 1970 itself is; a negative one would
+        // read as ListOffsets' special queries (-1 latest, -2 earliest), which librdkafka
+        // refuses here.
         self.list_offsets(
             client,
             topic,
             partitions,
-            Offset::Offset(timestamp_ms),
+            Offset::Offset(timestamp_ms.max(0)),
             context,
         )
     }

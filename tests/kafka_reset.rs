@@ -440,6 +440,20 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
         .map(|p| p["new"].as_i64().unwrap())
         .collect();
     assert_eq!(news, vec![5, 4, 3]);
+    // Before 1970, before every message: the log start.
+    for before_1970 in [
+        &["--to-datetime", "1969-12-31T00:00:00Z", "--format", "json"][..],
+        &["--by-duration", "100y", "--format", "json"],
+    ] {
+        let dry = reset(&db, &future, &topic, before_1970).ok();
+        let news: Vec<i64> = dry.json()["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["new"].as_i64().unwrap())
+            .collect();
+        assert_eq!(news, vec![0, 0, 0], "{before_1970:?}");
+    }
     let too_long = reset(&db, &future, &topic, &["--by-duration", "300000y"]).code(2);
     assert!(
         too_long.stderr.contains("--by-duration is too large"),
