@@ -2,17 +2,29 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeZone, Utc};
 
 /// `7d`, `36h`, `90s`, `2w 3d`: humantime's grammar, with a message that says what is expected.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim()).map_err(|error| {
-        format!("{error}; expected a positive duration such as 90s, 15m, 12h, 7d or 2w")
-    })
+    humantime::parse_duration(text.trim())
+        .map_err(|error| format!("{error}; expected a duration such as 90s, 15m, 12h, 7d or 2w"))
 }
 
-/// RFC 3339 (`2026-11-01T00:00:00Z`, any offset), or `YYYY-MM-DD[ HH:MM[:SS[.fff]]]` taken as UTC.
+/// RFC 3339 (`2026-11-01T00:00:00Z`, any offset), or `YYYY-MM-DD[ HH:MM[:SS[.fff]]]` taken as
+/// UTC; in the years 1000 to 9999, which every backend stores and compares as it should.
 pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
+    let parsed = parse_any_timestamp(text)?;
+    if !(1000..=9999).contains(&parsed.year()) {
+        return Err(format!(
+            "'{}' is in the year {}; expected a timestamp in the years 1000 to 9999",
+            text.trim(),
+            parsed.year()
+        ));
+    }
+    Ok(parsed)
+}
+
+fn parse_any_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
     let text = text.trim();
     if let Ok(parsed) = DateTime::parse_from_rfc3339(text) {
         return Ok(parsed.with_timezone(&Utc));
@@ -90,7 +102,7 @@ mod tests {
         for bad in ["7x", "-1d", "", "d7", "1.5.d"] {
             let message = parse_duration(bad).unwrap_err();
             assert!(
-                message.contains("expected a positive duration"),
+                message.contains("expected a duration such as"),
                 "{bad}: {message}"
             );
         }
@@ -115,6 +127,21 @@ mod tests {
         assert!(parse_timestamp("yesterday")
             .unwrap_err()
             .contains("RFC 3339"));
+    }
+
+    #[test]
+    fn timestamps_outside_the_years_databases_store_are_refused() {
+        for (text, year) in [("+10000-01-01", 10000), ("0999-12-31", 999)] {
+            let message = parse_timestamp(text).unwrap_err();
+            assert_eq!(
+                message,
+                format!("'{text}' is in the year {year}; expected a timestamp in the years 1000 to 9999")
+            );
+        }
+        assert!(parse_timestamp("9999-12-31 23:59:59").is_ok());
+        assert!(parse_timestamp("1000-01-01").is_ok());
+        // Kafka's times start in 1970; earlier ones find the log start (see kafka.rs).
+        assert!(parse_timestamp("1969-12-31").is_ok());
     }
 
     #[test]
