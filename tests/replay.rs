@@ -819,14 +819,21 @@ async fn replay_leaves_the_groups_committed_offsets_alone(backend: Backend) {
 
     // From the group's position: partition 2 has none, so it starts at the log start.
     let from_group = format!("committed:{group}");
-    let json = replay(
+    let run = replay(
         &db,
         &topic,
         "billing",
         &["--sql", &handler, "--from", &from_group],
     )
-    .ok()
-    .json();
+    .ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: group '{group}' has no committed offset for partition(s) 2 of '{topic}': those are replayed from the log start"
+        )),
+        "{}",
+        run.stderr
+    );
+    let json = run.json();
     assert_eq!(totals(&json), (16, 16, 0, 0, 0));
     assert_eq!(
         per_partition(&json),
@@ -847,6 +854,24 @@ async fn replay_leaves_the_groups_committed_offsets_alone(backend: Backend) {
         .collect();
     assert_eq!(balances(&mut db).await, expected_balances(&applied));
     assert_eq!(broker().committed(&group, &topic, 3), before);
+
+    // A group with no offsets on the topic (a typo, say) replays nothing.
+    let nosuch = unique("nosuch");
+    let refused = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", &format!("committed:{nosuch}")],
+    )
+    .code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "consumer group '{nosuch}' has no committed offset for topic '{topic}'"
+        )) && refused.stderr.contains("--from earliest"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(balances(&mut db).await, expected_balances(&applied));
 
     let json = replay(&db, &topic, "billing", &["--sql", &handler])
         .ok()

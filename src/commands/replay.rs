@@ -186,7 +186,7 @@ struct ExecHandler {
 
 pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let kafka = Kafka::new(&args.kafka);
-    let ranges = block_in_place(|| resolve_ranges(&kafka, &args))?;
+    let ranges = block_in_place(|| resolve_ranges(&kafka, &args, &output))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     store.require_inbox().await?;
     if !args.dry_run {
@@ -532,7 +532,11 @@ fn source_name(args: &ReplayArgs) -> String {
 }
 
 /// Fixes each partition's `[from, to)` when the command starts.
-fn resolve_ranges(kafka: &Kafka, args: &ReplayArgs) -> anyhow::Result<Vec<(i32, i64, i64)>> {
+fn resolve_ranges(
+    kafka: &Kafka,
+    args: &ReplayArgs,
+    output: &Output,
+) -> anyhow::Result<Vec<(i32, i64, i64)>> {
     let client = match &args.from {
         Start::Committed(group) => kafka.group_client(group)?,
         _ => kafka.reader(&[])?,
@@ -574,12 +578,36 @@ fn resolve_ranges(kafka: &Kafka, args: &ReplayArgs) -> anyhow::Result<Vec<(i32, 
         _ => None,
     };
     let committed = match &args.from {
-        Start::Committed(_) => {
+        Start::Committed(group) => {
             let keys: Vec<(String, i32)> = partitions
                 .iter()
                 .map(|p| (args.topic.clone(), *p))
                 .collect();
-            Some(kafka.committed(&client, &keys)?)
+            let committed = kafka.committed(&client, &keys)?;
+            // A mistyped group has no offsets either: replaying the whole topic for it would
+            // be the costliest way to find out.
+            let without: Vec<String> = committed
+                .iter()
+                .filter(|(_, offset)| offset.is_none())
+                .map(|((_, partition), _)| partition.to_string())
+                .collect();
+            if without.len() == committed.len() {
+                bail!(
+                    "consumer group '{group}' has no committed offset for topic '{}' on {}; \
+                     check the group's name (`inboxctl offsets show --group {group}`), or give \
+                     --from earliest to replay from the log start",
+                    args.topic,
+                    kafka.brokers()
+                );
+            }
+            if !without.is_empty() {
+                output.warn(format!(
+                    "group '{group}' has no committed offset for partition(s) {} of '{}': those are replayed from the log start",
+                    without.join(", "),
+                    args.topic
+                ));
+            }
+            Some(committed)
         }
         _ => None,
     };
