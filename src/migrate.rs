@@ -370,17 +370,22 @@ async fn revert_applied(
         } else {
             undo_one(connection, migration, &forget, run_sql).await
         }
-        .with_context(|| {
-            let hint = if migration.version == 2 {
-                "; the classic layout keys on event_id alone, so no event id may belong to \
-                 several consumers"
-            } else {
-                ""
+        .map_err(|error| {
+            // Only a key the classic layout cannot hold earns the hint; a read-only file or a
+            // lost connection is its own story.
+            let duplicate_ids = run_sql
+                && migration.version == 2
+                && error
+                    .as_database_error()
+                    .is_some_and(|e| e.kind() == sqlx::error::ErrorKind::UniqueViolation);
+            let hint = match duplicate_ids {
+                true => "; the classic layout keys on event_id alone, so no event id may belong to several consumers",
+                false => "",
             };
-            format!(
+            anyhow::Error::new(error).context(format!(
                 "reverting migration {} ({}) failed{hint}",
                 migration.version, migration.description
-            )
+            ))
         })?;
         steps.push(MigrationStep {
             version: migration.version,

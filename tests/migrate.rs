@@ -395,6 +395,25 @@ async fn revert_with_an_event_id_of_several_consumers(backend: Backend) {
     assert_eq!(db.count("inboxctl_migrations").await, 2);
     assert_eq!(db.count("processed_messages").await, 2);
 
+    // A revert that fails for another reason (a read-only file) says that, without the hint.
+    if backend == Backend::Sqlite {
+        let read_only = db
+            .cmd()
+            .env("DATABASE_URL", format!("{}?mode=ro", db.url))
+            .args(["migrate", "revert"])
+            .output()
+            .unwrap();
+        let read_only = Run::from(read_only).code(1);
+        assert!(
+            read_only.stderr.contains("reverting migration 2")
+                && read_only.stderr.contains("readonly database")
+                && !read_only.stderr.contains("several consumers"),
+            "{}",
+            read_only.stderr
+        );
+        assert_eq!(db.count("processed_messages").await, 2);
+    }
+
     // Down to 0 drops the table; the step through the classic key is not needed.
     let run = db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();
     assert!(
