@@ -521,7 +521,7 @@ async fn commands_on_a_missing_table_say_what_to_do(backend: Backend) {
             run.stderr
         );
     }
-    db.exec("CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL)").await;
+    db.exec("CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL, processed_at TIMESTAMP)").await;
     let classic = db.run(&["inspect"]).code(1);
     assert!(
         classic.stderr.contains("has the classic layout"),

@@ -425,7 +425,30 @@ async fn revert_with_an_event_id_of_several_consumers(backend: Backend) {
     assert_eq!(db.count("inboxctl_migrations").await, 0);
 }
 
+async fn a_foreign_table_of_the_inbox_name_is_left_alone(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.exec("CREATE TABLE processed_messages (id INTEGER PRIMARY KEY, message_id VARCHAR(100))")
+        .await;
+    db.exec("INSERT INTO processed_messages (id, message_id) VALUES (1, 'm')")
+        .await;
+    for args in [&["migrate", "run"][..], &["inspect"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(
+                "is not an inbox table: it lacks the column(s) consumer, event_id, processed_at"
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+        assert!(!refused.stderr.contains("classic processed_messages table"));
+    }
+    // Nothing was written: no bookkeeping, the table as it was.
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
 each_backend!(
+    a_foreign_table_of_the_inbox_name_is_left_alone,
     revert_with_an_event_id_of_several_consumers,
     migrated_schema_is_exactly_the_design,
     dry_run_prints_sql_and_changes_nothing,

@@ -81,6 +81,7 @@ async fn run_migrations(
     if dry_run {
         return print_plan(output, migrate::pending(store).await?, "apply");
     }
+    store.refuse_foreign_inbox_table().await?;
     if store.table_exists(INBOX_TABLE).await? && !store.column_exists(INBOX_TABLE, "topic").await? {
         let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
         output.note(format!(

@@ -613,6 +613,31 @@ impl Store {
         Ok(count > 0)
     }
 
+    /// Fails when a table of the inbox's name exists without the columns every inbox has,
+    /// the classic layout's included: it is some other table, which neither migrations nor
+    /// the commands may take for an inbox.
+    pub async fn refuse_foreign_inbox_table(&self) -> anyhow::Result<()> {
+        if !self.table_exists(INBOX_TABLE).await? {
+            return Ok(());
+        }
+        let mut missing = Vec::new();
+        for column in ["consumer", "event_id", "processed_at"] {
+            if !self.column_exists(INBOX_TABLE, column).await? {
+                missing.push(column);
+            }
+        }
+        if !missing.is_empty() {
+            bail!(
+                "table {INBOX_TABLE} in {} is not an inbox table: it lacks the column(s) {}; \
+                 inboxctl adopts only the classic layout (event_id, consumer, processed_at), so \
+                 rename that table or use another database",
+                self.url.endpoint,
+                missing.join(", ")
+            );
+        }
+        Ok(())
+    }
+
     /// Fails with a message that says what to do when the inbox table is missing or has not
     /// been migrated to the current layout.
     pub async fn require_inbox(&self) -> anyhow::Result<()> {
@@ -622,6 +647,7 @@ impl Store {
                 self.url.endpoint
             );
         }
+        self.refuse_foreign_inbox_table().await?;
         if !self.column_exists(INBOX_TABLE, "topic").await? {
             bail!(
                 "table {INBOX_TABLE} in {} has the classic layout (no topic/partition/offset); adopt it with `inboxctl migrate run`",
