@@ -121,6 +121,22 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
     assert_eq!(one["total_rows"], 2);
     assert_eq!(one["consumers"].as_array().unwrap().len(), 1);
     assert_eq!(one["partitions"].as_array().unwrap().len(), 1);
+    // A consumer with no rows (a typo, say) is not an empty inbox.
+    let warning = "warning: consumer 'shiping' has no rows in the inbox; `inboxctl inspect` \
+                   without --consumer lists the consumers it has";
+    let none = db.run(&["inspect", "--consumer", "shiping"]).ok();
+    assert!(
+        !none.stdout.contains("The inbox is empty"),
+        "{}",
+        none.stdout
+    );
+    assert!(none.stdout.contains(": 0 rows"), "{}", none.stdout);
+    assert!(none.stderr.contains(warning), "{}", none.stderr);
+    let none = db
+        .run(&["inspect", "--consumer", "shiping", "--format", "json"])
+        .ok();
+    assert_eq!(none.json()["total_rows"], 0);
+    assert!(none.stderr.contains(warning), "{}", none.stderr);
 
     // CSV is the partition listing.
     let csv = db.run(&["inspect", "--format", "csv"]).ok();

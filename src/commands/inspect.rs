@@ -57,6 +57,15 @@ fn age_object(buckets: [i64; 5]) -> serde_json::Map<String, serde_json::Value> {
         .collect()
 }
 
+/// `--consumer` with no rows: most often a mistyped name, which must not read as a clean inbox.
+fn warn_of_an_unknown_consumer<T>(args: &InspectArgs, consumers: &[T], output: &Output) {
+    if let (Some(consumer), true) = (&args.consumer, consumers.is_empty()) {
+        output.warn(format!(
+            "consumer '{consumer}' has no rows in the inbox; `inboxctl inspect` without --consumer lists the consumers it has"
+        ));
+    }
+}
+
 async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
     if args.estimate && output.format == Format::Csv {
@@ -79,6 +88,7 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
             store.backend
         ));
     }
+    warn_of_an_unknown_consumer(args, &consumers, output);
     let mut histogram = [0i64; 5];
     for stats in &consumers {
         for (slot, count) in histogram.iter_mut().zip(age_histogram(stats)) {
@@ -107,7 +117,9 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         Format::Table => {
             output.print(format!("{}: {total} rows", store.url.endpoint));
             if consumers.is_empty() {
-                output.print("The inbox is empty.");
+                if args.consumer.is_none() {
+                    output.print("The inbox is empty.");
+                }
                 return Ok(ExitStatus::Success);
             }
             let mut header = vec!["CONSUMER", "ROWS", "OLDEST (UTC)", "NEWEST (UTC)"];
@@ -181,6 +193,7 @@ async fn estimated_summary(
         Some(_) => consumers.iter().map(|c| c.rows).sum(),
         None => total,
     };
+    warn_of_an_unknown_consumer(args, &consumers, output);
     match output.format {
         Format::Json => output.print_json(&json!({
             "database": store.url.redacted,
@@ -196,7 +209,9 @@ async fn estimated_summary(
                 store.url.endpoint
             ));
             if consumers.is_empty() {
-                output.print("The inbox is empty.");
+                if args.consumer.is_none() {
+                    output.print("The inbox is empty.");
+                }
                 return Ok(ExitStatus::Success);
             }
             let mut consumer_table = table(
