@@ -1254,6 +1254,10 @@ async fn malformed_plan_files_are_refused_naming_the_line() {
             format!("{p}:1: '-1' is not a partition number"),
         ),
         (
+            format!("{topic},0,0\n{topic},1,0\n{topic},0,3\n"),
+            format!("{p}:3: {topic}:0 is given again, with another offset than on line 1; a plan names each partition once"),
+        ),
+        (
             "topic,partition,offset\n".to_string(),
             format!("the plan file {p} names no partitions"),
         ),
@@ -1301,6 +1305,32 @@ async fn malformed_plan_files_are_refused_naming_the_line() {
         Vec::<String>::new(),
         "no undo file for a refused plan"
     );
+
+    // --topic narrows a plan: what it leaves out is named, and leaving out all is refused.
+    std::fs::write(&plan, format!("{topic},0,0\n")).unwrap();
+    let only_1 = format!("{topic}:1");
+    let run = apply_plan(&db, &group, &plan, &["--topic", &only_1, "--execute"]).code(2);
+    assert!(
+        run.stderr.contains(
+            "none of the 1 partition(s) of the plan file is among those --topic names; drop --topic to apply the whole plan"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[1, 2]));
+    std::fs::write(&plan, format!("{topic},0,0\n{topic},1,0\n{topic},1,0\n")).unwrap();
+    let run = apply_plan(&db, &group, &plan, &["--topic", &only_1, "--execute"]).ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: --topic leaves out 1 partition(s) of the plan file: {topic}:0"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[1, 0]));
+    std::fs::write(&plan, format!("{topic},1,2\n")).unwrap();
+    apply_plan(&db, &group, &plan, &["--execute"]).ok();
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[1, 2]));
 }
 
 each_backend!(to_inbox_moves_each_partition_past_the_highest_processed_offset);

@@ -273,6 +273,27 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                     }
                 }
             }
+            // --topic narrows a plan file: say what it leaves out, and refuse to leave out all.
+            if let Target::Plan(positions) = &target {
+                let left_out: Vec<String> = positions
+                    .keys()
+                    .filter(|key| !partitions.contains(key))
+                    .map(|(topic, partition)| format!("{topic}:{partition}"))
+                    .collect();
+                if left_out.len() == positions.len() {
+                    return Err(crate::error::usage(format!(
+                        "none of the {} partition(s) of the plan file is among those --topic names; drop --topic to apply the whole plan",
+                        positions.len()
+                    )));
+                }
+                if !left_out.is_empty() {
+                    output.warn(format!(
+                        "--topic leaves out {} partition(s) of the plan file: {}",
+                        left_out.len(),
+                        left_out.join(", ")
+                    ));
+                }
+            }
             // After the metadata requests, as in group_offsets.
             let state = kafka.group_state(&client, &args.group)?;
             let committed = kafka.committed(&client, &partitions)?;
@@ -674,12 +695,26 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
                     })?,
             ),
         };
-        plan.insert((record[0].to_string(), partition), offset);
+        let key = (record[0].to_string(), partition);
+        match plan.get(&key) {
+            Some((earlier, earlier_line)) if *earlier != offset => bail!(
+                "{}:{line}: {}:{partition} is given again, with another offset than on line {earlier_line}; a plan names each partition once",
+                path.display(),
+                key.0
+            ),
+            Some(_) => {}
+            None => {
+                plan.insert(key, (offset, line));
+            }
+        }
     }
     if plan.is_empty() {
         bail!("the plan file {} names no partitions", path.display());
     }
-    Ok(plan)
+    Ok(plan
+        .into_iter()
+        .map(|(key, (offset, _))| (key, offset))
+        .collect())
 }
 
 pub fn write_plan<'a>(
