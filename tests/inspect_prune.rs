@@ -1026,7 +1026,59 @@ async fn partition_summary_counts_exactly_the_rows_from_an_offset(backend: Backe
     );
 }
 
+/// compare's count of the offsets a partition's rows account for: each offset once, however
+/// many rows share it, within `[from, to)`; and the rows in partitions a topic lacks.
+async fn distinct_offsets_count_each_offset_once(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for offset in [0, 1, 2, 4, 5, 6, 7, 8, 9] {
+        rows.push(row(
+            "c",
+            &format!("p0-{offset}"),
+            Some(("t", 0, offset)),
+            now,
+        ));
+    }
+    rows.push(row("c", "p0-4-again", Some(("t", 0, 4)), now));
+    rows.push(row("c", "p0-4-third", Some(("t", 0, 4)), now));
+    rows.push(row("c", "p0-12", Some(("t", 0, 12)), now));
+    rows.push(row("c", "p1", Some(("t", 1, 3)), now));
+    rows.push(row("c", "p5-2", Some(("t", 5, 2)), now));
+    rows.push(row("c", "p5-2-again", Some(("t", 5, 2)), now));
+    rows.push(row("c", "p3-0", Some(("t", 3, 0)), now));
+    rows.push(row("c", "p-negative", Some(("t", 0, 0)), now));
+    rows.push(row("c", "other-topic", Some(("u", 7, 3)), now));
+    rows.push(row("d", "other-consumer", Some(("t", 7, 3)), now));
+    db.insert_rows(&rows).await;
+    let partition = db.store().await.dialect.quote("partition");
+    db.exec(&format!(
+        "UPDATE processed_messages SET {partition} = -1 WHERE event_id = 'p-negative'"
+    ))
+    .await;
+    let store = db.store().await;
+    for ((from, to), expected) in [((0, 10), 9), ((3, 5), 1), ((4, 5), 1), ((0, 100), 10)] {
+        assert_eq!(
+            store.distinct_offsets("c", "t", 0, from, to).await.unwrap(),
+            expected,
+            "[{from}, {to})"
+        );
+    }
+    assert_eq!(store.distinct_offsets("c", "t", 9, 0, 10).await.unwrap(), 0);
+    // A topic of partitions 0 to 2 has no partition -1, 3 or 5.
+    assert_eq!(
+        store.rows_outside_partitions("c", "t", 2).await.unwrap(),
+        vec![(-1, 0), (3, 0), (5, 2), (5, 2)]
+    );
+    assert_eq!(
+        store.rows_outside_partitions("c", "t", 5).await.unwrap(),
+        vec![(-1, 0)]
+    );
+}
+
 each_backend!(
+    distinct_offsets_count_each_offset_once,
     partition_summary_counts_exactly_the_rows_from_an_offset,
     inspect_reports_exact_numbers,
     inspect_estimate_reads_the_statistics,

@@ -480,6 +480,198 @@ async fn compare_finds_orphans_after_the_topic_is_recreated(backend: Backend) {
     assert_eq!(json["orphans_total"], 7 + 8 + 8);
 }
 
+/// An inbox row of `group` at `partition`:`offset` of `topic`, beside what the service wrote.
+async fn extra_row(db: &mut TestDb, group: &str, topic: &str, event_id: &str, at: (i32, i64)) {
+    let seen = Seen {
+        event_id: event_id.to_string(),
+        partition: at.0,
+        offset: at.1,
+    };
+    record(
+        db.pool().await,
+        db.backend,
+        group.to_string(),
+        topic.to_string(),
+        seen,
+        true,
+    )
+    .await;
+}
+
+/// Two rows at one offset (a recreated topic reused it, or the event id's extraction
+/// changed) stand for one offset: they must not make up for an offset that has no row, nor
+/// repeat an offset among the pending or the orphans.
+async fn compare_counts_offsets_not_rows(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    // Partition 0: offset 3 committed, never processed. Partition 1: 6 and 7 processed, not
+    // committed.
+    scenario(&mut db, &topic, &group, &[], true, |seen| {
+        match (seen.partition, seen.offset) {
+            (0, 3) => Step::CommitNoProcess,
+            (1, 6) | (1, 7) => Step::ProcessNoCommit,
+            _ => Step::ProcessThenCommit,
+        }
+    })
+    .await;
+    // A second row at partition 0's offset 4, beside the missing 3: the offsets up to the
+    // committed 8 have as many rows as offsets, one of them is lost all the same.
+    extra_row(&mut db, &group, &topic, "again-0-4", (0, 4)).await;
+    let lost_only = inboxctl(
+        &db,
+        broker(),
+        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+    )
+    .code(3)
+    .json();
+    assert_eq!(
+        (
+            &lost_only["lost_total"],
+            &lost_only["orphans_total"],
+            &lost_only["partitions"][0]["lost"]
+        ),
+        (
+            &serde_json::json!(1),
+            &serde_json::json!(0),
+            &serde_json::json!([{"partition": 0, "offset": 3, "event_id": null}])
+        )
+    );
+    // A second row at partition 1's offset 7, pending; two rows at offset 12 of partition
+    // 2, past its end (8).
+    for (event_id, at) in [
+        ("again-1-7", (1, 7)),
+        ("past-2-12", (2, 12)),
+        ("past-again-2-12", (2, 12)),
+    ] {
+        extra_row(&mut db, &group, &topic, event_id, at).await;
+    }
+
+    for scan in [false, true] {
+        let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker(), &args).code(3).json();
+        let p = &json["partitions"];
+        let lost: Vec<i64> = p[0]["lost"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["offset"].as_i64().unwrap())
+            .collect();
+        assert_eq!(lost, vec![3], "scan: {scan}");
+        assert_eq!(
+            (&p[0]["lost_count"], &json["lost_total"]),
+            (&serde_json::json!(1), &serde_json::json!(1)),
+            "scan: {scan}"
+        );
+        // INBOX ROWS counts rows: 7 of the service and the second one at offset 4.
+        assert_eq!(p[0]["inbox_rows"], 8, "scan: {scan}");
+        assert_eq!(p[1]["committed"], 6);
+        assert_eq!(
+            (&p[1]["pending_redelivery"], &json["pending_total"]),
+            (&serde_json::json!([6, 7]), &serde_json::json!(2)),
+            "scan: {scan}"
+        );
+        assert_eq!(
+            (&p[2]["orphans"], &json["orphans_total"]),
+            (&serde_json::json!([12]), &serde_json::json!(1)),
+            "scan: {scan}"
+        );
+        for partition in 1..3 {
+            assert_eq!(p[partition]["lost_count"], 0, "scan: {scan}");
+        }
+    }
+
+    let table = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic]).code(3);
+    let rows = table.table_rows();
+    // PARTITION … INBOX ROWS, MAX INBOX OFFSET, PENDING, LOST, ORPHANS
+    assert_eq!(rows[0], ["0", "8", "0", "8", "8", "7", "0", "1", "0"]);
+    assert_eq!(rows[1], ["1", "6", "0", "8", "9", "7", "2", "0", "0"]);
+    assert_eq!(rows[2], ["2", "8", "0", "8", "10", "12", "0", "0", "1"]);
+    for line in [
+        "Lost in partition 0 (committed, never processed): 3\n",
+        "Pending redelivery in partition 1 (processed, not committed): offsets 6, 7\n",
+        "Orphans in partition 2 (inbox rows at or past the log end 8): offsets 12\n",
+        "FINDINGS: 1 lost, 1 orphaned; 2 pending redelivery",
+    ] {
+        assert!(table.stdout.contains(line), "{line}\n{}", table.stdout);
+    }
+}
+
+/// Rows in partitions the topic does not have (from another cluster, or a topic recreated
+/// with fewer partitions) point past any log end: orphans.
+async fn compare_finds_orphans_in_partitions_the_topic_lacks(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    scenario(&mut db, &topic, &group, &[], true, |_| {
+        Step::ProcessThenCommit
+    })
+    .await;
+    for (event_id, at) in [
+        ("p7-3", (7, 3)),
+        ("p7-3-again", (7, 3)),
+        ("p7-5", (7, 5)),
+        ("p-minus-1", (-1, 0)),
+    ] {
+        extra_row(&mut db, &group, &topic, event_id, at).await;
+    }
+    // Another consumer's and another topic's rows there are not this comparison's.
+    let other_topic = unique("other");
+    extra_row(&mut db, "someone-else", &topic, "x", (9, 1)).await;
+    extra_row(&mut db, &group, &other_topic, "y", (9, 1)).await;
+
+    for scan in [false, true] {
+        let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker(), &args).code(3).json();
+        let found: Vec<(i64, bool, i64, serde_json::Value)> = json["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["partition"].as_i64().unwrap(),
+                    p["in_topic"].as_bool().unwrap(),
+                    p["inbox_rows"].as_i64().unwrap(),
+                    p["orphans"].clone(),
+                )
+            })
+            .collect();
+        let none = serde_json::json!([]);
+        assert_eq!(
+            found,
+            vec![
+                (-1, false, 1, serde_json::json!([0])),
+                (0, true, 8, none.clone()),
+                (1, true, 8, none.clone()),
+                (2, true, 8, none.clone()),
+                (7, false, 3, serde_json::json!([3, 5])),
+            ],
+            "scan: {scan}"
+        );
+        assert_eq!(
+            (&json["orphans_total"], &json["lost_total"]),
+            (&serde_json::json!(3), &serde_json::json!(0)),
+            "scan: {scan}"
+        );
+    }
+    let table = inboxctl(&db, broker(), &["compare", "-g", &group, "-t", &topic]).code(3);
+    assert_eq!(
+        table.table_rows()[4],
+        ["7", "-", "0", "0", "3", "5", "0", "0", "2"]
+    );
+    for line in [
+        "Orphans in partition 7 (the topic has no such partition): offsets 3, 5\n",
+        "Orphans in partition -1 (the topic has no such partition): offsets 0\n",
+        "FINDINGS: 0 lost, 3 orphaned",
+    ] {
+        assert!(table.stdout.contains(line), "{line}\n{}", table.stdout);
+    }
+}
+
 async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
     safe_prune_case(backend, "auto").await;
 }
@@ -557,6 +749,8 @@ each_backend!(
     compare_scan_finds_producer_duplicates,
     compare_scan_on_rows_without_coordinates,
     compare_finds_orphans_after_the_topic_is_recreated,
+    compare_counts_offsets_not_rows,
+    compare_finds_orphans_in_partitions_the_topic_lacks,
     safe_prune_keeps_what_may_be_redelivered,
 );
 

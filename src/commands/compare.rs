@@ -4,11 +4,14 @@
 //!   restart redelivers them and the inbox absorbs them;
 //! - lost: below the committed offset and not in the inbox (committed, never processed);
 //! - duplicate deliveries (with `--scan`): one event id at several offsets;
-//! - orphans: inbox rows at or past the log end (wrong cluster, recreated topic).
+//! - orphans: inbox rows at or past the log end, or in a partition the topic does not have
+//!   (wrong cluster, recreated topic).
 //!
 //! Without `--scan` the comparison is by offset: an offset below the committed one with no
 //! inbox row counts as lost, so a producer duplicate (absorbed by the inbox under its first
-//! offset) also counts; `--scan` reads the topic and decides by event id.
+//! offset) also counts; `--scan` reads the topic and decides by event id. Findings are
+//! offsets, each once: two rows can share an offset (a recreated topic reused it, the event
+//! id's extraction changed), and one of them must not stand in for an offset with none.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hasher;
@@ -65,6 +68,9 @@ pub struct PartitionComparison {
     pub orphans: Vec<i64>,
     /// Messages in which no event id was found (with `--scan`).
     pub missing_event_id: i64,
+    /// False for a partition the topic does not have, where the inbox has rows: all of
+    /// them are orphans.
+    pub in_topic: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -170,6 +176,11 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
                     .await?,
                 );
             }
+            if has_coordinates {
+                partitions
+                    .extend(outside_partitions(&store, &consumer, &args.topic, &offsets).await?);
+                partitions.sort_by_key(|p| p.partition);
+            }
             Ok::<_, anyhow::Error>(partitions)
         };
         let scanning = async {
@@ -266,6 +277,7 @@ async fn compare_by_offsets(
         lost: Vec::new(),
         orphans: Vec::new(),
         missing_event_id: 0,
+        in_topic: true,
     };
     if !has_coordinates {
         return Ok(comparison);
@@ -275,9 +287,12 @@ async fn compare_by_offsets(
         .await?;
     comparison.inbox_rows = rows;
     comparison.max_inbox_offset = max;
-    comparison.orphans = store
-        .offsets_in_range(consumer, topic, p.partition, p.log_end, None)
-        .await?;
+    // Offsets, not rows: two rows at one offset are one offset to redeliver or to explain.
+    comparison.orphans = distinct(
+        store
+            .offsets_in_range(consumer, topic, p.partition, p.log_end, None)
+            .await?,
+    );
     // A group without a committed offset has committed nothing: nothing is lost, and all it
     // has processed would be delivered again.
     let committed = p
@@ -285,19 +300,23 @@ async fn compare_by_offsets(
         .unwrap_or(p.log_start)
         .clamp(p.log_start, p.log_end);
     if !scan {
-        comparison.pending_redelivery = store
-            .offsets_in_range(consumer, topic, p.partition, committed, Some(p.log_end))
-            .await?;
+        comparison.pending_redelivery = distinct(
+            store
+                .offsets_in_range(consumer, topic, p.partition, committed, Some(p.log_end))
+                .await?,
+        );
         if committed > p.log_start {
             let accounted = store
-                .offset_rows(consumer, topic, p.partition, p.log_start, Some(committed))
+                .distinct_offsets(consumer, topic, p.partition, p.log_start, committed)
                 .await?;
-            comparison.lost_count = (committed - p.log_start - accounted).max(0);
-            if comparison.lost_count > 0 {
+            if accounted < committed - p.log_start {
                 let present = store
                     .offsets_in_range(consumer, topic, p.partition, p.log_start, Some(committed))
                     .await?;
-                comparison.lost = missing_offsets(p.log_start, committed, &present, 10_000)
+                // Count and list from the same read, so they agree.
+                let (count, lost) = missing_offsets(p.log_start, committed, &present, 10_000);
+                comparison.lost_count = count;
+                comparison.lost = lost
                     .into_iter()
                     .map(|offset| LostEvent {
                         partition: p.partition,
@@ -311,22 +330,74 @@ async fn compare_by_offsets(
     Ok(comparison)
 }
 
-/// Offsets in `[from, to)` not in `present` (sorted), at most `limit` of them.
-pub fn missing_offsets(from: i64, to: i64, present: &[i64], limit: usize) -> Vec<i64> {
+/// Inbox rows of the consumer at the topic in partitions the topic does not have (below 0
+/// or past its last): orphans, one entry per such partition, the topic's log taken as empty.
+async fn outside_partitions(
+    store: &Store,
+    consumer: &str,
+    topic: &str,
+    offsets: &[PartitionOffsets],
+) -> anyhow::Result<Vec<PartitionComparison>> {
+    let Some(last) = offsets.iter().map(|p| p.partition).max() else {
+        return Ok(Vec::new());
+    };
+    let rows = store.rows_outside_partitions(consumer, topic, last).await?;
+    let mut partitions: Vec<PartitionComparison> = Vec::new();
+    for (partition, offset) in rows {
+        let partition = partition as i32;
+        if partitions.last().map(|p| p.partition) != Some(partition) {
+            partitions.push(PartitionComparison {
+                partition,
+                committed: None,
+                log_start: 0,
+                log_end: 0,
+                inbox_rows: 0,
+                max_inbox_offset: None,
+                pending_redelivery: Vec::new(),
+                lost_count: 0,
+                lost: Vec::new(),
+                orphans: Vec::new(),
+                missing_event_id: 0,
+                in_topic: false,
+            });
+        }
+        let p = partitions.last_mut().expect("pushed above");
+        p.inbox_rows += 1;
+        p.max_inbox_offset = Some(offset);
+        if p.orphans.last() != Some(&offset) {
+            p.orphans.push(offset);
+        }
+    }
+    Ok(partitions)
+}
+
+/// The offsets of a sorted list, each once.
+fn distinct(mut offsets: Vec<i64>) -> Vec<i64> {
+    offsets.dedup();
+    offsets
+}
+
+/// Offsets in `[from, to)` not in `present` (sorted, repeats allowed): how many, and the
+/// first `limit` of them.
+pub fn missing_offsets(from: i64, to: i64, present: &[i64], limit: usize) -> (i64, Vec<i64>) {
     let mut missing = Vec::new();
+    let mut count = 0;
+    let mut gap = |start: i64, end: i64, missing: &mut Vec<i64>| {
+        count += end - start;
+        let room = limit.saturating_sub(missing.len()) as i64;
+        missing.extend(start..end.min(start.saturating_add(room)));
+    };
     let mut next = from;
     for &offset in present.iter().filter(|o| **o >= from && **o < to) {
-        while next < offset && missing.len() < limit {
-            missing.push(next);
-            next += 1;
+        if next < offset {
+            gap(next, offset, &mut missing);
         }
         next = next.max(offset + 1);
     }
-    while next < to && missing.len() < limit {
-        missing.push(next);
-        next += 1;
+    if next < to {
+        gap(next, to, &mut missing);
     }
-    missing
+    (count, missing)
 }
 
 #[derive(Default)]
@@ -930,7 +1001,13 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
                 limited(p.pending_redelivery.iter().map(i64::to_string).collect())
             ));
         }
-        if !p.orphans.is_empty() {
+        if !p.orphans.is_empty() && !p.in_topic {
+            output.print(format!(
+                "Orphans in partition {} (the topic has no such partition): offsets {}",
+                p.partition,
+                limited(p.orphans.iter().map(i64::to_string).collect())
+            ));
+        } else if !p.orphans.is_empty() {
             output.print(format!(
                 "Orphans in partition {} (inbox rows at or past the log end {}): offsets {}",
                 p.partition,
@@ -991,13 +1068,24 @@ mod tests {
 
     #[test]
     fn missing_offsets_are_the_gaps() {
-        assert_eq!(missing_offsets(0, 6, &[0, 2, 3, 5], 100), vec![1, 4]);
-        assert_eq!(missing_offsets(3, 6, &[], 100), vec![3, 4, 5]);
+        assert_eq!(missing_offsets(0, 6, &[0, 2, 3, 5], 100), (2, vec![1, 4]));
+        assert_eq!(missing_offsets(3, 6, &[], 100), (3, vec![3, 4, 5]));
+        assert_eq!(missing_offsets(3, 6, &[1, 3, 4, 5, 9], 100), (0, vec![]));
+        // The count goes on past the listed ones.
+        assert_eq!(missing_offsets(0, 100, &[], 3), (100, vec![0, 1, 2]));
+        assert_eq!(missing_offsets(0, 10, &[1, 5], 2), (8, vec![0, 2]));
+    }
+
+    /// Two rows at one offset account for that offset only: the gap beside them stays.
+    #[test]
+    fn rows_sharing_an_offset_count_once() {
+        let present = [0, 1, 2, 4, 4, 5, 6, 7, 8, 9];
+        assert_eq!(missing_offsets(0, 10, &present, 100), (1, vec![3]));
         assert_eq!(
-            missing_offsets(3, 6, &[1, 3, 4, 5, 9], 100),
-            Vec::<i64>::new()
+            missing_offsets(0, 10, &[2, 2, 2, 7, 7], 3),
+            (8, vec![0, 1, 3])
         );
-        assert_eq!(missing_offsets(0, 100, &[], 3), vec![0, 1, 2]);
+        assert_eq!(distinct(vec![6, 7, 7, 8, 9, 9]), vec![6, 7, 8, 9]);
     }
 
     #[test]

@@ -1226,19 +1226,79 @@ impl Store {
             .with_context(|| format!("could not count inbox rows of {topic}:{partition}"))
     }
 
-    /// How many rows of a consumer at one topic partition have `from <= offset < to`.
-    pub async fn offset_rows(
+    /// How many distinct offsets in `from <= offset < to` hold at least one row of a consumer
+    /// at one topic partition. Two rows can share an offset (a recreated topic that reused
+    /// its offsets, a change of the event id's extraction), so counting rows could let one
+    /// of them stand in for an offset that has none. The DISTINCT reads the coordinates
+    /// index in order and drops repeats as it goes (PostgreSQL: Unique over an index-only
+    /// scan), in constant memory; `COUNT(DISTINCT …)` sorts its input on PostgreSQL before
+    /// 16 and spills to disk past `work_mem`.
+    pub async fn distinct_offsets(
         &self,
         consumer: &str,
         topic: &str,
         partition: i32,
         from: i64,
-        to: Option<i64>,
+        to: i64,
     ) -> anyhow::Result<i64> {
-        let rows = self
-            .coordinates_aggregate("COUNT(*)", consumer, topic, partition, from, to)
-            .await?;
-        Ok(rows.unwrap_or(0))
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT {} FROM (SELECT DISTINCT {offset} FROM {INBOX_TABLE}",
+            (d.bigint)("COUNT(*)")
+        ));
+        self.push_coordinates_filter(&mut sql, true);
+        sql.push(") present");
+        let text = sql.build();
+        let query = sqlx::query_scalar::<_, i64>(&text);
+        bind_coordinates(query, consumer, topic, partition, from, Some(to))
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| format!("could not count inbox offsets of {topic}:{partition}"))
+    }
+
+    /// The (partition, offset) of a consumer's rows at a topic in partitions below 0 or above
+    /// `last_partition`, which a topic of partitions 0 to `last_partition` does not have;
+    /// ordered. Two ranges at the ends of the topic's part of the coordinates index.
+    pub async fn rows_outside_partitions(
+        &self,
+        consumer: &str,
+        topic: &str,
+        last_partition: i32,
+    ) -> anyhow::Result<Vec<(i64, i64)>> {
+        let d = self.dialect;
+        let (partition, offset) = (d.quote("partition"), d.quote("offset"));
+        let mut sql = self.sql();
+        for (n, condition) in ["< 0", "> "].iter().enumerate() {
+            if n > 0 {
+                sql.push(" UNION ALL ");
+            }
+            sql.push(&format!(
+                "SELECT {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
+                (d.bigint)(&partition),
+                (d.bigint)(&offset)
+            ))
+            .param()
+            .push(" AND topic = ")
+            .param()
+            .push(&format!(
+                " AND {offset} IS NOT NULL AND {partition} {condition}"
+            ));
+            if n > 0 {
+                sql.param();
+            }
+        }
+        sql.push(" ORDER BY 1, 2");
+        sqlx::query_as(&sql.build())
+            .bind(consumer)
+            .bind(topic)
+            .bind(consumer)
+            .bind(topic)
+            .bind(last_partition)
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("could not read inbox rows of {topic} outside its partitions"))
     }
 
     async fn coordinates_aggregate(
