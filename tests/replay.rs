@@ -1841,6 +1841,71 @@ async fn odd_ranges_end_cleanly(backend: Backend) {
         "{}",
         run.stderr
     );
+    // Starts per partition and --partition must agree, and a partition has one start.
+    for (from, partition, message) in [
+        (
+            "1:3",
+            "0",
+            "error: --from gives partition 1 a start, but --partition leaves it out",
+        ),
+        ("0:3", "0", ""),
+        (
+            "0:3,1:0",
+            "2",
+            "error: --from gives partition 0 a start, but --partition leaves it out",
+        ),
+        (
+            "0:3",
+            "1",
+            "error: --from gives partition 0 a start, but --partition leaves it out",
+        ),
+        ("0:5,0:6", "0", "partition 0 is given two starts, 5 and 6"),
+    ] {
+        let args = [
+            "--sql",
+            &handler,
+            "--from",
+            from,
+            "-p",
+            partition,
+            "--dry-run",
+        ];
+        let run = replay(&db, &topic, "billing", &args);
+        if message.is_empty() {
+            run.ok();
+            continue;
+        }
+        let run = run.code(2);
+        assert!(
+            run.stderr.contains(message),
+            "{from} -p {partition}: {}",
+            run.stderr
+        );
+    }
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--from",
+            "0:3",
+            "-p",
+            "0",
+            "-p",
+            "1",
+            "--dry-run",
+        ],
+    )
+    .code(2);
+    assert!(
+        run.stderr.contains(
+            "error: --partition 1 has no start in --from; give it one (1:OFFSET) or leave it out"
+        ),
+        "{}",
+        run.stderr
+    );
     // A partition or topic that does not exist.
     let run = replay(&db, &topic, "billing", &["--sql", &handler, "-p", "7"]).code(1);
     assert!(

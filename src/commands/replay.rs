@@ -69,16 +69,26 @@ pub fn parse_start(text: &str) -> Result<Start, String> {
     if let Ok(offset) = text.parse::<i64>() {
         return Ok(Start::Offset(offset));
     }
-    let per_partition: Option<BTreeMap<i32, i64>> = text
+    let per_partition: Option<Vec<(i32, i64)>> = text
         .split(',')
         .map(|pair| {
             let (p, o) = pair.split_once(':')?;
             Some((p.trim().parse::<i32>().ok()?, o.trim().parse::<i64>().ok()?))
         })
         .collect();
-    if let Some(map) =
-        per_partition.filter(|m| m.keys().all(|p| *p >= 0) && m.values().all(|o| *o >= 0))
+    if let Some(pairs) = per_partition.filter(|pairs| pairs.iter().all(|(p, o)| *p >= 0 && *o >= 0))
     {
+        let mut map = BTreeMap::new();
+        for (partition, offset) in pairs {
+            match map.insert(partition, offset) {
+                Some(earlier) if earlier != offset => {
+                    return Err(format!(
+                        "partition {partition} is given two starts, {earlier} and {offset}"
+                    ))
+                }
+                _ => {}
+            }
+        }
         return Ok(Start::PerPartition(map));
     }
     parse_timestamp(text).map(Start::Time).map_err(|_| {
@@ -541,6 +551,20 @@ fn resolve_ranges(
         Start::Committed(group) => kafka.group_client(group)?,
         _ => kafka.reader(&[])?,
     };
+    // Starts per partition and --partition must name the same partitions: either left out
+    // silently would replay another range than the one typed.
+    if let (Start::PerPartition(map), false) = (&args.from, args.partition.is_empty()) {
+        if let Some(partition) = map.keys().find(|p| !args.partition.contains(p)) {
+            return Err(usage(format!(
+                "--from gives partition {partition} a start, but --partition leaves it out"
+            )));
+        }
+        if let Some(partition) = args.partition.iter().find(|p| !map.contains_key(p)) {
+            return Err(usage(format!(
+                "--partition {partition} has no start in --from; give it one ({partition}:OFFSET) or leave it out"
+            )));
+        }
+    }
     let existing = kafka.partitions(&client, &args.topic)?;
     let mut partitions: Vec<i32> = if args.partition.is_empty() {
         match &args.from {
@@ -1304,6 +1328,14 @@ mod tests {
             .contains("expected earliest"));
         assert!(parse_start("-7x").is_err());
         assert!(parse_start("committed:").is_err());
+        assert_eq!(
+            parse_start("0:5,0:6").unwrap_err(),
+            "partition 0 is given two starts, 5 and 6"
+        );
+        assert_eq!(
+            parse_start("0:5,1:2,0:5").unwrap(),
+            Start::PerPartition(BTreeMap::from([(0, 5), (1, 2)]))
+        );
     }
 
     #[test]
