@@ -170,8 +170,43 @@ impl Output {
     }
 }
 
+/// A table for people. Its cells show control characters escaped (`\n`, `\t`, `\u{1b}`):
+/// a consumer or event id holding a newline would otherwise draw as two rows, and an escape
+/// sequence would reach the terminal.
+pub struct TextTable(Table);
+
+impl TextTable {
+    pub fn add_row<S: AsRef<str>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Self {
+        let cells: Vec<String> = cells
+            .into_iter()
+            .map(|cell| printable(cell.as_ref()))
+            .collect();
+        self.0.add_row(cells);
+        self
+    }
+}
+
+impl std::fmt::Display for TextTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// `text` with its control characters written as Rust escapes, the rest as it is.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 /// A table in the one style every command uses; numeric columns are right-aligned.
-pub fn table(header: &[&str], right_aligned: &[usize]) -> Table {
+pub fn table(header: &[&str], right_aligned: &[usize]) -> TextTable {
     let mut table = Table::new();
     // Fit a terminal's width; never wrap cells when piped, so lines stay whole for grep.
     let arrangement = if std::io::stdout().is_terminal() {
@@ -193,7 +228,7 @@ pub fn table(header: &[&str], right_aligned: &[usize]) -> Table {
             column.set_cell_alignment(CellAlignment::Right);
         }
     }
-    table
+    TextTable(table)
 }
 
 /// The text shown for a missing value in tables and CSV.
@@ -231,6 +266,19 @@ mod tests {
             redact_secrets(text),
             "postgres://app:***@db:5432/x failed; password *** rejected"
         );
+    }
+
+    #[test]
+    fn table_cells_show_control_characters_escaped() {
+        assert_eq!(printable("plain, ünïcode"), "plain, ünïcode");
+        assert_eq!(
+            printable("new\nline\tand \u{1b}[31m"),
+            "new\\nline\\tand \\u{1b}[31m"
+        );
+        let mut table = table(&["CONSUMER", "ROWS"], &[1]);
+        table.add_row(["a\nb", "1"]);
+        assert_eq!(table.to_string().lines().count(), 5, "{table}");
+        assert!(table.to_string().contains("a\\nb"), "{table}");
     }
 
     #[test]
