@@ -36,6 +36,28 @@ fn unknown_scheme_is_a_usage_error_listing_the_supported_ones() {
 }
 
 #[test]
+fn a_bad_url_parameter_is_a_usage_error_said_once() {
+    for (url, shown) in [
+        (
+            "postgres://postgres:topsecret@127.0.0.1:5432/test?sslmode=bogus",
+            "postgres://postgres:***@127.0.0.1:5432/test?sslmode=bogus",
+        ),
+        (
+            "mysql://root@127.0.0.1:3306/test?ssl-mode=bogus",
+            "mysql://root@127.0.0.1:3306/test?ssl-mode=bogus",
+        ),
+    ] {
+        let run = inboxctl(&["inspect", "--database-url", url]).code(2);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: invalid database URL '{shown}': unknown value \"bogus\" for `ssl_mode`\n"
+            )
+        );
+    }
+}
+
+#[test]
 fn unreachable_servers_are_named_by_host_and_port() {
     for url in [
         "postgres://app:topsecret@127.0.0.1:1/inbox",

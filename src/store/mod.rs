@@ -545,6 +545,15 @@ impl Store {
         match pool.acquire().await {
             Ok(_) => {}
             Err(sqlx::Error::PoolTimedOut) => return Err(connect_timed_out(url, timeout)),
+            // The driver reads some of the URL's parameters only now (`sslmode=…`).
+            Err(sqlx::Error::Configuration(error)) => {
+                let error = error.to_string();
+                return Err(usage(format!(
+                    "invalid database URL '{}': {}",
+                    url.redacted,
+                    error.trim_start_matches("error with configuration: ")
+                )));
+            }
             Err(error) => return Err(unreachable(error.into())),
         }
         Ok(Store {
