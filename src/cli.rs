@@ -86,7 +86,7 @@ pub struct DatabaseOpts {
     pub database_url: String,
 
     /// Give up connecting after this long (e.g. 5s, 1m)
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::time::parse_timeout)]
     pub connect_timeout: Duration,
 }
 

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::error::usage;
 use crate::output::register_secret;
-use crate::time::parse_duration;
+use crate::time::parse_timeout;
 
 mod batch;
 
@@ -44,7 +44,7 @@ pub struct KafkaOpts {
     pub properties: Vec<(String, String)>,
 
     /// Give up on any one broker call after this long
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
     pub kafka_timeout: Duration,
 }
 

@@ -10,6 +10,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|error| format!("{error}; expected a duration such as 90s, 15m, 12h, 7d or 2w"))
 }
 
+/// A duration that must not be zero: a timeout of nothing fails every call.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        zero if zero.is_zero() => {
+            Err("a timeout of 0 would fail every call; expected a duration such as 5s or 1m".into())
+        }
+        timeout => Ok(timeout),
+    }
+}
+
 /// RFC 3339 (`2026-11-01T00:00:00Z`, any offset), or `YYYY-MM-DD[ HH:MM[:SS[.fff]]]` taken as
 /// UTC; in the years 1000 to 9999, which every backend stores and compares as it should.
 pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
@@ -95,6 +105,14 @@ mod tests {
             parse_duration("2w 1d").unwrap(),
             Duration::from_secs(15 * 86_400)
         );
+    }
+
+    #[test]
+    fn timeouts_are_more_than_nothing() {
+        assert_eq!(parse_timeout("5s").unwrap(), Duration::from_secs(5));
+        for zero in ["0s", "0ms"] {
+            assert!(parse_timeout(zero).unwrap_err().contains("a timeout of 0"));
+        }
     }
 
     #[test]
