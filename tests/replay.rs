@@ -1841,6 +1841,50 @@ async fn odd_ranges_end_cleanly(backend: Backend) {
         "{}",
         run.stderr
     );
+    // Times the wrong way round; an offset past the log end is said, not silently empty.
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--from",
+            "2030-01-01",
+            "--to",
+            "2026-01-01",
+            "--dry-run",
+        ],
+    )
+    .code(2);
+    assert!(
+        run.stderr.contains(
+            "error: --to 2026-01-01T00:00:00+00:00 is before --from 2030-01-01T00:00:00+00:00"
+        ),
+        "{}",
+        run.stderr
+    );
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--from",
+            "1000000",
+            "-p",
+            "0",
+            "--dry-run",
+        ],
+    )
+    .ok();
+    assert!(
+        run.stderr
+            .contains("warning: partition 0: --from 1000000 is past the log end"),
+        "{}",
+        run.stderr
+    );
     // Starts per partition and --partition must agree, and a partition has one start.
     for (from, partition, message) in [
         (

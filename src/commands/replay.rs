@@ -551,6 +551,22 @@ fn resolve_ranges(
         Start::Committed(group) => kafka.group_client(group)?,
         _ => kafka.reader(&[])?,
     };
+    let start_time = match &args.from {
+        Start::Time(at) => Some(*at),
+        Start::Ago(ago) => chrono::Duration::from_std(*ago)
+            .ok()
+            .and_then(|ago| Utc::now().checked_sub_signed(ago)),
+        _ => None,
+    };
+    if let (Some(from), End::Time(to)) = (start_time, &args.to) {
+        if *to < from {
+            return Err(usage(format!(
+                "--to {} is before --from {}",
+                to.to_rfc3339(),
+                from.to_rfc3339()
+            )));
+        }
+    }
     // Starts per partition and --partition must name the same partitions: either left out
     // silently would replay another range than the one typed.
     if let (Start::PerPartition(map), false) = (&args.from, args.partition.is_empty()) {
@@ -669,6 +685,20 @@ fn resolve_ranges(
             }
         }
         // Fixed now, and inside the log: a start past the end is an empty range, not a wait.
+        // An offset typed outside the log is said, as `offsets reset` says it.
+        if let Start::Offset(_) | Start::PerPartition(_) = &args.from {
+            if from > marks.log_end {
+                output.warn(format!(
+                    "partition {partition}: --from {from} is past the log end {}; nothing to replay there",
+                    marks.log_end
+                ));
+            } else if from < marks.log_start {
+                output.warn(format!(
+                    "partition {partition}: --from {from} is before the log start {} (retention deleted the messages before it); replaying from {}",
+                    marks.log_start, marks.log_start
+                ));
+            }
+        }
         let from = from.clamp(marks.log_start, marks.log_end);
         let to = to.clamp(from, marks.log_end);
         ranges.push((partition, from, to));
