@@ -1660,9 +1660,9 @@ async fn an_exec_handler_that_dies_keeps_what_it_answered(backend: Backend) {
     );
     let first = first.code(1);
     assert!(
-        first
-            .stderr
-            .contains("the exec handler exited before answering 0:6"),
+        first.stderr.contains(&format!(
+            "the exec handler ({command}) exited with status 3 before answering 0:6"
+        )),
         "{}",
         first.stderr
     );
@@ -1694,11 +1694,129 @@ async fn an_exec_handler_that_dies_keeps_what_it_answered(backend: Backend) {
     assert!(applied.contains(&crash_id));
 }
 
+/// A handler script in the test's folder, executable or not.
+fn script(db: &TestDb, name: &str, text: &str, executable: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = write(db, name, text);
+    let mode = if executable { 0o755 } else { 0o644 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A handler that answers one message and then exits with 3, then one killed by SIGKILL,
+/// itself and as the shell's child: the error names the command and how it ended, and the
+/// events it answered ok for are recorded.
+async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    produce(&topic, &deposits("q", 1, 4)).await;
+    script(
+        &db,
+        "once.sh",
+        "#!/bin/sh\nread -r line\necho '{\"ok\":true}'\nexit 3\n",
+        true,
+    );
+    script(
+        &db,
+        "killed.sh",
+        "#!/bin/sh\nread -r line\necho '{\"ok\":true}'\nread -r line\nkill -KILL $$\n",
+        true,
+    );
+    let recorded = "error: the 1 events of this batch the exec handler had answered ok for are recorded in the inbox: ";
+    let row = |n: i64| (format!("q-p0-{n}"), topic.clone(), 0, n);
+
+    let first = replay(&db, &topic, "mailer", &["--exec", "./once.sh"]).code(1);
+    assert_eq!(
+        first.stderr.trim(),
+        format!("{recorded}the exec handler (./once.sh) exited with status 3 before answering 0:1")
+    );
+    assert_eq!(inbox(&mut db, "mailer").await, vec![row(0)]);
+
+    // q-p0-0 is in the inbox: the handler answers q-p0-1 and is killed reading q-p0-2.
+    let second = replay(&db, &topic, "mailer", &["--exec", "exec ./killed.sh"]).code(1);
+    assert_eq!(
+        second.stderr.trim(),
+        format!("{recorded}the exec handler (exec ./killed.sh) was killed by signal 9 (SIGKILL) before answering 0:2")
+    );
+    assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1)]);
+
+    // Killed as the shell's child, which exits with 128 + 9.
+    let third = replay(&db, &topic, "mailer", &["--exec", "./killed.sh"]).code(1);
+    assert!(
+        third.stderr.contains(&format!(
+            "{recorded}the exec handler (./killed.sh) exited with status 137 \
+             (the shell's status for a program killed by signal 9 (SIGKILL)) before answering 0:3"
+        )),
+        "{}",
+        third.stderr
+    );
+    assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1), row(2)]);
+}
+
 each_backend!(
     exec_handler_gets_each_event_once,
     ctrl_c_lets_the_exec_handler_finish_the_batch,
     an_exec_handler_that_dies_keeps_what_it_answered,
+    an_exec_handler_that_exits_is_named_with_its_status,
 );
+
+/// A program that cannot be started is named with the reason. Given as a path, it is checked
+/// before Kafka is asked anything (the topic here does not exist); found through PATH or
+/// quoted, the shell's exit status 127 or 126 says why, and nothing is recorded. An empty
+/// --exec is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_handler_that_cannot_start_is_named() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    script(&db, "plain.sh", "#!/bin/sh\ncat\n", false);
+    let no_topic = "exec-no-such-topic";
+
+    let missing = replay(&db, no_topic, "mailer", &["--exec", "./nosuch.sh"]).code(1);
+    assert_eq!(
+        missing.stderr.trim(),
+        "error: could not start the exec handler (./nosuch.sh): ./nosuch.sh: not found"
+    );
+    let plain = replay(&db, no_topic, "mailer", &["--exec", "./plain.sh --flag"]).code(1);
+    assert_eq!(
+        plain.stderr.trim(),
+        "error: could not start the exec handler (./plain.sh --flag): ./plain.sh: permission denied: it is not executable (chmod +x)"
+    );
+    for empty in ["", "  "] {
+        let run = replay(&db, no_topic, "mailer", &["--exec", empty]).code(2);
+        assert!(
+            run.stderr
+                .contains("--exec is empty; give the command that handles the messages"),
+            "{}",
+            run.stderr
+        );
+    }
+
+    let topic = topic(1).await;
+    produce(&topic, &deposits("s", 1, 2)).await;
+    let unknown = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", "inboxctl-no-such-handler --flag"],
+    )
+    .code(1);
+    assert!(
+        unknown.stderr.contains(
+            "error: could not start the exec handler (inboxctl-no-such-handler --flag): command not found (the shell exited with status 127)"
+        ),
+        "{}",
+        unknown.stderr
+    );
+    let quoted = replay(&db, &topic, "mailer", &["--exec", "'./plain.sh'"]).code(1);
+    assert!(
+        quoted.stderr.contains(
+            "error: could not start the exec handler ('./plain.sh'): permission denied, not executable (the shell exited with status 126)"
+        ),
+        "{}",
+        quoted.stderr
+    );
+    assert_eq!(inbox_count(&mut db).await, 0);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Odd ranges: never a hang

@@ -189,12 +189,20 @@ enum Handler {
 }
 
 struct ExecHandler {
+    /// The --exec command line, as errors name it.
+    command: String,
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
     replies: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    /// Whether it has answered a message yet: until then, the shell's 127 or 126 means the
+    /// program could not be started.
+    answered: bool,
 }
 
 pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    if let Some(command) = &args.exec {
+        check_exec(command, args.dry_run)?;
+    }
     let kafka = Kafka::new(&args.kafka);
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args, &output))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
@@ -1080,6 +1088,34 @@ async fn insert_new(
     Ok(query.fetch_all(&mut **conn).await?.into_iter().collect())
 }
 
+/// Before anything is read: an empty --exec is a usage error, and a program given as a path
+/// (the command's first word, holding a `/` and nothing the shell would expand) must exist and
+/// be executable. A program found through PATH is left to the shell, whose exit status 127 or
+/// 126 then says it could not be started. A dry run starts nothing, so checks only the first.
+fn check_exec(command: &str, dry_run: bool) -> anyhow::Result<()> {
+    let Some(program) = command.split_whitespace().next() else {
+        return Err(usage(
+            "--exec is empty; give the command that handles the messages",
+        ));
+    };
+    if dry_run
+        || !program.contains('/')
+        || program.contains(|c: char| "'\"\\$`;&|<>(){}*?[]~=#".contains(c))
+    {
+        return Ok(());
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let reason = match std::fs::metadata(program) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => "not found",
+        Ok(meta) if meta.is_dir() => "permission denied: it is a directory",
+        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => {
+            "permission denied: it is not executable (chmod +x)"
+        }
+        _ => return Ok(()),
+    };
+    bail!("could not start the exec handler ({command}): {program}: {reason}")
+}
+
 fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
     let mut child = tokio::process::Command::new("sh")
         .arg("-c")
@@ -1091,7 +1127,7 @@ fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .with_context(|| format!("could not start the exec handler `{command}`"))?;
+        .with_context(|| format!("could not start the exec handler ({command})"))?;
     let stdin = child
         .stdin
         .take()
@@ -1101,15 +1137,20 @@ fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
         .take()
         .context("the exec handler has no stdout")?;
     Ok(ExecHandler {
+        command: command.to_string(),
         child,
         stdin,
         replies: BufReader::new(stdout).lines(),
+        answered: false,
     })
 }
 
+/// How long a handler that closed its input or output is given to exit, for its status.
+const EXEC_EXIT_WAIT: Duration = Duration::from_secs(5);
+
 async fn finish_exec(mut exec: ExecHandler) {
     drop(exec.stdin);
-    let _ = tokio::time::timeout(Duration::from_secs(5), exec.child.wait()).await;
+    let _ = tokio::time::timeout(EXEC_EXIT_WAIT, exec.child.wait()).await;
 }
 
 /// Sends one message to the exec handler and reads its reply, a JSON object.
@@ -1120,23 +1161,22 @@ async fn ask_exec(
 ) -> anyhow::Result<Value> {
     let mut line = message.to_json(topic).to_string();
     line.push('\n');
-    exec.stdin
-        .write_all(line.as_bytes())
-        .await
-        .context("the exec handler stopped reading its input")?;
-    exec.stdin.flush().await?;
-    let reply = exec
-        .replies
-        .next_line()
-        .await
-        .context("could not read the exec handler's reply")?
-        .ok_or_else(|| {
-            anyhow!(
-                "the exec handler exited before answering {}:{}",
-                message.partition,
-                message.offset
-            )
-        })?;
+    let written = match exec.stdin.write_all(line.as_bytes()).await {
+        Ok(()) => exec.stdin.flush().await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = written {
+        return Err(exec_stopped(exec, message, "stopped reading its input", error).await);
+    }
+    let reply = match exec.replies.next_line().await {
+        Ok(Some(reply)) => reply,
+        Ok(None) => {
+            let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+            return Err(exec_stopped(exec, message, "closed its output", eof).await);
+        }
+        Err(error) => return Err(anyhow!(error).context("could not read the exec handler's reply")),
+    };
+    exec.answered = true;
     serde_json::from_str(&reply).map_err(|_| {
         anyhow!(
             "the exec handler answered {}:{} with '{reply}', not a JSON object like {{\"ok\":true}}",
@@ -1144,6 +1184,74 @@ async fn ask_exec(
             message.offset
         )
     })
+}
+
+/// The error for a handler that stopped reading its input or closed its output before
+/// answering `message`: it is reaped (waiting at most EXEC_EXIT_WAIT) so the error can say how
+/// it exited. `what` and `error` say what was seen, for a handler that is still running.
+async fn exec_stopped(
+    exec: &mut ExecHandler,
+    message: &Replayed,
+    what: &str,
+    error: std::io::Error,
+) -> anyhow::Error {
+    use std::os::unix::process::ExitStatusExt;
+    let command = &exec.command;
+    let at = format!("{}:{}", message.partition, message.offset);
+    let status = match tokio::time::timeout(EXEC_EXIT_WAIT, exec.child.wait()).await {
+        Ok(Ok(status)) => status,
+        Ok(Err(wait_error)) => {
+            return anyhow!(wait_error).context(format!(
+                "the exec handler ({command}) {what} before answering {at} ({error}), and its exit status could not be read"
+            ))
+        }
+        Err(_) => {
+            return anyhow!(
+                "the exec handler ({command}) {what} before answering {at} ({error}) but had not exited {}s later",
+                EXEC_EXIT_WAIT.as_secs()
+            )
+        }
+    };
+    match (status.code(), status.signal()) {
+        (Some(127), _) if !exec.answered => anyhow!(
+            "could not start the exec handler ({command}): command not found (the shell exited with status 127)"
+        ),
+        (Some(126), _) if !exec.answered => anyhow!(
+            "could not start the exec handler ({command}): permission denied, not executable (the shell exited with status 126)"
+        ),
+        // A shell that ran the program as a child reports its death by signal N as 128 + N.
+        (Some(code), _) if code > 128 && code < 128 + 64 => anyhow!(
+            "the exec handler ({command}) exited with status {code} (the shell's status for a program killed by signal {}) before answering {at}",
+            describe_signal(code - 128)
+        ),
+        (Some(code), _) => {
+            anyhow!("the exec handler ({command}) exited with status {code} before answering {at}")
+        }
+        (None, Some(signal)) => anyhow!(
+            "the exec handler ({command}) was killed by signal {} before answering {at}",
+            describe_signal(signal)
+        ),
+        (None, None) => anyhow!("the exec handler ({command}) ended ({status}) before answering {at}"),
+    }
+}
+
+/// `9 (SIGKILL)`, or the bare number for a signal whose number differs between systems.
+fn describe_signal(signal: i32) -> String {
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return signal.to_string(),
+    };
+    format!("{signal} ({name})")
 }
 
 /// Feeds the batch's new events to the handler one line each, then records in the inbox, in
