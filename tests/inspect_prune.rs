@@ -407,35 +407,25 @@ async fn prune_dry_run_and_refusal_delete_nothing(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 13);
 }
 
-async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
-    let mut db = TestDb::new(backend).await;
-    db.run(&["migrate", "run"]).ok();
-    let old = now_ms() - Duration::days(30);
-    let rows: Vec<_> = (0..20_000)
-        .map(|n| row("c", &format!("e{n:06}"), None, old))
-        .collect();
-    db.insert_rows(&rows).await;
-
+/// Starts `prune --older-than 1d --yes --batch-size 3 --format json MORE` on a table of
+/// `rows` old rows and sends it Ctrl-C once the first batch is gone.
+async fn prune_interrupted_once_under_way(
+    db: &mut TestDb,
+    rows: i64,
+    more: &[&str],
+) -> std::process::Child {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .args([
-            "prune",
-            "--older-than",
-            "1d",
-            "--yes",
-            "--batch-size",
-            "3",
-            "--format",
-            "json",
-        ])
+        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "3"])
+        .args(["--format", "json"])
+        .args(more)
         .env("DATABASE_URL", &db.url)
         .current_dir(db.dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until it is under way, then Ctrl-C.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while db.count("processed_messages").await == 20_000 {
+    while db.count("processed_messages").await == rows {
         assert!(
             std::time::Instant::now() < deadline,
             "prune never started deleting"
@@ -447,6 +437,19 @@ async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
         .status()
         .unwrap();
     assert!(status.success());
+    child
+}
+
+async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let old = now_ms() - Duration::days(30);
+    let rows: Vec<_> = (0..20_000)
+        .map(|n| row("c", &format!("e{n:06}"), None, old))
+        .collect();
+    db.insert_rows(&rows).await;
+
+    let child = prune_interrupted_once_under_way(&mut db, 20_000, &[]).await;
     let output = child.wait_with_output().unwrap();
     let run = Run::from(output).code(130);
     let json = run.json();
@@ -480,29 +483,8 @@ async fn prune_interrupted_during_a_pause_stops_at_once() {
         .collect();
     db.insert_rows(&rows).await;
 
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "3"])
-        .args(["--pause", "1h", "--format", "json"])
-        .env("DATABASE_URL", &db.url)
-        .current_dir(db.dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // The first batch goes at once; then prune pauses for an hour.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while db.count("processed_messages").await == 20 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "prune never started deleting"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let mut child = prune_interrupted_once_under_way(&mut db, 20, &["--pause", "1h"]).await;
     // Well inside the hour: the pause gave way to Ctrl-C.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {

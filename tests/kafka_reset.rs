@@ -48,6 +48,16 @@ fn apply_plan(db: &TestDb, group: &str, plan: &Path, rest: &[&str]) -> Run {
     inboxctl(db, broker(), &args)
 }
 
+/// The NEW offsets of a JSON plan, partition by partition.
+fn new_offsets(plan: &Run) -> Vec<i64> {
+    plan.json()["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["new"].as_i64().unwrap())
+        .collect()
+}
+
 /// Committed offsets as `Broker::committed` returns them.
 fn at(offsets: &[i64]) -> Vec<Option<i64>> {
     offsets.iter().map(|o| Some(*o)).collect()
@@ -433,26 +443,14 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
         &["--to-datetime", &tomorrow, "--format", "json"],
     )
     .ok();
-    let news: Vec<i64> = dry.json()["partitions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["new"].as_i64().unwrap())
-        .collect();
-    assert_eq!(news, vec![5, 4, 3]);
+    assert_eq!(new_offsets(&dry), vec![5, 4, 3]);
     // Before 1970, before every message: the log start.
     for before_1970 in [
         &["--to-datetime", "1969-12-31T00:00:00Z", "--format", "json"][..],
         &["--by-duration", "100y", "--format", "json"],
     ] {
         let dry = reset(&db, &future, &topic, before_1970).ok();
-        let news: Vec<i64> = dry.json()["partitions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["new"].as_i64().unwrap())
-            .collect();
-        assert_eq!(news, vec![0, 0, 0], "{before_1970:?}");
+        assert_eq!(new_offsets(&dry), vec![0, 0, 0], "{before_1970:?}");
     }
     let too_long = reset(&db, &future, &topic, &["--by-duration", "300000y"]).code(2);
     assert!(

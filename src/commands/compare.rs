@@ -73,6 +73,31 @@ pub struct PartitionComparison {
     pub in_topic: bool,
 }
 
+impl PartitionComparison {
+    /// A partition with its group's offset and log, and no findings yet.
+    fn new(
+        partition: i32,
+        committed: Option<i64>,
+        (log_start, log_end): (i64, i64),
+        in_topic: bool,
+    ) -> PartitionComparison {
+        PartitionComparison {
+            partition,
+            committed,
+            log_start,
+            log_end,
+            inbox_rows: 0,
+            max_inbox_offset: None,
+            pending_redelivery: Vec::new(),
+            lost_count: 0,
+            lost: Vec::new(),
+            orphans: Vec::new(),
+            missing_event_id: 0,
+            in_topic,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Duplicate {
     pub event_id: String,
@@ -266,20 +291,8 @@ async fn compare_by_offsets(
     has_coordinates: bool,
     scan: bool,
 ) -> anyhow::Result<PartitionComparison> {
-    let mut comparison = PartitionComparison {
-        partition: p.partition,
-        committed: p.committed,
-        log_start: p.log_start,
-        log_end: p.log_end,
-        inbox_rows: 0,
-        max_inbox_offset: None,
-        pending_redelivery: Vec::new(),
-        lost_count: 0,
-        lost: Vec::new(),
-        orphans: Vec::new(),
-        missing_event_id: 0,
-        in_topic: true,
-    };
+    let mut comparison =
+        PartitionComparison::new(p.partition, p.committed, (p.log_start, p.log_end), true);
     if !has_coordinates {
         return Ok(comparison);
     }
@@ -347,20 +360,7 @@ async fn outside_partitions(
     for (partition, offset) in rows {
         let partition = partition as i32;
         if partitions.last().map(|p| p.partition) != Some(partition) {
-            partitions.push(PartitionComparison {
-                partition,
-                committed: None,
-                log_start: 0,
-                log_end: 0,
-                inbox_rows: 0,
-                max_inbox_offset: None,
-                pending_redelivery: Vec::new(),
-                lost_count: 0,
-                lost: Vec::new(),
-                orphans: Vec::new(),
-                missing_event_id: 0,
-                in_topic: false,
-            });
+            partitions.push(PartitionComparison::new(partition, None, (0, 0), false));
         }
         let p = partitions.last_mut().expect("pushed above");
         p.inbox_rows += 1;
