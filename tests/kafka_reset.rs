@@ -960,6 +960,23 @@ async fn execute_writes_an_undo_plan_that_restores_the_previous_offsets() {
     );
     assert_eq!(broker.committed(&group, &topic, 3), at(&[6, 9, 4]));
 
+    // The same command again must not overwrite the only record of the offsets before.
+    let again = execute_with_undo(&db, &group, &topic, &["--to-earliest"], &undo).code(1);
+    assert!(
+        again.stderr.contains(&format!(
+            "could not write the undo plan to {}; nothing changed: {} already exists",
+            undo.display(),
+            undo.display()
+        )),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,5\n{topic},1,7\n{topic},2,3\n")
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[6, 9, 4]));
+
     // Applying the undo plan puts every offset back, and is itself undoable.
     let redo = dir.path().join("redo.csv");
     let json = apply_plan(

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use chrono::Utc;
 use rdkafka::consumer::BaseConsumer;
 use serde::Serialize;
@@ -387,6 +387,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         write_plan(
             path,
             plan.iter().map(|p| (p.topic.as_str(), p.partition, p.new)),
+            Existing::Replace,
         )?;
         output.note(format!(
             "Wrote the plan for {} partition(s) to {}",
@@ -447,6 +448,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         &undo_path,
         plan.iter()
             .map(|p| (p.topic.as_str(), p.partition, p.current)),
+        Existing::Refuse,
     )
     .with_context(|| {
         format!(
@@ -717,12 +719,34 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
         .collect())
 }
 
+/// Whether writing a plan may replace a file that is there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    Replace,
+    /// An undo plan: an earlier one at that path may be the only record of the offsets
+    /// before an earlier reset (re-running the same command must not lose it).
+    Refuse,
+}
+
 pub fn write_plan<'a>(
     path: &Path,
     rows: impl Iterator<Item = (&'a str, i32, Option<i64>)>,
+    existing: Existing,
 ) -> anyhow::Result<()> {
-    let mut writer = csv::Writer::from_path(path)
-        .with_context(|| format!("could not create {}", path.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(existing == Existing::Replace)
+        .create_new(existing == Existing::Refuse)
+        .open(path)
+        .map_err(|error| match error.kind() {
+            std::io::ErrorKind::AlreadyExists => anyhow!(
+                "{} already exists, and may be the undo plan of an earlier reset; give another --undo-file, or move that one away first",
+                path.display()
+            ),
+            _ => anyhow!(error).context(format!("could not create {}", path.display())),
+        })?;
+    let mut writer = csv::Writer::from_writer(file);
     writer.write_record(["topic", "partition", "offset"])?;
     for (topic, partition, offset) in rows {
         let offset = offset.map(|o| o.to_string()).unwrap_or_default();
@@ -793,7 +817,7 @@ mod tests {
             ("orders", 1, None),
             ("orders", 2, Some(0)),
         ];
-        write_plan(&path, rows.into_iter()).unwrap();
+        write_plan(&path, rows.into_iter(), Existing::Replace).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "topic,partition,offset\norders,0,5\norders,1,\norders,2,0\n"
