@@ -20,6 +20,11 @@ pub struct Migration {
     pub description: &'static str,
     pub up: &'static str,
     pub down: &'static str,
+    /// Where DDL commits on its own (MySQL/MariaDB): a query whose count is positive when
+    /// this migration's change is in place. A run killed between the change (one atomic
+    /// statement) and its bookkeeping leaves it applied but not recorded, or undone but
+    /// still recorded; the next run then only records or forgets it.
+    pub in_place: Option<&'static str>,
 }
 
 impl Migration {
@@ -315,13 +320,19 @@ async fn apply_pending(
         );
         let elapsed = if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;
-            let elapsed = apply_one(&mut transaction, migration, &record, started).await;
+            let elapsed = apply_one(&mut transaction, migration, &record, started, true).await;
             match elapsed {
                 Ok(elapsed) => transaction.commit().await.map(|()| elapsed),
                 Err(error) => Err(error),
             }
         } else {
-            apply_one(connection, migration, &record, started).await
+            match change_in_place(connection, migration).await {
+                Ok(in_place) => {
+                    let run_sql = !in_place.unwrap_or(false);
+                    apply_one(connection, migration, &record, started, run_sql).await
+                }
+                Err(error) => Err(error),
+            }
         }
         .with_context(|| {
             format!(
@@ -369,7 +380,13 @@ async fn revert_applied(
                 Err(error) => Err(error),
             }
         } else {
-            undo_one(connection, migration, &forget, run_sql).await
+            match change_in_place(connection, migration).await {
+                Ok(in_place) => {
+                    let run_sql = run_sql && in_place.unwrap_or(true);
+                    undo_one(connection, migration, &forget, run_sql).await
+                }
+                Err(error) => Err(error),
+            }
         }
         .map_err(|error| {
             // Only a key the classic layout cannot hold earns the hint; a read-only file or a
@@ -398,15 +415,35 @@ async fn revert_applied(
     Ok(steps)
 }
 
+/// Whether the migration's change is in place, by its [`Migration::in_place`] query; `None`
+/// when it has none, and its record is all there is to go by.
+async fn change_in_place(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> Result<Option<bool>, sqlx::Error> {
+    match migration.in_place {
+        Some(query) => {
+            let count: i64 = sqlx::query_scalar(query)
+                .fetch_one(&mut *connection)
+                .await?;
+            Ok(Some(count > 0))
+        }
+        None => Ok(None),
+    }
+}
+
 async fn apply_one(
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
     record: &str,
     started: Instant,
+    run_sql: bool,
 ) -> Result<Duration, sqlx::Error> {
-    sqlx::raw_sql(migration.up)
-        .execute(&mut *connection)
-        .await?;
+    if run_sql {
+        sqlx::raw_sql(migration.up)
+            .execute(&mut *connection)
+            .await?;
+    }
     let elapsed = started.elapsed();
     sqlx::query(record)
         .bind(migration.version)

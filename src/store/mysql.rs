@@ -3,6 +3,15 @@
 use super::{Dialect, MigrationLocking};
 use crate::migrate::Migration;
 
+/// Migration 1's change: the inbox table exists.
+const IN_PLACE_1: &str = "SELECT COUNT(*) FROM information_schema.tables \
+     WHERE table_schema = DATABASE() AND table_name = 'processed_messages'";
+/// Migration 2's change, one ALTER TABLE that applies whole or not at all: its
+/// coordinates index, whose name is inboxctl's own.
+const IN_PLACE_2: &str = "SELECT COUNT(*) FROM information_schema.statistics \
+     WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+     AND index_name = 'processed_messages_consumer_coordinates_idx'";
+
 pub static DIALECT: Dialect = Dialect {
     name: "MySQL",
     // DATETIME has no zone: inboxctl reads and writes processed_at as UTC.
@@ -47,12 +56,14 @@ pub static DIALECT: Dialect = Dialect {
             description: "classic processed_messages table (created if missing)",
             up: include_str!("../../migrations/mysql/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/mysql/0001_classic_table.down.sql"),
+            in_place: Some(IN_PLACE_1),
         },
         Migration {
             version: 2,
             description: "key (consumer, event_id), topic/partition/offset, indexes",
             up: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.down.sql"),
+            in_place: Some(IN_PLACE_2),
         },
     ],
 };

@@ -49,12 +49,14 @@ pub static DIALECT: Dialect = Dialect {
             description: "classic processed_messages table (created if missing)",
             up: include_str!("../../migrations/sqlite/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/sqlite/0001_classic_table.down.sql"),
+            in_place: None,
         },
         Migration {
             version: 2,
             description: "key (consumer, event_id), topic/partition/offset, indexes",
             up: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.down.sql"),
+            in_place: None,
         },
     ],
 };
