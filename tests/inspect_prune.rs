@@ -1048,6 +1048,18 @@ async fn distinct_offsets_count_each_offset_once(backend: Backend) {
         );
     }
     assert_eq!(store.distinct_offsets("c", "t", 9, 0, 10).await.unwrap(), 0);
+    // The offsets themselves, each once.
+    assert_eq!(
+        store
+            .offsets_in_range("c", "t", 0, 2, Some(10))
+            .await
+            .unwrap(),
+        vec![2, 4, 5, 6, 7, 8, 9]
+    );
+    assert_eq!(
+        store.offsets_in_range("c", "t", 0, 9, None).await.unwrap(),
+        vec![9, 12]
+    );
     // A topic of partitions 0 to 2 has no partition -1, 3 or 5.
     assert_eq!(
         store.rows_outside_partitions("c", "t", 2).await.unwrap(),

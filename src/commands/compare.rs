@@ -301,12 +301,9 @@ async fn compare_by_offsets(
         .await?;
     comparison.inbox_rows = rows;
     comparison.max_inbox_offset = max;
-    // Offsets, not rows: two rows at one offset are one offset to redeliver or to explain.
-    comparison.orphans = distinct(
-        store
-            .offsets_in_range(consumer, topic, p.partition, p.log_end, None)
-            .await?,
-    );
+    comparison.orphans = store
+        .offsets_in_range(consumer, topic, p.partition, p.log_end, None)
+        .await?;
     // A group without a committed offset has committed nothing: nothing is lost, and all it
     // has processed would be delivered again.
     let committed = p
@@ -314,11 +311,9 @@ async fn compare_by_offsets(
         .unwrap_or(p.log_start)
         .clamp(p.log_start, p.log_end);
     if !scan {
-        comparison.pending_redelivery = distinct(
-            store
-                .offsets_in_range(consumer, topic, p.partition, committed, Some(p.log_end))
-                .await?,
-        );
+        comparison.pending_redelivery = store
+            .offsets_in_range(consumer, topic, p.partition, committed, Some(p.log_end))
+            .await?;
         if committed > p.log_start {
             let accounted = store
                 .distinct_offsets(consumer, topic, p.partition, p.log_start, committed)
@@ -370,12 +365,6 @@ async fn outside_partitions(
         }
     }
     Ok(partitions)
-}
-
-/// The offsets of a sorted list, each once.
-fn distinct(mut offsets: Vec<i64>) -> Vec<i64> {
-    offsets.dedup();
-    offsets
 }
 
 /// Offsets in `[from, to)` not in `present` (sorted, repeats allowed): how many, and the
@@ -1086,7 +1075,6 @@ mod tests {
             missing_offsets(0, 10, &[2, 2, 2, 7, 7], 3),
             (8, vec![0, 1, 3])
         );
-        assert_eq!(distinct(vec![6, 7, 7, 8, 9, 9]), vec![6, 7, 8, 9]);
     }
 
     #[test]

@@ -1333,7 +1333,8 @@ impl Store {
             .with_context(|| format!("could not read inbox rows of {topic}:{partition}"))
     }
 
-    /// The offsets of a consumer's rows at one topic partition with `from <= offset < to`.
+    /// The offsets of a consumer's rows at one topic partition with `from <= offset < to`,
+    /// ascending, each once: two rows can share an offset (see [`Store::distinct_offsets`]).
     pub async fn offsets_in_range(
         &self,
         consumer: &str,
@@ -1353,10 +1354,12 @@ impl Store {
         sql.push(&format!(" ORDER BY {offset}"));
         let text = sql.build();
         let query = sqlx::query_scalar(&text);
-        bind_coordinates(query, consumer, topic, partition, from, to)
+        let mut offsets: Vec<i64> = bind_coordinates(query, consumer, topic, partition, from, to)
             .fetch_all(&self.pool)
             .await
-            .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))
+            .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))?;
+        offsets.dedup();
+        Ok(offsets)
     }
 
     /// Writes the filter whose parameters [`bind_coordinates`] binds.
