@@ -301,7 +301,6 @@ async fn apply_pending(
     store: &Store,
     connection: &mut PoolConnection<Any>,
 ) -> anyhow::Result<Vec<MigrationStep>> {
-    store.refuse_foreign_inbox_table().await?;
     sqlx::raw_sql(store.dialect.migrations_table_ddl)
         .execute(&mut **connection)
         .await

@@ -153,7 +153,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             store.url.endpoint
         );
     }
-    store.refuse_foreign_inbox_table().await?;
+    store.require_inbox_columns().await?;
     let has_coordinates = store.column_exists(INBOX_TABLE, "topic").await?;
     if !has_coordinates && !args.scan {
         bail!(

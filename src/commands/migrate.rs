@@ -81,12 +81,15 @@ async fn run_migrations(
     if dry_run {
         return print_plan(output, migrate::pending(store).await?, "apply");
     }
-    store.refuse_foreign_inbox_table().await?;
-    if store.table_exists(INBOX_TABLE).await? && !store.column_exists(INBOX_TABLE, "topic").await? {
-        let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
-        output.note(format!(
-            "found a classic {INBOX_TABLE} table with {rows} rows: adopting it in place, keeping every row"
-        ));
+    // A table of the inbox's name that is no inbox is refused before anything is written.
+    if store.table_exists(INBOX_TABLE).await? {
+        store.require_inbox_columns().await?;
+        if !store.column_exists(INBOX_TABLE, "topic").await? {
+            let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
+            output.note(format!(
+                "found a classic {INBOX_TABLE} table with {rows} rows: adopting it in place, keeping every row"
+            ));
+        }
     }
     let steps = migrate::run(store).await?;
     let version = store.dialect.migrations.last().map_or(0, |m| m.version);

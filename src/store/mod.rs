@@ -622,13 +622,10 @@ impl Store {
         Ok(count > 0)
     }
 
-    /// Fails when a table of the inbox's name exists without the columns every inbox has,
-    /// the classic layout's included: it is some other table, which neither migrations nor
-    /// the commands may take for an inbox.
-    pub async fn refuse_foreign_inbox_table(&self) -> anyhow::Result<()> {
-        if !self.table_exists(INBOX_TABLE).await? {
-            return Ok(());
-        }
+    /// Fails when the inbox table, known to exist, lacks the columns every inbox has, the
+    /// classic layout's included: it is some other table, which neither migrations nor the
+    /// commands may take for an inbox.
+    pub async fn require_inbox_columns(&self) -> anyhow::Result<()> {
         let mut missing = Vec::new();
         for column in ["consumer", "event_id", "processed_at"] {
             if !self.column_exists(INBOX_TABLE, column).await? {
@@ -656,7 +653,7 @@ impl Store {
                 self.url.endpoint
             );
         }
-        self.refuse_foreign_inbox_table().await?;
+        self.require_inbox_columns().await?;
         if !self.column_exists(INBOX_TABLE, "topic").await? {
             bail!(
                 "table {INBOX_TABLE} in {} has the classic layout (no topic/partition/offset); adopt it with `inboxctl migrate run`",
