@@ -17,7 +17,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde::Serialize;
 
 use crate::error::usage;
-use crate::output::register_secret;
+use crate::output::{names_a_secret, register_secret};
 use crate::time::parse_timeout;
 
 mod batch;
@@ -104,7 +104,7 @@ fn jaas_passwords(config: &str) -> impl Iterator<Item = &str> {
 impl Kafka {
     pub fn new(options: &KafkaOpts) -> Kafka {
         for (key, value) in &options.properties {
-            if key.contains("password") || key.contains("secret") {
+            if names_a_secret(key) {
                 register_secret(value);
             }
             if key.contains("jaas") {

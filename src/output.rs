@@ -18,6 +18,14 @@ use crate::cli::{Format, GlobalOpts};
 /// quotes a connection string cannot leak one.
 static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+/// Whether a setting of this name holds a secret: a URL query parameter (`password`,
+/// libpq's `sslpassword`, `pass`, `pwd`) or a librdkafka property (`sasl.password`,
+/// `sasl.oauthbearer.client.secret`).
+pub fn names_a_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key.contains("password") || key.contains("secret") || key == "pass" || key == "pwd"
+}
+
 pub fn register_secret(secret: &str) {
     if secret.is_empty() {
         return;

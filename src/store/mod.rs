@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 
 use crate::error::usage;
 use crate::migrate::Migration;
-use crate::output::register_secret;
+use crate::output::{names_a_secret, register_secret};
 use crate::time::parse_stored_timestamp;
 
 /// The inbox table. Its name is fixed by the data model.
@@ -236,7 +236,7 @@ impl DatabaseUrl {
             register_secret(password);
         }
         for (key, value) in parsed.query_pairs() {
-            if is_password_parameter(&key) {
+            if names_a_secret(&key) {
                 register_secret(&value);
             }
         }
@@ -297,12 +297,6 @@ impl fmt::Display for DatabaseUrl {
     }
 }
 
-/// A URL query parameter that carries a password (`?password=…`, libpq's `sslpassword`).
-fn is_password_parameter(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    key.contains("password") || key == "pass" || key == "pwd"
-}
-
 /// The URL with any password, in its user info or its query, replaced by `***`. Falls back
 /// to hiding everything between `://` and `@` when the text does not parse as a URL.
 pub fn redact_url(text: &str) -> String {
@@ -311,14 +305,11 @@ pub fn redact_url(text: &str) -> String {
         if parsed.password().is_some() && parsed.set_password(Some("***")).is_ok() {
             changed = true;
         }
-        if parsed
-            .query_pairs()
-            .any(|(key, _)| is_password_parameter(&key))
-        {
+        if parsed.query_pairs().any(|(key, _)| names_a_secret(&key)) {
             let pairs: Vec<(String, String)> = parsed
                 .query_pairs()
                 .map(|(key, value)| {
-                    let value = match is_password_parameter(&key) {
+                    let value = match names_a_secret(&key) {
                         true => "***".to_string(),
                         false => value.into_owned(),
                     };
