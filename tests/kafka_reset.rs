@@ -494,7 +494,6 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
     // offsets 6 and 7 before their effects (committed 8, processed through 5). Partition 3
     // never has a message.
     let pool = db.pool().await;
-    let (consumer, topic_name) = (group.clone(), topic.clone());
     run_service(
         broker,
         &group,
@@ -505,16 +504,7 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
             (2, offset) if offset >= 6 => Step::CommitNoProcess,
             _ => Step::ProcessThenCommit,
         },
-        move |seen| {
-            record(
-                pool.clone(),
-                backend,
-                consumer.clone(),
-                topic_name.clone(),
-                seen,
-                true,
-            )
-        },
+        recording(pool, backend, &group, &topic),
     )
     .await;
     assert_eq!(

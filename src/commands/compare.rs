@@ -8,8 +8,10 @@
 //!   (wrong cluster, recreated topic).
 //!
 //! Without `--scan` the comparison is by offset: an offset below the committed one with no
-//! inbox row counts as lost, so a producer duplicate (absorbed by the inbox under its first
-//! offset) also counts; `--scan` reads the topic and decides by event id. Findings are
+//! inbox row is a candidate, and compare reads those offsets (and only those) to decide
+//! them. Kafka leaves offsets without a message (transaction markers, aborted transactions,
+//! compaction), and a producer's duplicate is absorbed by the inbox under its first offset:
+//! neither is lost. `--scan` reads the whole topic and decides by event id. Findings are
 //! offsets, each once: two rows can share an offset (a recreated topic reused it, the event
 //! id's extraction changed), and one of them must not stand in for an offset with none.
 
@@ -33,6 +35,20 @@ use crate::store::{Backend, CreateMode, HeapExtent, Store, INBOX_TABLE};
 const SCAN_CHUNK: usize = 1000;
 /// Chunks the topic reader may run ahead of the classification (256k messages).
 const READ_AHEAD: usize = 256;
+/// Lost events listed per partition when compare works by offset (all are counted).
+const LOST_LISTED: usize = 10_000;
+/// Candidate offsets closer than this are read as one span, the messages between them
+/// included: reading a few thousand messages costs less than placing the reader again.
+/// `INBOXCTL_SPAN_MERGE` overrides it (the tests use 1 to read gap by gap).
+const SPAN_MERGE: i64 = 10_000;
+
+fn span_merge() -> i64 {
+    std::env::var("INBOXCTL_SPAN_MERGE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|merge| *merge > 0)
+        .unwrap_or(SPAN_MERGE)
+}
 /// Up to this many inbox rows, a scan loads the consumer's event ids (as 16-byte hashes, so
 /// 10M rows take ~300 MB at most) instead of asking the database about every chunk.
 /// `INBOXCTL_SCAN_LOAD_LIMIT` overrides it (the tests use 0 to exercise chunked lookups).
@@ -49,7 +65,8 @@ fn load_limit() -> i64 {
 pub struct LostEvent {
     pub partition: i32,
     pub offset: i64,
-    /// `None` without `--scan`: only the offset is known.
+    /// `None` for a message in which no event id was found (only without `--scan`, which
+    /// does not count such a message lost).
     pub event_id: Option<String>,
 }
 
@@ -68,6 +85,13 @@ pub struct PartitionComparison {
     pub orphans: Vec<i64>,
     /// Messages in which no event id was found (with `--scan`).
     pub missing_event_id: i64,
+    /// Without `--scan`: offsets below the committed one with no inbox row that hold no
+    /// message (transaction markers, aborted transactions, compacted records). Not lost.
+    pub empty_offsets: i64,
+    /// Without `--scan`: offsets below the committed one with no inbox row there whose event
+    /// the inbox holds all the same, under another offset (a producer's duplicate, absorbed)
+    /// or none (a row written without coordinates). Not lost.
+    pub found_by_event_id: i64,
     /// False for a partition the topic does not have, where the inbox has rows: all of
     /// them are orphans.
     pub in_topic: bool,
@@ -93,6 +117,8 @@ impl PartitionComparison {
             lost: Vec::new(),
             orphans: Vec::new(),
             missing_event_id: 0,
+            empty_offsets: 0,
+            found_by_event_id: 0,
             in_topic,
         }
     }
@@ -183,31 +209,45 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             .context("reading the group's offsets stopped unexpectedly")??;
         // The group's client closes beside the scan, awaited only at the end.
         let closing = tokio::task::spawn_blocking(move || drop(group_client));
-        let reader = reader_client
-            .take()
-            .map(|client| start_reader(client, kafka.timeout(), &args.topic, &offsets, &source));
+        let reader = reader_client.take().map(|client| {
+            let whole: Vec<(i32, i64, i64)> = offsets
+                .iter()
+                .map(|p| (p.partition, p.log_start, p.log_end))
+                .collect();
+            start_reader(
+                client,
+                kafka.timeout(),
+                &args.topic,
+                vec![whole],
+                None,
+                &source,
+            )
+        });
         // The inbox's per-partition figures and the topic scan run side by side.
         let by_offsets = async {
             let mut partitions = Vec::new();
+            let mut candidates = BTreeMap::new();
             for p in &offsets {
-                partitions.push(
-                    compare_by_offsets(
-                        &store,
-                        &consumer,
-                        &args.topic,
-                        p,
-                        has_coordinates,
-                        args.scan,
-                    )
-                    .await?,
-                );
+                let (partition, gaps) = compare_by_offsets(
+                    &store,
+                    &consumer,
+                    &args.topic,
+                    p,
+                    has_coordinates,
+                    args.scan,
+                )
+                .await?;
+                if !gaps.is_empty() {
+                    candidates.insert(p.partition, gaps);
+                }
+                partitions.push(partition);
             }
             if has_coordinates {
                 partitions
                     .extend(outside_partitions(&store, &consumer, &args.topic, &offsets).await?);
                 partitions.sort_by_key(|p| p.partition);
             }
-            Ok::<_, anyhow::Error>(partitions)
+            Ok::<_, anyhow::Error>((partitions, candidates))
         };
         let scanning = async {
             match reader {
@@ -224,7 +264,17 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
                 None => Ok(None),
             }
         };
-        let (partitions, scan) = tokio::try_join!(by_offsets, scanning)?;
+        let ((mut partitions, candidates), scan) = tokio::try_join!(by_offsets, scanning)?;
+        if !candidates.is_empty() {
+            let checking = Checking {
+                topic: &args.topic,
+                store: &store,
+                consumer: &consumer,
+                source: &source,
+                output: &output,
+            };
+            checking.check(&kafka, candidates, &mut partitions).await?;
+        }
         let _ = closing.await;
         Ok::<_, anyhow::Error>((state, partitions, scan))
     };
@@ -290,11 +340,11 @@ async fn compare_by_offsets(
     p: &PartitionOffsets,
     has_coordinates: bool,
     scan: bool,
-) -> anyhow::Result<PartitionComparison> {
+) -> anyhow::Result<(PartitionComparison, Vec<(i64, i64)>)> {
     let mut comparison =
         PartitionComparison::new(p.partition, p.committed, (p.log_start, p.log_end), true);
     if !has_coordinates {
-        return Ok(comparison);
+        return Ok((comparison, Vec::new()));
     }
     let (rows, max) = store
         .offset_range_summary(consumer, topic, p.partition, 0)
@@ -322,21 +372,13 @@ async fn compare_by_offsets(
                 let present = store
                     .offsets_in_range(consumer, topic, p.partition, p.log_start, Some(committed))
                     .await?;
-                // Count and list from the same read, so they agree.
-                let (count, lost) = missing_offsets(p.log_start, committed, &present, 10_000);
-                comparison.lost_count = count;
-                comparison.lost = lost
-                    .into_iter()
-                    .map(|offset| LostEvent {
-                        partition: p.partition,
-                        offset,
-                        event_id: None,
-                    })
-                    .collect();
+                // Candidates only: reading them decides which are lost.
+                let gaps = missing_ranges(p.log_start, committed, &present);
+                return Ok((comparison, gaps));
             }
         }
     }
-    Ok(comparison)
+    Ok((comparison, Vec::new()))
 }
 
 /// Inbox rows of the consumer at the topic in partitions the topic does not have (below 0
@@ -367,27 +409,135 @@ async fn outside_partitions(
     Ok(partitions)
 }
 
-/// Offsets in `[from, to)` not in `present` (sorted, repeats allowed): how many, and the
-/// first `limit` of them.
-pub fn missing_offsets(from: i64, to: i64, present: &[i64], limit: usize) -> (i64, Vec<i64>) {
-    let mut missing = Vec::new();
-    let mut count = 0;
-    let mut gap = |start: i64, end: i64, missing: &mut Vec<i64>| {
-        count += end - start;
-        let room = limit.saturating_sub(missing.len()) as i64;
-        missing.extend(start..end.min(start.saturating_add(room)));
-    };
+/// The runs of offsets in `[from, to)` not in `present` (sorted, repeats allowed), as
+/// `[start, end)` ranges in order.
+pub fn missing_ranges(from: i64, to: i64, present: &[i64]) -> Vec<(i64, i64)> {
+    let mut gaps = Vec::new();
     let mut next = from;
     for &offset in present.iter().filter(|o| **o >= from && **o < to) {
         if next < offset {
-            gap(next, offset, &mut missing);
+            gaps.push((next, offset));
         }
         next = next.max(offset + 1);
     }
     if next < to {
-        gap(next, to, &mut missing);
+        gaps.push((next, to));
     }
-    (count, missing)
+    gaps
+}
+
+/// The spans a reader places itself at to read `gaps` (sorted): gaps less than `merge`
+/// apart are read as one span, the offsets between them included.
+pub fn read_spans(gaps: &[(i64, i64)], merge: i64) -> Vec<(i64, i64)> {
+    let mut spans: Vec<(i64, i64)> = Vec::new();
+    for &(start, end) in gaps {
+        match spans.last_mut() {
+            Some(last) if start - last.1 < merge => last.1 = end,
+            _ => spans.push((start, end)),
+        }
+    }
+    spans
+}
+
+/// Whether `offset` lies in one of `gaps` (sorted, disjoint).
+fn in_gaps(gaps: &[(i64, i64)], offset: i64) -> bool {
+    let after = gaps.partition_point(|(_, end)| *end <= offset);
+    gaps.get(after).is_some_and(|(start, _)| *start <= offset)
+}
+
+/// Without `--scan`, what decides the offsets below the committed one that have no inbox
+/// row.
+struct Checking<'a> {
+    topic: &'a str,
+    store: &'a Store,
+    consumer: &'a str,
+    source: &'a EventIdSource,
+    output: &'a Output,
+}
+
+impl Checking<'_> {
+    /// Reads the candidate offsets (`gaps` per partition) and decides each: one that
+    /// delivers no message is not lost (a transaction marker, an aborted transaction's
+    /// message, a compacted record), nor is one whose event the inbox holds from another
+    /// offset or without one (a producer's duplicate, a row without coordinates); the rest
+    /// are lost, named by their event id where the message has one.
+    async fn check(
+        &self,
+        kafka: &Kafka,
+        gaps: BTreeMap<i32, Vec<(i64, i64)>>,
+        partitions: &mut [PartitionComparison],
+    ) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let candidates: BTreeMap<i32, i64> = gaps
+            .iter()
+            .map(|(p, gaps)| (*p, gaps.iter().map(|(start, end)| end - start).sum()))
+            .collect();
+        let spans: Vec<Vec<(i64, i64)>> =
+            gaps.values().map(|g| read_spans(g, span_merge())).collect();
+        // Round k reads the k-th span of every partition, side by side.
+        let rounds: Vec<Vec<(i32, i64, i64)>> = (0..spans.iter().map(Vec::len).max().unwrap_or(0))
+            .map(|k| {
+                gaps.keys()
+                    .zip(&spans)
+                    .filter_map(|(p, spans)| spans.get(k).map(|(start, end)| (*p, *start, *end)))
+                    .collect()
+            })
+            .collect();
+        let client = kafka.reader(&[])?;
+        let mut reader = start_reader(
+            client,
+            kafka.timeout(),
+            self.topic,
+            rounds,
+            Some(gaps),
+            self.source,
+        );
+        let progress = self
+            .output
+            .progress(Some(reader.total.max(0) as u64), "offsets");
+        let index: HashMap<i32, usize> = partitions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.partition, i))
+            .collect();
+        while let Some(chunk) = reader.chunks.recv().await {
+            let ids: Vec<&str> = chunk
+                .iter()
+                .filter_map(|(_, event_id)| event_id.map(|(id, _)| id))
+                .collect();
+            let held = self.store.processed_ids(self.consumer, &ids).await?;
+            for (message, event_id) in chunk.iter() {
+                let p = &mut partitions[index[&message.partition]];
+                match event_id {
+                    Some((id, _)) if held.contains(id) => p.found_by_event_id += 1,
+                    _ => {
+                        p.lost_count += 1;
+                        if p.lost.len() < LOST_LISTED {
+                            p.lost.push(LostEvent {
+                                partition: message.partition,
+                                offset: message.offset,
+                                event_id: event_id.map(|(id, _)| id.to_string()),
+                            });
+                        }
+                    }
+                }
+            }
+            progress.inc(chunk.messages.len() as u64);
+        }
+        progress.finish_and_clear();
+        reader.finish().await?;
+        for p in partitions.iter_mut() {
+            if let Some(count) = candidates.get(&p.partition) {
+                p.empty_offsets = count - p.lost_count - p.found_by_event_id;
+            }
+        }
+        self.output.debug(format!(
+            "read {} offsets without an inbox row in {:.2}s",
+            candidates.values().sum::<i64>(),
+            started.elapsed().as_secs_f64()
+        ));
+        Ok(())
+    }
 }
 
 #[derive(Default)]
@@ -481,37 +631,77 @@ struct Reader {
     total: i64,
 }
 
-/// Starts reading every partition from log start to log end on a thread of its own. Up to
-/// READ_AHEAD chunks wait in the channel, so reading overlaps loading the inbox's ids, with
-/// memory still bounded.
+impl Reader {
+    /// Waits for the reader's thread, whose error (if any) says why reading stopped.
+    async fn finish(self) -> anyhow::Result<()> {
+        self.thread
+            .await
+            .context("the topic reader stopped unexpectedly")?
+    }
+}
+
+/// Starts reading on a thread of its own: each round's `(partition, start, end)` ranges
+/// side by side, the rounds one after another, keeping only the offsets in `only`'s ranges
+/// when it is given. Up to READ_AHEAD chunks wait in the channel, so reading overlaps
+/// loading the inbox's ids, with memory still bounded.
 fn start_reader(
     client: KafkaClient,
     idle_limit: std::time::Duration,
     topic: &str,
-    offsets: &[PartitionOffsets],
+    rounds: Vec<Vec<(i32, i64, i64)>>,
+    only: Option<BTreeMap<i32, Vec<(i64, i64)>>>,
     source: &EventIdSource,
 ) -> Reader {
     let (sender, chunks) = tokio::sync::mpsc::channel::<ScanChunk>(READ_AHEAD);
-    let ranges: Vec<(i32, i64, i64)> = offsets
-        .iter()
-        .map(|p| (p.partition, p.log_start, p.log_end))
-        .collect();
+    let total = match &only {
+        Some(only) => only
+            .values()
+            .flatten()
+            .map(|(start, end)| end - start)
+            .sum(),
+        None => rounds
+            .iter()
+            .flatten()
+            .map(|(_, start, end)| end - start)
+            .sum(),
+    };
     let topic = topic.to_string();
     let source = source.clone();
     let thread = tokio::task::spawn_blocking(move || {
-        let read = read_range(
-            &client,
-            &topic,
-            &ranges,
-            idle_limit,
-            SCAN_CHUNK,
-            &sender,
-            || ScanChunk::with_capacity(SCAN_CHUNK),
-            |chunk, message| {
-                let event_id = source.extract(&topic, message);
-                chunk.add(message.partition(), message.offset(), event_id.as_deref());
-            },
-        );
+        // Where each partition's last kept message was: a message from before the current
+        // round (still queued when the reader moved on) is never taken twice.
+        let mut kept: HashMap<i32, i64> = HashMap::new();
+        let mut read = Ok(());
+        for round in &rounds {
+            if sender.is_closed() {
+                break;
+            }
+            read = read_range(
+                &client,
+                &topic,
+                round,
+                idle_limit,
+                SCAN_CHUNK,
+                &sender,
+                || ScanChunk::with_capacity(SCAN_CHUNK),
+                |chunk, message| {
+                    let (partition, offset) = (message.partition(), message.offset());
+                    if let Some(only) = &only {
+                        let wanted = only.get(&partition).is_some_and(|g| in_gaps(g, offset));
+                        let last = kept.entry(partition).or_insert(i64::MIN);
+                        if !wanted || offset <= *last {
+                            return;
+                        }
+                        *last = offset;
+                    }
+                    let event_id = source.extract(&topic, message);
+                    chunk.add(partition, offset, event_id.as_deref());
+                },
+            );
+            if read.is_err() {
+                break;
+            }
+        }
         // The last chunks are classified while the consumer closes.
         drop(sender);
         drop(client);
@@ -520,7 +710,7 @@ fn start_reader(
     Reader {
         thread,
         chunks,
-        total: offsets.iter().map(|p| p.log_end - p.log_start).sum(),
+        total,
     }
 }
 
@@ -745,10 +935,7 @@ async fn classify(
         progress.inc(chunk.messages.len() as u64);
     }
     progress.finish_and_clear();
-    reader
-        .thread
-        .await
-        .context("the topic reader stopped unexpectedly")??;
+    reader.finish().await?;
     scan.partitions = findings.into_map();
     // Messages decided while the ids loaded and those decided after are in two runs.
     for partition in scan.partitions.values_mut() {
@@ -920,13 +1107,18 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
     if output.format == Format::Json {
         return output.print_json(c);
     }
-    let limited = |items: Vec<String>| -> String {
-        let total = items.len();
+    // The first `show` items, and how many of `total` are not shown (the list may hold
+    // only the first of very many).
+    let limited_of = |items: Vec<String>, total: usize| -> String {
         let mut shown: Vec<String> = items.into_iter().take(show).collect();
-        if total > show {
-            shown.push(format!("… and {} more", total - show));
+        if total > shown.len() {
+            shown.push(format!("… and {} more", total - shown.len()));
         }
         shown.join(", ")
+    };
+    let limited = |items: Vec<String>| {
+        let total = items.len();
+        limited_of(items, total)
     };
     output.print(format!(
         "Group '{}' ({}) against inbox consumer '{}' on topic '{}'{}",
@@ -981,7 +1173,27 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
             output.print(format!(
                 "Lost in partition {} (committed, never processed): {}",
                 p.partition,
-                limited(items)
+                limited_of(items, p.lost_count.max(0) as usize)
+            ));
+        }
+        if p.empty_offsets > 0 || p.found_by_event_id > 0 {
+            let mut reasons = Vec::new();
+            if p.empty_offsets > 0 {
+                reasons.push(format!(
+                    "{} hold no message (transaction markers, aborted or compacted records)",
+                    p.empty_offsets
+                ));
+            }
+            if p.found_by_event_id > 0 {
+                reasons.push(format!(
+                    "{} hold events the inbox has under another offset or none",
+                    p.found_by_event_id
+                ));
+            }
+            output.print(format!(
+                "Not lost in partition {}, offsets without an inbox row: {}",
+                p.partition,
+                reasons.join("; ")
             ));
         }
         if !p.pending_redelivery.is_empty() {
@@ -1046,7 +1258,7 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
         if c.scan {
             ""
         } else {
-            " (duplicates need --scan; without it, lost counts offsets with no inbox row)"
+            " (duplicate event ids need --scan)"
         }
     ));
     Ok(())
@@ -1057,24 +1269,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn missing_offsets_are_the_gaps() {
-        assert_eq!(missing_offsets(0, 6, &[0, 2, 3, 5], 100), (2, vec![1, 4]));
-        assert_eq!(missing_offsets(3, 6, &[], 100), (3, vec![3, 4, 5]));
-        assert_eq!(missing_offsets(3, 6, &[1, 3, 4, 5, 9], 100), (0, vec![]));
-        // The count goes on past the listed ones.
-        assert_eq!(missing_offsets(0, 100, &[], 3), (100, vec![0, 1, 2]));
-        assert_eq!(missing_offsets(0, 10, &[1, 5], 2), (8, vec![0, 2]));
+    fn missing_ranges_are_the_gaps() {
+        assert_eq!(missing_ranges(0, 6, &[0, 2, 3, 5]), vec![(1, 2), (4, 5)]);
+        assert_eq!(missing_ranges(3, 6, &[]), vec![(3, 6)]);
+        assert_eq!(missing_ranges(3, 6, &[1, 3, 4, 5, 9]), vec![]);
+        assert_eq!(
+            missing_ranges(0, 10, &[1, 5]),
+            vec![(0, 1), (2, 5), (6, 10)]
+        );
     }
 
     /// Two rows at one offset account for that offset only: the gap beside them stays.
     #[test]
     fn rows_sharing_an_offset_count_once() {
         let present = [0, 1, 2, 4, 4, 5, 6, 7, 8, 9];
-        assert_eq!(missing_offsets(0, 10, &present, 100), (1, vec![3]));
+        assert_eq!(missing_ranges(0, 10, &present), vec![(3, 4)]);
         assert_eq!(
-            missing_offsets(0, 10, &[2, 2, 2, 7, 7], 3),
-            (8, vec![0, 1, 3])
+            missing_ranges(0, 10, &[2, 2, 2, 7, 7]),
+            vec![(0, 2), (3, 7), (8, 10)]
         );
+    }
+
+    #[test]
+    fn near_gaps_are_read_as_one_span() {
+        let gaps = [(0, 1), (5, 6), (20, 30), (100, 101)];
+        assert_eq!(read_spans(&gaps, 10), vec![(0, 6), (20, 30), (100, 101)]);
+        assert_eq!(read_spans(&gaps, 1), gaps.to_vec());
+        assert_eq!(read_spans(&gaps, 1000), vec![(0, 101)]);
+        assert_eq!(read_spans(&[], 10), vec![]);
+    }
+
+    #[test]
+    fn offsets_are_found_in_their_gaps() {
+        let gaps = [(3, 5), (9, 10)];
+        let found: Vec<i64> = (0..12).filter(|o| in_gaps(&gaps, *o)).collect();
+        assert_eq!(found, vec![3, 4, 9]);
+        assert!(!in_gaps(&[], 0));
     }
 
     #[test]

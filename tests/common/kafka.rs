@@ -48,19 +48,25 @@ fn nisshi_binary() -> String {
 /// The broker shared by this test binary's tests; they keep apart by random topic and group
 /// names. It stops when the test process exits (a watchdog shell waits on our pid).
 pub fn broker() -> &'static Broker {
-    BROKER.get_or_init(|| start_broker(Security::Plaintext))
+    BROKER.get_or_init(|| start_broker(Security::Plaintext, ""))
+}
+
+/// A broker of its own that sweeps its topics every second: retention and compaction run
+/// within a second or two instead of every few minutes.
+pub fn sweeping_broker() -> Broker {
+    start_broker(Security::Plaintext, "?maintenance_interval=1s")
 }
 
 /// A broker of its own whose listener speaks TLS only, with a self-signed certificate for
 /// 127.0.0.1 made by the openssl command.
 pub fn tls_broker() -> Broker {
-    start_broker(Security::Tls)
+    start_broker(Security::Tls, "")
 }
 
 /// A broker of its own that requires SASL/SCRAM-SHA-512 authentication, with one user. The
 /// user is created through a first, open broker on the same storage, which then stops.
 pub fn scram_broker() -> Broker {
-    start_broker(Security::Scram)
+    start_broker(Security::Scram, "")
 }
 
 fn free_port() -> u16 {
@@ -89,7 +95,8 @@ fn wait_until_answering(broker: &Broker, log: &std::path::Path) {
     }
 }
 
-fn start_broker(security: Security) -> Broker {
+/// Starts nisshi on SQLite storage; `storage_query` is added to the storage URL.
+fn start_broker(security: Security, storage_query: &str) -> Broker {
     let tls = security == Security::Tls;
     let port = free_port();
     let dir = tempfile::Builder::new()
@@ -163,7 +170,7 @@ fn start_broker(security: Security) -> Broker {
     }
     let script = format!(
         r#"cd "$1" || exit 1
-"$2" broker --storage-engine sqlite://broker.db \
+"$2" broker --storage-engine "sqlite://broker.db$5" \
     --listener-url "tcp://127.0.0.1:$3" --advertised-listener-url "tcp://127.0.0.1:$3" \
     --group-initial-rebalance-delay 0s{extra} > broker.log 2>&1 &
 broker=$!
@@ -180,6 +187,7 @@ rm -rf "$1""#
         .arg(nisshi_binary())
         .arg(port.to_string())
         .arg(std::process::id().to_string())
+        .arg(storage_query)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -234,8 +242,16 @@ impl Broker {
     }
 
     pub async fn create_topic(&self, name: &str, partitions: i32) {
+        self.create_topic_with(name, partitions, &[]).await
+    }
+
+    /// [`Broker::create_topic`] with topic configuration (`cleanup.policy`, …).
+    pub async fn create_topic_with(&self, name: &str, partitions: i32, config: &[(&str, &str)]) {
         let admin: AdminClient<DefaultClientContext> = self.config().create().unwrap();
-        let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+        let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+        for (key, value) in config {
+            topic = topic.set(key, value);
+        }
         let results = admin
             .create_topics(
                 &[topic],
@@ -455,6 +471,27 @@ where
     consumer.unsubscribe();
     drop(consumer);
     seen
+}
+
+/// The `process` of [`run_service`] for a service that records each message in the inbox
+/// of `consumer`, with its coordinates.
+pub fn recording(
+    pool: sqlx::AnyPool,
+    backend: inboxctl::store::Backend,
+    consumer: &str,
+    topic: &str,
+) -> impl FnMut(Seen) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    let (consumer, topic) = (consumer.to_string(), topic.to_string());
+    move |seen| {
+        Box::pin(record(
+            pool.clone(),
+            backend,
+            consumer.clone(),
+            topic.clone(),
+            seen,
+            true,
+        ))
+    }
 }
 
 /// The service's half of the inbox pattern: insert the event's row (with its coordinates when
