@@ -844,6 +844,103 @@ async fn compare_finds_orphans_in_partitions_the_topic_lacks(backend: Backend) {
     }
 }
 
+/// Rows pruned from the inbox leave their offsets without a row, like lost messages. prune
+/// records its cutoff, and compare then checks each partition only from the first offset
+/// whose row could not have been pruned: here the first message produced after the cutoff
+/// (and the first row left). Below it nothing is called lost; above it, loss is still found.
+async fn compare_after_a_prune_checks_only_what_the_prune_left(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    let broker = broker();
+    db.run(&["migrate", "run"]).ok();
+    broker.create_topic(&topic, 1).await;
+    // Offsets 0-4 produced (and processed) ten days ago, 5-9 now.
+    let ten_days_ago = chrono::Utc::now() - chrono::Duration::days(10);
+    let old: Vec<(i32, String)> = (0..5).map(|n| (0, format!("{topic}-old-{n}"))).collect();
+    let new: Vec<(i32, String)> = (5..10).map(|n| (0, format!("{topic}-new-{n}"))).collect();
+    broker
+        .produce_at(&topic, &old, Some(ten_days_ago.timestamp_millis()))
+        .await;
+    broker.produce(&topic, &new).await;
+    let pool = db.pool().await;
+    // Offsets 2 and 7 are committed before their effects.
+    run_service(
+        broker,
+        &group,
+        &topic,
+        10,
+        |seen| match seen.offset {
+            2 | 7 => Step::CommitNoProcess,
+            _ => Step::ProcessThenCommit,
+        },
+        recording(pool, backend, &group, &topic),
+    )
+    .await;
+    {
+        let store = db.store().await;
+        let mut sql = store.sql();
+        sql.push("UPDATE processed_messages SET processed_at = ")
+            .timestamp_param()
+            .push(&format!(" WHERE {} < 5", store.dialect.quote("offset")));
+        sqlx::query(&sql.build())
+            .bind(store.timestamp_param(ten_days_ago))
+            .execute(store.pool())
+            .await
+            .unwrap();
+    }
+    let lost_offsets = |json: &serde_json::Value| -> Vec<i64> {
+        json["partitions"][0]["lost"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["offset"].as_i64().unwrap())
+            .collect()
+    };
+    let before = inboxctl(
+        &db,
+        broker,
+        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+    )
+    .code(3)
+    .json();
+    assert_eq!(lost_offsets(&before), vec![2, 7]);
+    assert_eq!(before["pruned_before"], serde_json::Value::Null);
+
+    let pruned = inboxctl(
+        &db,
+        broker,
+        &["prune", "--older-than", "7d", "--yes", "--format", "json"],
+    )
+    .ok()
+    .json();
+    assert_eq!(pruned["rows_deleted"], 4);
+    assert_eq!(db.count("inboxctl_prunes").await, 1);
+
+    for scan in [false, true] {
+        let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker, &args).code(3).json();
+        let p0 = &json["partitions"][0];
+        assert_eq!(lost_offsets(&json), vec![7], "scan: {scan}");
+        assert_eq!(
+            (p0["checked_from"].as_i64(), p0["not_checked"].as_i64()),
+            (Some(5), Some(5)),
+            "scan: {scan}"
+        );
+        assert_eq!(json["pruned_before"], pruned["cutoff"], "scan: {scan}");
+    }
+    let table = inboxctl(&db, broker, &["compare", "-g", &group, "-t", &topic]).code(3);
+    for line in [
+        format!("Lost in partition 0 (committed, never processed): 7 ({topic}-new-7)"),
+        "Not checked in partition 0: 5 offset(s) below 5 without an inbox row, from before the last prune (of rows processed before ".to_string(),
+        "FINDINGS: 1 lost, 0 orphaned".to_string(),
+    ] {
+        assert!(table.stdout.contains(&line), "{line}\n{}", table.stdout);
+    }
+}
+
 async fn safe_prune_keeps_what_may_be_redelivered(backend: Backend) {
     safe_prune_case(backend, "auto").await;
 }
@@ -924,6 +1021,7 @@ each_backend!(
     compare_counts_offsets_not_rows,
     compare_by_offset_skips_offsets_without_a_message,
     compare_finds_orphans_in_partitions_the_topic_lacks,
+    compare_after_a_prune_checks_only_what_the_prune_left,
     safe_prune_keeps_what_may_be_redelivered,
 );
 

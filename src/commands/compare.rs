@@ -11,7 +11,9 @@
 //! inbox row is a candidate, and compare reads those offsets (and only those) to decide
 //! them. Kafka leaves offsets without a message (transaction markers, aborted transactions,
 //! compaction), and a producer's duplicate is absorbed by the inbox under its first offset:
-//! neither is lost. `--scan` reads the whole topic and decides by event id. Findings are
+//! neither is lost. `--scan` reads the whole topic and decides by event id. After a prune
+//! (recorded by `prune` in `inboxctl_prunes`), a missing row below the first offset whose
+//! row could not have been pruned is counted as not checked rather than lost. Findings are
 //! offsets, each once: two rows can share an offset (a recreated topic reused it, the event
 //! id's extraction changed), and one of them must not stand in for an offset with none.
 
@@ -20,6 +22,7 @@ use std::hash::Hasher;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
@@ -88,6 +91,13 @@ pub struct PartitionComparison {
     /// Without `--scan`: offsets below the committed one with no inbox row that hold no
     /// message (transaction markers, aborted transactions, compacted records). Not lost.
     pub empty_offsets: i64,
+    /// Offsets below the committed one and below `checked_from` without an inbox row (or,
+    /// with `--scan`, whose event the inbox lacks): their rows may have been pruned, so they
+    /// are not called lost.
+    pub not_checked: i64,
+    /// After a prune of the consumer's rows: the first offset whose row, had it been
+    /// written, could not have been pruned (see [`checked_from`]). `None` without a prune.
+    pub checked_from: Option<i64>,
     /// Without `--scan`: offsets below the committed one with no inbox row there whose event
     /// the inbox holds all the same, under another offset (a producer's duplicate, absorbed)
     /// or none (a row written without coordinates). Not lost.
@@ -117,6 +127,8 @@ impl PartitionComparison {
             lost: Vec::new(),
             orphans: Vec::new(),
             missing_event_id: 0,
+            not_checked: 0,
+            checked_from: None,
             empty_offsets: 0,
             found_by_event_id: 0,
             in_topic,
@@ -138,6 +150,9 @@ pub struct Comparison {
     pub consumer: String,
     pub topic: String,
     pub scan: bool,
+    /// The latest cutoff a prune of the consumer's rows recorded (rows processed before it
+    /// may be gone), in UTC; `None` when it was never pruned.
+    pub pruned_before: Option<DateTime<Utc>>,
     pub partitions: Vec<PartitionComparison>,
     pub duplicates: Vec<Duplicate>,
     pub lost_total: i64,
@@ -181,6 +196,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     }
     store.require_inbox_columns().await?;
     let has_coordinates = store.column_exists(INBOX_TABLE, "topic").await?;
+    let pruned_before = store.last_prune_cutoff(&consumer).await?;
     if !has_coordinates && !args.scan {
         bail!(
             "{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan"
@@ -207,8 +223,41 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         let ((state, offsets), group_client) = group
             .await
             .context("reading the group's offsets stopped unexpectedly")??;
+        // After a prune, where each partition's offsets can be checked: the first message
+        // late enough that its row could not have been pruned, by Kafka's timestamps.
+        let (group_client, late_enough) = match pruned_before {
+            Some(cutoff) => {
+                let kafka = Kafka::new(&args.kafka);
+                let topic = args.topic.clone();
+                let partitions: Vec<i32> = offsets.iter().map(|p| p.partition).collect();
+                let at = (cutoff + PRUNE_MARGIN).timestamp_millis();
+                tokio::task::spawn_blocking(move || {
+                    let found = kafka.offsets_for_time(&group_client, &topic, &partitions, at);
+                    (group_client, found)
+                })
+                .await
+                .context("looking up offsets by time stopped unexpectedly")?
+            }
+            None => (group_client, Ok(BTreeMap::new())),
+        };
+        let late_enough = late_enough?;
         // The group's client closes beside the scan, awaited only at the end.
         let closing = tokio::task::spawn_blocking(move || drop(group_client));
+        let mut checked_from = BTreeMap::new();
+        if pruned_before.is_some() {
+            for p in &offsets {
+                let lowest_row = match has_coordinates {
+                    true => {
+                        store
+                            .lowest_offset(&consumer, &args.topic, p.partition)
+                            .await?
+                    }
+                    false => None,
+                };
+                let by_time = late_enough.get(&p.partition).copied().flatten();
+                checked_from.insert(p.partition, checked_from_offset(p, by_time, lowest_row));
+            }
+        }
         let reader = reader_client.take().map(|client| {
             let whole: Vec<(i32, i64, i64)> = offsets
                 .iter()
@@ -233,6 +282,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
                     &consumer,
                     &args.topic,
                     p,
+                    checked_from.get(&p.partition).copied(),
                     has_coordinates,
                     args.scan,
                 )
@@ -257,7 +307,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
                     } else {
                         InboxIds::AskPerChunk(&store)
                     };
-                    classify(reader, inbox, &consumer, &offsets, &output)
+                    classify(reader, inbox, &consumer, &offsets, &checked_from, &output)
                         .await
                         .map(Some)
                 }
@@ -291,6 +341,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             partition.lost = found.map(|f| f.lost.clone()).unwrap_or_default();
             partition.lost_count = partition.lost.len() as i64;
             partition.missing_event_id = found.map_or(0, |f| f.missing_event_id);
+            partition.not_checked = found.map_or(0, |f| f.not_checked);
         }
     }
     store.close().await;
@@ -305,6 +356,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         consumer,
         topic: args.topic.clone(),
         scan: args.scan,
+        pruned_before,
         lost_total: partitions.iter().map(|p| p.lost_count).sum(),
         pending_total: partitions.iter().map(|p| p.pending_redelivery.len()).sum(),
         orphans_total: partitions.iter().map(|p| p.orphans.len()).sum(),
@@ -338,11 +390,13 @@ async fn compare_by_offsets(
     consumer: &str,
     topic: &str,
     p: &PartitionOffsets,
+    checked_from: Option<i64>,
     has_coordinates: bool,
     scan: bool,
 ) -> anyhow::Result<(PartitionComparison, Vec<(i64, i64)>)> {
     let mut comparison =
         PartitionComparison::new(p.partition, p.committed, (p.log_start, p.log_end), true);
+    comparison.checked_from = checked_from;
     if !has_coordinates {
         return Ok((comparison, Vec::new()));
     }
@@ -374,6 +428,8 @@ async fn compare_by_offsets(
                     .await?;
                 // Candidates only: reading them decides which are lost.
                 let gaps = missing_ranges(p.log_start, committed, &present);
+                let (not_checked, gaps) = split_gaps(gaps, checked_from.unwrap_or(i64::MIN));
+                comparison.not_checked = not_checked;
                 return Ok((comparison, gaps));
             }
         }
@@ -424,6 +480,41 @@ pub fn missing_ranges(from: i64, to: i64, present: &[i64]) -> Vec<(i64, i64)> {
         gaps.push((next, to));
     }
     gaps
+}
+
+/// How far past a prune's cutoff a message's timestamp must be for its row to be certain to
+/// have outlived the prune: a message is processed after it is produced, and this is room
+/// for the producer's and the database's clocks to disagree.
+const PRUNE_MARGIN: chrono::Duration = chrono::Duration::minutes(5);
+
+/// After a prune, the first offset of a partition from which a missing row means a lost
+/// message rather than a pruned row: a row processed before the cutoff belongs to a message
+/// produced before it (so before `by_time`, the first offset late enough by Kafka's
+/// timestamps) and, a partition being processed in order, processed before the lowest row
+/// the inbox still has. Either bound alone proves a row could not have been pruned.
+fn checked_from_offset(p: &PartitionOffsets, by_time: Option<i64>, lowest_row: Option<i64>) -> i64 {
+    let by_time = by_time.unwrap_or(p.log_end);
+    lowest_row
+        .map_or(by_time, |row| row.min(by_time))
+        .clamp(p.log_start, p.log_end)
+}
+
+/// Splits `gaps` (sorted) at offset `at`: how many offsets lie below it, and the ranges from
+/// it on.
+fn split_gaps(gaps: Vec<(i64, i64)>, at: i64) -> (i64, Vec<(i64, i64)>) {
+    let mut below = 0;
+    let mut from = Vec::with_capacity(gaps.len());
+    for (start, end) in gaps {
+        if end <= at {
+            below += end - start;
+        } else if start < at {
+            below += at - start;
+            from.push((at, end));
+        } else {
+            from.push((start, end));
+        }
+    }
+    (below, from)
 }
 
 /// The spans a reader places itself at to read `gaps` (sorted): gaps less than `merge`
@@ -545,6 +636,7 @@ struct ScannedPartition {
     pending: Vec<i64>,
     lost: Vec<LostEvent>,
     missing_event_id: i64,
+    not_checked: i64,
 }
 
 struct Scan {
@@ -836,11 +928,12 @@ async fn classify(
     mut inbox: InboxIds<'_>,
     consumer: &str,
     offsets: &[PartitionOffsets],
+    checked_from: &BTreeMap<i32, i64>,
     output: &Output,
 ) -> anyhow::Result<Scan> {
     let started = Instant::now();
     let progress = output.progress(Some(reader.total.max(0) as u64), "messages");
-    let mut findings = Findings::new(offsets);
+    let mut findings = Findings::new(offsets, checked_from);
     // Streaming, the map holds the inbox's ids as they arrive as well as where the topic
     // first had each id; asking per chunk, only the latter.
     // Sized up front when the ids stream in: growing it a million entries at a time is
@@ -971,6 +1064,8 @@ struct Findings {
 struct Slot {
     /// The group's committed offset (the log start when it has none).
     committed: i64,
+    /// Below this offset a message the inbox lacks may have had its row pruned.
+    checked_from: i64,
     found: ScannedPartition,
     /// A partition of the topic, or one a message came from; the others are gaps.
     known: bool,
@@ -981,7 +1076,9 @@ impl Slot {
     /// pending redelivery at or after it when the inbox has it.
     fn record(&mut self, partition: i32, offset: i64, in_inbox: bool, event_id: &str) {
         let below = offset < self.committed;
-        if below && !in_inbox {
+        if below && !in_inbox && offset < self.checked_from {
+            self.found.not_checked += 1;
+        } else if below && !in_inbox {
             self.found.lost.push(LostEvent {
                 partition,
                 offset,
@@ -994,10 +1091,12 @@ impl Slot {
 }
 
 impl Findings {
-    fn new(offsets: &[PartitionOffsets]) -> Findings {
+    fn new(offsets: &[PartitionOffsets], checked_from: &BTreeMap<i32, i64>) -> Findings {
         let mut findings = Findings { slots: Vec::new() };
         for p in offsets {
-            findings.slot(p.partition).committed = p.committed.unwrap_or(p.log_start);
+            let slot = findings.slot(p.partition);
+            slot.committed = p.committed.unwrap_or(p.log_start);
+            slot.checked_from = checked_from.get(&p.partition).copied().unwrap_or(i64::MIN);
         }
         findings
     }
@@ -1176,6 +1275,17 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
                 limited_of(items, p.lost_count.max(0) as usize)
             ));
         }
+        if p.not_checked > 0 {
+            output.print(format!(
+                "Not checked in partition {}: {} offset(s) below {} without an inbox row, from before the last prune{}: their rows may have been deleted",
+                p.partition,
+                p.not_checked,
+                or_dash(p.checked_from),
+                c.pruned_before
+                    .map(|at| format!(" (of rows processed before {})", at.format("%Y-%m-%d %H:%M:%S%.3f UTC")))
+                    .unwrap_or_default()
+            ));
+        }
         if p.empty_offsets > 0 || p.found_by_event_id > 0 {
             let mut reasons = Vec::new();
             if p.empty_offsets > 0 {
@@ -1300,6 +1410,35 @@ mod tests {
     }
 
     #[test]
+    fn gaps_split_at_the_first_offset_checked() {
+        let gaps = vec![(0, 3), (5, 8), (10, 12)];
+        assert_eq!(split_gaps(gaps.clone(), i64::MIN), (0, gaps.clone()));
+        assert_eq!(split_gaps(gaps.clone(), 6), (4, vec![(6, 8), (10, 12)]));
+        assert_eq!(split_gaps(gaps.clone(), 5), (3, vec![(5, 8), (10, 12)]));
+        assert_eq!(split_gaps(gaps, 100), (8, vec![]));
+    }
+
+    #[test]
+    fn a_prune_is_checked_from_the_earlier_of_its_two_bounds() {
+        let p = PartitionOffsets {
+            topic: "orders".into(),
+            partition: 0,
+            committed: Some(50),
+            log_start: 10,
+            log_end: 100,
+            lag: Some(50),
+        };
+        // The first message late enough, or the lowest row left, whichever comes first.
+        assert_eq!(checked_from_offset(&p, Some(40), Some(30)), 30);
+        assert_eq!(checked_from_offset(&p, Some(20), Some(30)), 20);
+        // No message that late: the whole log may have been pruned, unless rows remain.
+        assert_eq!(checked_from_offset(&p, None, None), 100);
+        assert_eq!(checked_from_offset(&p, None, Some(60)), 60);
+        // Never below the log start.
+        assert_eq!(checked_from_offset(&p, Some(0), Some(5)), 10);
+    }
+
+    #[test]
     fn offsets_are_found_in_their_gaps() {
         let gaps = [(3, 5), (9, 10)];
         let found: Vec<i64> = (0..12).filter(|o| in_gaps(&gaps, *o)).collect();
@@ -1389,12 +1528,14 @@ mod tests {
             }
             drop(id_sender);
         };
+        let no_prune = BTreeMap::new();
         let (scan, ()) = tokio::join!(
             classify(
                 reader,
                 InboxIds::Streaming(id_receiver, 7),
                 "billing",
                 &offsets,
+                &no_prune,
                 &output
             ),
             feeding

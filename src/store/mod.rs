@@ -27,6 +27,9 @@ use crate::time::parse_stored_timestamp;
 pub const INBOX_TABLE: &str = "processed_messages";
 /// The tool's own migration bookkeeping; never an application's `_sqlx_migrations`.
 pub const MIGRATIONS_TABLE: &str = "inboxctl_migrations";
+/// The tool's record of each prune: which consumer's rows before which cutoff went, so that
+/// `compare` knows the inbox may lack their offsets. Made on the first prune that deletes.
+pub const PRUNES_TABLE: &str = "inboxctl_prunes";
 /// A `processed_at` lower bound below every real row, valid on every backend.
 pub const EARLIEST_TIMESTAMP: &str = "1000-01-01 00:00:00";
 
@@ -1359,6 +1362,97 @@ impl Store {
         if bounded {
             sql.push(&format!(" AND {offset} < ")).param();
         }
+    }
+
+    /// Records that rows of `consumers` processed before `cutoff` are about to be deleted.
+    /// Written before the first delete, so that a prune cut short is recorded too. Times are
+    /// RFC 3339 text in UTC with milliseconds: fixed width, so they sort as they compare.
+    pub async fn record_prune(
+        &self,
+        consumers: &[&str],
+        cutoff: DateTime<Utc>,
+    ) -> anyhow::Result<()> {
+        let context = || format!("could not record the prune in {PRUNES_TABLE}");
+        sqlx::query(&format!(
+            "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer TEXT NOT NULL, \
+             cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
+        ))
+        .execute(&self.pool)
+        .await
+        .with_context(context)?;
+        let stamp = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "INSERT INTO {PRUNES_TABLE} (consumer, cutoff, pruned_at) VALUES ("
+        ))
+        .param()
+        .push(", ")
+        .param()
+        .push(", ")
+        .param()
+        .push(")");
+        let text = sql.build();
+        let mut transaction = self.pool.begin().await.with_context(context)?;
+        for consumer in consumers {
+            sqlx::query(&text)
+                .bind(*consumer)
+                .bind(stamp(cutoff))
+                .bind(stamp(Utc::now()))
+                .execute(&mut *transaction)
+                .await
+                .with_context(context)?;
+        }
+        transaction.commit().await.with_context(context)
+    }
+
+    /// The latest cutoff a prune of the consumer's rows recorded: rows processed before it
+    /// may be gone. `None` when none was recorded.
+    pub async fn last_prune_cutoff(&self, consumer: &str) -> anyhow::Result<Option<DateTime<Utc>>> {
+        if !self.table_exists(PRUNES_TABLE).await? {
+            return Ok(None);
+        }
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT MAX(cutoff) FROM {PRUNES_TABLE} WHERE consumer = "
+        ))
+        .param();
+        let context = || format!("could not read the prunes recorded in {PRUNES_TABLE}");
+        let cutoff: Option<String> = sqlx::query_scalar(&sql.build())
+            .bind(consumer)
+            .fetch_one(&self.pool)
+            .await
+            .with_context(context)?;
+        cutoff
+            .map(|text| {
+                DateTime::parse_from_rfc3339(&text)
+                    .map(|at| at.with_timezone(&Utc))
+                    .with_context(|| {
+                        format!("{PRUNES_TABLE} holds a cutoff that is not a time: '{text}'")
+                    })
+            })
+            .transpose()
+    }
+
+    /// The lowest offset (0 or more) of the consumer's rows at one topic partition.
+    pub async fn lowest_offset(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+    ) -> anyhow::Result<Option<i64>> {
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!("SELECT MIN({offset}) FROM {INBOX_TABLE} WHERE "));
+        self.push_partition_filter(&mut sql);
+        sql.push(&format!(" AND {offset} >= 0"));
+        let text = format!("SELECT {}", (d.bigint)(&format!("({})", sql.build())));
+        bind_partition(sqlx::query_scalar(&text), consumer, topic, partition)
+            .fetch_one(&self.pool)
+            .await
+            .with_context(|| {
+                format!("could not read the lowest inbox offset of {topic}:{partition}")
+            })
     }
 
     /// `consumer = ? AND topic = ? AND partition = ?`: one consumer's rows at one partition.
