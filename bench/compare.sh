@@ -7,7 +7,10 @@
 # looks every event id up in the inbox) and a minimal rdkafka consumer that only counts.
 # Prints the times and the ratios. Goal: compare --scan <= 1.5x the raw read.
 #
-# Env: MESSAGES (1000000), PARTITIONS (6), RUNS (3), BENCH_PG_ADMIN (postgres://postgres@127.0.0.1:5432/test)
+# Then compare without --scan, with every row there and with one row in MISSING_EVERY gone.
+#
+# Env: MESSAGES (1000000), PARTITIONS (6), RUNS (3), MISSING_EVERY (1000),
+#      BENCH_PG_ADMIN (postgres://postgres@127.0.0.1:5432/test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
