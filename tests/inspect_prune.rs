@@ -1263,3 +1263,61 @@ async fn serial_plans_turn_parallel_workers_off_on_every_connection() {
     assert_ne!(server, "0", "the test server should allow parallel workers");
     assert_eq!(workers(default).await, [server.clone(), server]);
 }
+
+/// prune records its cutoff before it deletes, for compare. When the record cannot be
+/// written (here a table of that name with other columns), nothing is deleted: compare
+/// would otherwise take the offsets of the deleted rows for lost messages.
+async fn prune_deletes_nothing_it_cannot_record(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let cutoff = seed_for_prune(&mut db).await;
+    let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
+    db.exec("CREATE TABLE inboxctl_prunes (id INTEGER NOT NULL)")
+        .await;
+    let rows = db.count("processed_messages").await;
+    let run = db.run(&["prune", "--before", &before, "--yes"]).code(1);
+    assert!(
+        run.stderr.contains("nothing was deleted")
+            && run
+                .stderr
+                .contains("could not record the prune in inboxctl_prunes"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("processed_messages").await, rows);
+    assert_eq!(db.count("inboxctl_prunes").await, 0);
+}
+
+each_backend!(prune_deletes_nothing_it_cannot_record);
+
+/// A pruning user that may not create tables prunes once the record's table was made for
+/// it: prune makes the table only when it is missing (PostgreSQL checks the right to create
+/// even for CREATE TABLE IF NOT EXISTS of a table that exists).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_records_into_a_table_made_for_a_user_who_may_not_create() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    let cutoff = seed_for_prune(&mut db).await;
+    let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let role = format!("inboxctl_pruner_{}", std::process::id());
+    db.exec(&format!("CREATE ROLE {role} LOGIN")).await;
+    for sql in [
+        "CREATE TABLE inboxctl_prunes (consumer TEXT NOT NULL, cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)".to_string(),
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC".to_string(),
+        format!("GRANT SELECT, DELETE ON processed_messages TO {role}"),
+        format!("GRANT SELECT, INSERT ON inboxctl_prunes TO {role}"),
+    ] {
+        db.exec(&sql).await;
+    }
+    let url = db.url.replacen("postgres@", &format!("{role}@"), 1);
+    let run = Run::from(
+        db.cmd()
+            .env("DATABASE_URL", &url)
+            .args(["prune", "--before", &before, "--yes", "--format", "json"])
+            .output()
+            .unwrap(),
+    );
+    db.exec(&format!("DROP OWNED BY {role}")).await;
+    db.exec(&format!("DROP ROLE {role}")).await;
+    let json = run.ok().json();
+    assert_eq!(json["rows_deleted"], 9);
+    assert_eq!(db.count("inboxctl_prunes").await, 2);
+}

@@ -200,17 +200,17 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     }
 
     // compare must know that these consumers' offsets from before the cutoff may have no
-    // row any more. Recorded before the first delete, so that a run cut short counts too.
+    // row any more. Recorded before the first delete, so that a run cut short counts too;
+    // without the record nothing is deleted, or compare would call the deleted rows' offsets
+    // lost messages.
     let pruned: Vec<&str> = report
         .consumers
         .iter()
         .map(|c| c.consumer.as_str())
         .collect();
-    if let Err(error) = store.record_prune(&pruned, cutoff).await {
-        output.warn(format!(
-            "{error:#}; compare will count the offsets of the rows deleted now as lost"
-        ));
-    }
+    store.record_prune(&pruned, cutoff).await.context(
+        "nothing was deleted: without the record, compare would take the offsets of the rows deleted for lost messages",
+    )?;
 
     // Ctrl-C asks to stop; the batch in flight finishes (it is one transaction) and the
     // summary says how far the run got.

@@ -1372,14 +1372,23 @@ impl Store {
         consumers: &[&str],
         cutoff: DateTime<Utc>,
     ) -> anyhow::Result<()> {
-        let context = || format!("could not record the prune in {PRUNES_TABLE}");
-        sqlx::query(&format!(
-            "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer TEXT NOT NULL, \
-             cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
-        ))
-        .execute(&self.pool)
-        .await
-        .with_context(context)?;
+        let context = || {
+            format!(
+                "could not record the prune in {PRUNES_TABLE} (columns consumer TEXT, \
+                 cutoff VARCHAR(40), pruned_at VARCHAR(40))"
+            )
+        };
+        // Made only when missing: PostgreSQL checks the right to create tables even for a
+        // CREATE TABLE IF NOT EXISTS of one that exists, which a pruning user may lack.
+        if !self.table_exists(PRUNES_TABLE).await? {
+            sqlx::query(&format!(
+                "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer TEXT NOT NULL, \
+                 cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
+            ))
+            .execute(&self.pool)
+            .await
+            .with_context(context)?;
+        }
         let stamp = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let mut sql = self.sql();
         sql.push(&format!(
