@@ -1344,3 +1344,84 @@ async fn sasl_brokers_are_reached_through_x_properties() {
         refused.stderr
     );
 }
+
+/// Rows for every offset of `partition` in `0..end` except `missing`, processed now.
+async fn rows_except(
+    db: &mut TestDb,
+    group: &str,
+    topic: &str,
+    delivered: &[Delivered],
+    partition: i32,
+    missing: impl Fn(i64) -> bool,
+) {
+    let now = chrono::Utc::now();
+    let rows: Vec<Row_> = delivered
+        .iter()
+        .filter(|d| d.partition == partition && !missing(d.offset))
+        .map(|d| row(group, &d.event_id, Some((topic, partition, d.offset)), now))
+        .collect();
+    db.insert_rows(&rows).await;
+}
+
+/// Without `--scan`, a message with no event id at an offset without a row is lost all the
+/// same (the offset was committed, and nothing recorded it), and the report says why it is
+/// not named: beside its offset, in `missing_event_id`, and in a warning when no message
+/// read had an id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_by_offset_says_which_lost_messages_have_no_event_id() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 1).await;
+    let mut delivered = broker.produce(&topic, &[(0, format!("{topic}-0"))]).await;
+    let producer: rdkafka::producer::FutureProducer = broker.config().create().unwrap();
+    producer
+        .send(
+            rdkafka::producer::FutureRecord::<str, str>::to(&topic)
+                .partition(0)
+                .payload("not json"),
+            std::time::Duration::from_secs(30),
+        )
+        .await
+        .expect("produce");
+    delivered.extend(broker.produce(&topic, &[(0, format!("{topic}-2"))]).await);
+    rows_except(&mut db, &group, &topic, &delivered, 0, |_| false).await;
+    broker.commit(&group, &topic, &[(0, 3)]);
+
+    let json = inboxctl(
+        &db,
+        broker,
+        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+    )
+    .code(3)
+    .json();
+    let p0 = &json["partitions"][0];
+    assert_eq!(
+        p0["lost"],
+        serde_json::json!([{"partition": 0, "offset": 1, "event_id": null}])
+    );
+    assert_eq!(
+        (
+            p0["lost_count"].as_i64(),
+            p0["missing_event_id"].as_i64(),
+            p0["empty_offsets"].as_i64()
+        ),
+        (Some(1), Some(1), Some(0))
+    );
+    let table = inboxctl(&db, broker, &["compare", "-g", &group, "-t", &topic]).code(3);
+    for line in [
+        "Lost in partition 0 (committed, never processed): 1 (no event id)\n",
+        "1 message(s) in partition 0 carry no event id\n",
+        "FINDINGS: 1 lost, 0 orphaned",
+    ] {
+        assert!(table.stdout.contains(line), "{line}\n{}", table.stdout);
+    }
+    assert!(
+        table.stderr.contains(
+            "none of the 1 messages read at offsets without an inbox row carries an event id"
+        ),
+        "{}",
+        table.stderr
+    );
+}

@@ -86,7 +86,8 @@ pub struct PartitionComparison {
     pub lost_count: i64,
     pub lost: Vec<LostEvent>,
     pub orphans: Vec<i64>,
-    /// Messages in which no event id was found (with `--scan`).
+    /// Messages in which no event id was found: with `--scan`, all of them (not counted
+    /// lost); without, those read at offsets without an inbox row (counted lost, unnamed).
     pub missing_event_id: i64,
     /// Without `--scan`: offsets below the committed one with no inbox row that hold no
     /// message (transaction markers, aborted transactions, compacted records). Not lost.
@@ -377,6 +378,17 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             "none of the {messages_scanned} messages scanned carries an event id where --event-id-from ({source}) looks, so none could be checked against the inbox"
         ));
     }
+    // Without --scan they are lost all the same (their offsets have no row), but unnamed.
+    let read: i64 = comparison
+        .partitions
+        .iter()
+        .map(|p| p.lost_count + p.found_by_event_id)
+        .sum();
+    if !comparison.scan && read > 0 && without_id == read {
+        output.warn(format!(
+            "none of the {read} messages read at offsets without an inbox row carries an event id where --event-id-from ({source}) looks, so none could be looked up in the inbox by id"
+        ));
+    }
     if comparison.lost_total > 0 || comparison.orphans_total > 0 {
         Ok(ExitStatus::Findings)
     } else {
@@ -603,6 +615,9 @@ impl Checking<'_> {
                     Some((id, _)) if held.contains(id) => p.found_by_event_id += 1,
                     _ => {
                         p.lost_count += 1;
+                        if event_id.is_none() {
+                            p.missing_event_id += 1;
+                        }
                         if p.lost.len() < LOST_LISTED {
                             p.lost.push(LostEvent {
                                 partition: message.partition,
@@ -1266,7 +1281,7 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
                 .iter()
                 .map(|l| match &l.event_id {
                     Some(id) => format!("{} ({id})", l.offset),
-                    None => l.offset.to_string(),
+                    None => format!("{} (no event id)", l.offset),
                 })
                 .collect();
             output.print(format!(
