@@ -1321,3 +1321,20 @@ async fn prune_records_into_a_table_made_for_a_user_who_may_not_create() {
     assert_eq!(json["rows_deleted"], 9);
     assert_eq!(db.count("inboxctl_prunes").await, 2);
 }
+
+/// The prunes recorded are told apart by consumer exactly as the inbox tells its consumers
+/// apart: case-sensitively on every backend (MySQL's default collation is not).
+async fn a_prune_is_recorded_for_its_own_consumer_only(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let cutoff = now_ms() - Duration::days(7);
+    let store = db.store().await;
+    store.record_prune(&["BILLING"], cutoff).await.unwrap();
+    assert_eq!(store.last_prune_cutoff("billing").await.unwrap(), None);
+    assert_eq!(
+        store.last_prune_cutoff("BILLING").await.unwrap(),
+        Some(cutoff)
+    );
+}
+
+each_backend!(a_prune_is_recorded_for_its_own_consumer_only);

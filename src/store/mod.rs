@@ -1381,8 +1381,14 @@ impl Store {
         // Made only when missing: PostgreSQL checks the right to create tables even for a
         // CREATE TABLE IF NOT EXISTS of one that exists, which a pruning user may lack.
         if !self.table_exists(PRUNES_TABLE).await? {
+            // Consumers compare as the inbox's do: case-sensitively, which MySQL's default
+            // collation does not.
+            let consumer = match self.backend {
+                Backend::Mysql => "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+                _ => "TEXT",
+            };
             sqlx::query(&format!(
-                "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer TEXT NOT NULL, \
+                "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer {consumer} NOT NULL, \
                  cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
             ))
             .execute(&self.pool)
