@@ -261,7 +261,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--topic', '--topic', [CompletionResultType]::ParameterName, 'The topic')
             [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'The inbox consumer (default: the group name)')
             [CompletionResult]::new('--event-id-from', '--event-id-from', [CompletionResultType]::ParameterName, 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)')
-            [CompletionResult]::new('--show', '--show', [CompletionResultType]::ParameterName, 'Show at most this many offsets or events per finding in tables (JSON lists all)')
+            [CompletionResult]::new('--show', '--show', [CompletionResultType]::ParameterName, 'Show at most this many offsets or events per finding in tables (JSON lists all, but without --scan at most 10,000 lost per partition)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
             [CompletionResult]::new('--scan', '--scan', [CompletionResultType]::ParameterName, 'Read the topic from log start to log end: name each lost event, find duplicates, and match by event id (works on tables without coordinates)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')

@@ -374,7 +374,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "SPEC", value_parser = crate::event_id::EventIdSource::parse)]
     pub event_id_from: Option<crate::event_id::EventIdSource>,
 
-    /// Show at most this many offsets or events per finding in tables (JSON lists all)
+    /// Show at most this many offsets or events per finding in tables (JSON lists all, but
+    /// without --scan at most 10,000 lost per partition)
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub show: usize,
 }

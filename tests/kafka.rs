@@ -934,7 +934,7 @@ async fn compare_after_a_prune_checks_only_what_the_prune_left(backend: Backend)
     let table = inboxctl(&db, broker, &["compare", "-g", &group, "-t", &topic]).code(3);
     for line in [
         format!("Lost in partition 0 (committed, never processed): 7 ({topic}-new-7)"),
-        "Not checked in partition 0: 5 offset(s) below 5 without an inbox row, from before the last prune (of rows processed before ".to_string(),
+        "Not checked in partition 0: 5 offset(s) without an inbox row below 5, from before the last prune (of rows processed before ".to_string(),
         "FINDINGS: 1 lost, 0 orphaned".to_string(),
     ] {
         assert!(table.stdout.contains(&line), "{line}\n{}", table.stdout);

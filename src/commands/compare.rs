@@ -1292,9 +1292,15 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
         }
         if p.not_checked > 0 {
             output.print(format!(
-                "Not checked in partition {}: {} offset(s) below {} without an inbox row, from before the last prune{}: their rows may have been deleted",
+                "Not checked in partition {}: {} {} below {}, from before the last prune{}: their rows may have been deleted",
                 p.partition,
                 p.not_checked,
+                // The scan decides by event id, the offset mode by the rows' offsets.
+                if c.scan {
+                    "message(s) whose event the inbox lacks"
+                } else {
+                    "offset(s) without an inbox row"
+                },
                 or_dash(p.checked_from),
                 c.pruned_before
                     .map(|at| format!(" (of rows processed before {})", at.format("%Y-%m-%d %H:%M:%S%.3f UTC")))
