@@ -146,7 +146,7 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__compare)
-            opts="-X -g -t -v -q -h -V --brokers --kafka-timeout --database-url --connect-timeout --group --topic --consumer --scan --event-id-from --show --format --verbose --quiet --help --version"
+            opts="-X -g -t -v -q -h -V --brokers --kafka-timeout --database-url --connect-timeout --group --topic --consumer --scan --event-id-from --pruned-before --show --format --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -193,6 +193,10 @@ _inboxctl() {
                     return 0
                     ;;
                 --event-id-from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pruned-before)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -239,6 +239,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --topic 'The topic'
             cand --consumer 'The inbox consumer (default: the group name)'
             cand --event-id-from 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)'
+            cand --pruned-before 'Rows processed before WHEN may be gone, deleted by a prune inboxctl did not record (an application''s own DELETE): a timestamp or -DURATION (ago). Offsets are then checked as after a recorded prune; the later of the two cutoffs counts'
             cand --show 'Show at most this many offsets or events per finding in tables (JSON lists all, but without --scan at most 10,000 lost per partition)'
             cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
             cand --scan 'Read the topic from log start to log end: name each lost event, find duplicates, and match by event id (works on tables without coordinates)'

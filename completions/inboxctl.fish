@@ -181,6 +181,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s g -l group
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s t -l topic -d 'The topic' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l consumer -d 'The inbox consumer (default: the group name)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l event-id-from -d 'Where a message\'s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l pruned-before -d 'Rows processed before WHEN may be gone, deleted by a prune inboxctl did not record (an application\'s own DELETE): a timestamp or -DURATION (ago). Offsets are then checked as after a recorded prune; the later of the two cutoffs counts' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l show -d 'Show at most this many offsets or events per finding in tables (JSON lists all, but without --scan at most 10,000 lost per partition)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''

@@ -374,6 +374,12 @@ pub struct CompareArgs {
     #[arg(long, value_name = "SPEC", value_parser = crate::event_id::EventIdSource::parse)]
     pub event_id_from: Option<crate::event_id::EventIdSource>,
 
+    /// Rows processed before WHEN may be gone, deleted by a prune inboxctl did not record
+    /// (an application's own DELETE): a timestamp or -DURATION (ago). Offsets are then
+    /// checked as after a recorded prune; the later of the two cutoffs counts
+    #[arg(long, value_name = "WHEN", allow_hyphen_values = true, value_parser = crate::time::parse_time_or_ago)]
+    pub pruned_before: Option<chrono::DateTime<chrono::Utc>>,
+
     /// Show at most this many offsets or events per finding in tables (JSON lists all, but
     /// without --scan at most 10,000 lost per partition)
     #[arg(long, value_name = "N", default_value_t = 20)]

@@ -34,6 +34,20 @@ pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
     Ok(parsed)
 }
 
+/// A timestamp (as [`parse_timestamp`]) or `-DURATION`, that long before now.
+pub fn parse_time_or_ago(text: &str) -> Result<DateTime<Utc>, String> {
+    let Some(ago) = text.trim().strip_prefix('-') else {
+        return parse_timestamp(text)
+            .map_err(|error| format!("{error}; or -DURATION for that long ago, e.g. -7d"));
+    };
+    let age = chrono::Duration::from_std(parse_duration(ago)?)
+        .map_err(|_| format!("'{ago}' is too long ago"))?;
+    Utc::now()
+        .checked_sub_signed(age)
+        .filter(|at| at.year() >= 1000)
+        .ok_or_else(|| format!("'{ago}' ago is before the year 1000"))
+}
+
 fn parse_any_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
     let text = text.trim();
     if let Ok(parsed) = DateTime::parse_from_rfc3339(text) {
@@ -105,6 +119,25 @@ mod tests {
             parse_duration("2w 1d").unwrap(),
             Duration::from_secs(15 * 86_400)
         );
+    }
+
+    #[test]
+    fn a_time_or_a_duration_ago() {
+        let before = Utc::now() - chrono::Duration::days(7);
+        let ago = parse_time_or_ago("-7d").unwrap();
+        let after = Utc::now() - chrono::Duration::days(7);
+        assert!(before <= ago && ago <= after, "{ago}");
+        assert_eq!(
+            parse_time_or_ago("2026-11-01T08:00:00Z").unwrap(),
+            Utc.with_ymd_and_hms(2026, 11, 1, 8, 0, 0).unwrap()
+        );
+        assert!(parse_time_or_ago("7d").unwrap_err().contains("-DURATION"));
+        assert!(parse_time_or_ago("-7x")
+            .unwrap_err()
+            .contains("expected a duration"));
+        assert!(parse_time_or_ago("-5000y")
+            .unwrap_err()
+            .contains("before the year 1000"));
     }
 
     #[test]

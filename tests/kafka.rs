@@ -849,6 +849,19 @@ async fn compare_finds_orphans_in_partitions_the_topic_lacks(backend: Backend) {
 /// whose row could not have been pruned: here the first message produced after the cutoff
 /// (and the first row left). Below it nothing is called lost; above it, loss is still found.
 async fn compare_after_a_prune_checks_only_what_the_prune_left(backend: Backend) {
+    pruned_inbox_case(backend, true).await;
+}
+
+/// An application's own DELETE leaves no record: compare reports the deleted rows' offsets
+/// lost, until `--pruned-before` tells it the cutoff; then it checks as after a recorded one.
+async fn compare_after_an_unrecorded_prune_is_given_the_cutoff(backend: Backend) {
+    pruned_inbox_case(backend, false).await;
+}
+
+/// Offsets 0-4 produced and processed ten days ago, 5-9 now; 2 and 7 committed before their
+/// effects; then the rows older than 7 days pruned, by `inboxctl prune` when `recorded`,
+/// else by a plain DELETE.
+async fn pruned_inbox_case(backend: Backend, recorded: bool) {
     let mut db = TestDb::new(backend).await;
     let (topic, group) = (unique("orders"), unique("billing"));
     let broker = broker();
@@ -906,18 +919,48 @@ async fn compare_after_a_prune_checks_only_what_the_prune_left(backend: Backend)
     assert_eq!(lost_offsets(&before), vec![2, 7]);
     assert_eq!(before["pruned_before"], serde_json::Value::Null);
 
-    let pruned = inboxctl(
-        &db,
-        broker,
-        &["prune", "--older-than", "7d", "--yes", "--format", "json"],
-    )
-    .ok()
-    .json();
-    assert_eq!(pruned["rows_deleted"], 4);
-    assert_eq!(db.count("inboxctl_prunes").await, 1);
+    let cutoff = if recorded {
+        let pruned = inboxctl(
+            &db,
+            broker,
+            &["prune", "--older-than", "7d", "--yes", "--format", "json"],
+        )
+        .ok()
+        .json();
+        assert_eq!(pruned["rows_deleted"], 4);
+        assert_eq!(db.count("inboxctl_prunes").await, 1);
+        pruned["cutoff"].clone()
+    } else {
+        let store = db.store().await;
+        let mut sql = store.sql();
+        sql.push("DELETE FROM processed_messages WHERE processed_at < ")
+            .timestamp_param();
+        let cutoff = chrono::Utc::now() - chrono::Duration::days(7);
+        let deleted = sqlx::query(&sql.build())
+            .bind(store.timestamp_param(cutoff))
+            .execute(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(deleted.rows_affected(), 4);
+        // Nothing recorded: the deleted rows' offsets look lost.
+        let unaware = inboxctl(
+            &db,
+            broker,
+            &["compare", "-g", &group, "-t", &topic, "--format", "json"],
+        )
+        .code(3)
+        .json();
+        assert_eq!(lost_offsets(&unaware), vec![0, 1, 2, 3, 4, 7]);
+        let cutoff = cutoff.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        serde_json::Value::String(cutoff)
+    };
+    let cutoff_text = cutoff.as_str().unwrap().to_string();
 
     for scan in [false, true] {
         let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
+        if !recorded {
+            args.extend(["--pruned-before", &cutoff_text]);
+        }
         if scan {
             args.push("--scan");
         }
@@ -929,9 +972,14 @@ async fn compare_after_a_prune_checks_only_what_the_prune_left(backend: Backend)
             (Some(5), Some(5)),
             "scan: {scan}"
         );
-        assert_eq!(json["pruned_before"], pruned["cutoff"], "scan: {scan}");
+        assert_eq!(json["pruned_before"], cutoff, "scan: {scan}");
     }
-    let table = inboxctl(&db, broker, &["compare", "-g", &group, "-t", &topic]).code(3);
+    let mut args = vec!["compare", "-g", &group, "-t", &topic];
+    if !recorded {
+        // As a duration ago: a little less than the rows' ten days.
+        args.extend(["--pruned-before", "-7d"]);
+    }
+    let table = inboxctl(&db, broker, &args).code(3);
     for line in [
         format!("Lost in partition 0 (committed, never processed): 7 ({topic}-new-7)"),
         "Not checked in partition 0: 5 offset(s) without an inbox row below 5, from before the last prune (of rows processed before ".to_string(),
@@ -1022,6 +1070,7 @@ each_backend!(
     compare_by_offset_skips_offsets_without_a_message,
     compare_finds_orphans_in_partitions_the_topic_lacks,
     compare_after_a_prune_checks_only_what_the_prune_left,
+    compare_after_an_unrecorded_prune_is_given_the_cutoff,
     safe_prune_keeps_what_may_be_redelivered,
 );
 

@@ -197,7 +197,10 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     }
     store.require_inbox_columns().await?;
     let has_coordinates = store.column_exists(INBOX_TABLE, "topic").await?;
-    let pruned_before = store.last_prune_cutoff(&consumer).await?;
+    let pruned_before = store
+        .last_prune_cutoff(&consumer)
+        .await?
+        .max(args.pruned_before);
     if !has_coordinates && !args.scan {
         bail!(
             "{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan"
