@@ -326,6 +326,29 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
         .ok();
     assert_eq!(db.event_ids("b").await, ids(&["b-new"]));
     assert_eq!(db.event_ids("a").await.len(), 9);
+    // inspect shows which consumer was pruned, and up to when.
+    let inspected = db.run(&["inspect", "--format", "json"]).ok().json();
+    let pruned: Vec<(&str, Option<chrono::DateTime<chrono::Utc>>)> = inspected["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let at = c["pruned_before"].as_str().map(cutoff_time);
+            (c["consumer"].as_str().unwrap(), at)
+        })
+        .collect();
+    assert_eq!(pruned, [("a", None), ("b", Some(cutoff_time(&before)))]);
+    let table = db.run(&["inspect"]).ok();
+    let line = format!(
+        "Last prune of b: rows processed before {}\n",
+        cutoff_time(&before).format("%Y-%m-%d %H:%M:%S%.3f UTC")
+    );
+    assert!(table.stdout.contains(&line), "{line}{}", table.stdout);
+    assert!(
+        !table.stdout.contains("Last prune of a"),
+        "{}",
+        table.stdout
+    );
 
     // --max-rows takes the oldest first: a-old-5, -4, -3, -2.
     let json = db
@@ -1338,3 +1361,9 @@ async fn a_prune_is_recorded_for_its_own_consumer_only(backend: Backend) {
 }
 
 each_backend!(a_prune_is_recorded_for_its_own_consumer_only);
+
+fn cutoff_time(text: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}

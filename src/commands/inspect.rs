@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::cli::{Format, InspectArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
-use crate::output::{or_dash, table, Output};
+use crate::output::{or_dash, printable, table, Output};
 use crate::store::{ConsumerStats, CreateMode, PartitionStats, Store};
 use crate::time::format_age;
 
@@ -47,6 +47,8 @@ struct ConsumerReport<'a> {
     #[serde(flatten)]
     stats: &'a ConsumerStats,
     age: serde_json::Map<String, serde_json::Value>,
+    /// The cutoff of the last prune recorded for the consumer (`inboxctl_prunes`).
+    pruned_before: Option<chrono::DateTime<Utc>>,
 }
 
 fn age_object(buckets: [i64; 5]) -> serde_json::Map<String, serde_json::Value> {
@@ -89,6 +91,10 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         ));
     }
     warn_of_an_unknown_consumer(args, &consumers, output);
+    let mut pruned_before = Vec::with_capacity(consumers.len());
+    for stats in &consumers {
+        pruned_before.push(store.last_prune_cutoff(&stats.consumer).await?);
+    }
     let mut histogram = [0i64; 5];
     for stats in &consumers {
         for (slot, count) in histogram.iter_mut().zip(age_histogram(stats)) {
@@ -99,9 +105,11 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         Format::Json => {
             let consumer_reports: Vec<ConsumerReport> = consumers
                 .iter()
-                .map(|stats| ConsumerReport {
+                .zip(&pruned_before)
+                .map(|(stats, pruned_before)| ConsumerReport {
                     stats,
                     age: age_object(age_histogram(stats)),
+                    pruned_before: *pruned_before,
                 })
                 .collect();
             output.print_json(&json!({
@@ -136,6 +144,15 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
                 consumer_table.add_row(row);
             }
             output.print(consumer_table.to_string());
+            for (stats, cutoff) in consumers.iter().zip(&pruned_before) {
+                if let Some(cutoff) = cutoff {
+                    output.print(format!(
+                        "Last prune of {}: rows processed before {}",
+                        printable(&stats.consumer),
+                        cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+                    ));
+                }
+            }
             let mut partition_table = table(
                 &[
                     "CONSUMER",
