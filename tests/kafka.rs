@@ -16,6 +16,23 @@ fn events(prefix: &str, partitions: i32, per_partition: usize) -> Vec<(i32, Stri
     list
 }
 
+/// `compare -g GROUP -t TOPIC --format json`, with `--scan` when `scan`: its JSON, once its
+/// exit code is found to be `code`.
+fn compare_json(
+    db: &TestDb,
+    broker: &Broker,
+    group: &str,
+    topic: &str,
+    scan: bool,
+    code: i32,
+) -> serde_json::Value {
+    let mut args = vec!["compare", "-g", group, "-t", topic, "--format", "json"];
+    if scan {
+        args.push("--scan");
+    }
+    inboxctl(db, broker, &args).code(code).json()
+}
+
 fn inboxctl(db: &TestDb, broker: &Broker, args: &[&str]) -> Run {
     let mut command = db.cmd();
     command.env("KAFKA_BROKERS", &broker.address).args(args);
@@ -218,13 +235,7 @@ async fn compare_commit_before_effect_names_the_lost_events(backend: Backend) {
         .map(|s| s.event_id.as_str())
         .collect();
 
-    let by_offset = inboxctl(
-        &db,
-        broker(),
-        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-    )
-    .code(3)
-    .json();
+    let by_offset = compare_json(&db, broker(), &group, &topic, false, 3);
     assert_eq!(by_offset["lost_total"], 2);
     let named = |json: &serde_json::Value| -> Vec<(i64, String)> {
         json["partitions"][2]["lost"]
@@ -257,15 +268,7 @@ async fn compare_commit_before_effect_names_the_lost_events(backend: Backend) {
     .json();
     assert_eq!(gap_by_gap["partitions"], by_offset["partitions"]);
 
-    let scanned = inboxctl(
-        &db,
-        broker(),
-        &[
-            "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
-        ],
-    )
-    .code(3)
-    .json();
+    let scanned = compare_json(&db, broker(), &group, &topic, true, 3);
     assert_eq!(
         named(&scanned),
         vec![(3, lost_ids[0].to_string()), (6, lost_ids[1].to_string())]
@@ -318,15 +321,7 @@ async fn compare_scan_finds_producer_duplicates(backend: Backend) {
     })
     .await;
 
-    let json = inboxctl(
-        &db,
-        broker(),
-        &[
-            "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
-        ],
-    )
-    .code(0)
-    .json();
+    let json = compare_json(&db, broker(), &group, &topic, true, 0);
     assert_eq!(json["lost_total"], 0);
     assert_eq!(
         json["duplicates"],
@@ -334,13 +329,7 @@ async fn compare_scan_finds_producer_duplicates(backend: Backend) {
     );
     // Without --scan, the offsets the inbox absorbed have no row of their own; reading them
     // finds an event the inbox has: not lost.
-    let by_offset = inboxctl(
-        &db,
-        broker(),
-        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-    )
-    .code(0)
-    .json();
+    let by_offset = compare_json(&db, broker(), &group, &topic, false, 0);
     assert_eq!(by_offset["lost_total"], 0);
     // Which two deliveries of the event lack a row depends on which the service met first.
     let (found, empty): (i64, i64) = by_offset["partitions"]
@@ -375,15 +364,7 @@ async fn compare_scan_on_rows_without_coordinates(backend: Backend) {
         .unwrap()
         .event_id
         .clone();
-    let json = inboxctl(
-        &db,
-        broker(),
-        &[
-            "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
-        ],
-    )
-    .code(3)
-    .json();
+    let json = compare_json(&db, broker(), &group, &topic, true, 3);
     assert_eq!(json["lost_total"], 1);
     assert_eq!(
         json["partitions"][0]["lost"][0]["event_id"],
@@ -399,13 +380,7 @@ async fn compare_scan_on_rows_without_coordinates(backend: Backend) {
     );
     // By offset, none of the committed 8 + 6 + 8 offsets has a row there; reading them finds
     // the events of 21 in the inbox all the same, and the one lost.
-    let by_offset = inboxctl(
-        &db,
-        broker(),
-        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-    )
-    .code(3)
-    .json();
+    let by_offset = compare_json(&db, broker(), &group, &topic, false, 3);
     assert_eq!(
         by_offset["partitions"][0]["lost"],
         serde_json::json!([{"partition": 0, "offset": 4, "event_id": lost_id}])
@@ -498,13 +473,7 @@ async fn compare_finds_orphans_after_the_topic_is_recreated(backend: Backend) {
         .produce(&topic, &[(0, "fresh-0".to_string())])
         .await;
 
-    let json = inboxctl(
-        &db,
-        broker(),
-        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-    )
-    .code(3)
-    .json();
+    let json = compare_json(&db, broker(), &group, &topic, false, 3);
     assert_eq!(json["partitions"][0]["log_end"], 1);
     assert_eq!(
         json["partitions"][0]["orphans"],
@@ -584,11 +553,7 @@ async fn compare_by_offset_skips_offsets_without_a_message(backend: Backend) {
     .await;
 
     for scan in [false, true] {
-        let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
-        if scan {
-            args.push("--scan");
-        }
-        let json = inboxctl(&db, &broker, &args).code(3).json();
+        let json = compare_json(&db, &broker, &group, &topic, scan, 3);
         let p0 = &json["partitions"][0];
         assert_eq!(
             (p0["committed"].as_i64(), p0["log_end"].as_i64()),
@@ -689,13 +654,7 @@ async fn compare_counts_offsets_not_rows(backend: Backend) {
     // A second row at partition 0's offset 4, beside the missing 3: the offsets up to the
     // committed 8 have as many rows as offsets, one of them is lost all the same.
     extra_row(&mut db, &group, &topic, "again-0-4", (0, 4)).await;
-    let lost_only = inboxctl(
-        &db,
-        broker(),
-        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-    )
-    .code(3)
-    .json();
+    let lost_only = compare_json(&db, broker(), &group, &topic, false, 3);
     assert_eq!(
         (
             &lost_only["lost_total"],
@@ -719,11 +678,7 @@ async fn compare_counts_offsets_not_rows(backend: Backend) {
     }
 
     for scan in [false, true] {
-        let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
-        if scan {
-            args.push("--scan");
-        }
-        let json = inboxctl(&db, broker(), &args).code(3).json();
+        let json = compare_json(&db, broker(), &group, &topic, scan, 3);
         let p = &json["partitions"];
         let lost: Vec<i64> = p[0]["lost"]
             .as_array()
@@ -794,11 +749,7 @@ async fn compare_finds_orphans_in_partitions_the_topic_lacks(backend: Backend) {
     extra_row(&mut db, &group, &other_topic, "y", (9, 1)).await;
 
     for scan in [false, true] {
-        let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
-        if scan {
-            args.push("--scan");
-        }
-        let json = inboxctl(&db, broker(), &args).code(3).json();
+        let json = compare_json(&db, broker(), &group, &topic, scan, 3);
         let found: Vec<(i64, bool, i64, serde_json::Value)> = json["partitions"]
             .as_array()
             .unwrap()
@@ -909,13 +860,7 @@ async fn pruned_inbox_case(backend: Backend, recorded: bool) {
             .map(|l| l["offset"].as_i64().unwrap())
             .collect()
     };
-    let before = inboxctl(
-        &db,
-        broker,
-        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-    )
-    .code(3)
-    .json();
+    let before = compare_json(&db, broker, &group, &topic, false, 3);
     assert_eq!(lost_offsets(&before), vec![2, 7]);
     assert_eq!(before["pruned_before"], serde_json::Value::Null);
 
@@ -943,13 +888,7 @@ async fn pruned_inbox_case(backend: Backend, recorded: bool) {
             .unwrap();
         assert_eq!(deleted.rows_affected(), 4);
         // Nothing recorded: the deleted rows' offsets look lost.
-        let unaware = inboxctl(
-            &db,
-            broker,
-            &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-        )
-        .code(3)
-        .json();
+        let unaware = compare_json(&db, broker, &group, &topic, false, 3);
         assert_eq!(lost_offsets(&unaware), vec![0, 1, 2, 3, 4, 7]);
         let cutoff = cutoff.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         serde_json::Value::String(cutoff)
@@ -1442,13 +1381,7 @@ async fn compare_by_offset_says_which_lost_messages_have_no_event_id() {
     rows_except(&mut db, &group, &topic, &delivered, 0, |_| false).await;
     broker.commit(&group, &topic, &[(0, 3)]);
 
-    let json = inboxctl(
-        &db,
-        broker,
-        &["compare", "-g", &group, "-t", &topic, "--format", "json"],
-    )
-    .code(3)
-    .json();
+    let json = compare_json(&db, broker, &group, &topic, false, 3);
     let p0 = &json["partitions"][0];
     assert_eq!(
         p0["lost"],
