@@ -1062,17 +1062,7 @@ async fn insert_new(
         if index > 0 {
             sql.push(", ");
         }
-        sql.push("(")
-            .param()
-            .push(", ")
-            .param()
-            .push(", ")
-            .param()
-            .push(", ")
-            .param()
-            .push(", ")
-            .param()
-            .push(")");
+        sql.push("(").params(5).push(")");
     }
     sql.push(suffix);
     let text = sql.build();

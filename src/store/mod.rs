@@ -155,6 +155,17 @@ impl SqlBuilder {
         self
     }
 
+    /// `count` placeholders separated by commas, as a VALUES tuple's contents.
+    pub fn params(&mut self, count: usize) -> &mut Self {
+        for index in 0..count {
+            if index > 0 {
+                self.sql.push_str(", ");
+            }
+            self.param();
+        }
+        self
+    }
+
     pub fn timestamp_param(&mut self) -> &mut Self {
         let placeholder = self.next_placeholder();
         self.sql
@@ -1400,11 +1411,7 @@ impl Store {
         sql.push(&format!(
             "INSERT INTO {PRUNES_TABLE} (consumer, cutoff, pruned_at) VALUES ("
         ))
-        .param()
-        .push(", ")
-        .param()
-        .push(", ")
-        .param()
+        .params(3)
         .push(")");
         let text = sql.build();
         let mut transaction = self.pool.begin().await.with_context(context)?;
@@ -1745,5 +1752,10 @@ mod tests {
         let mut my = SqlBuilder::new(&mysql::DIALECT);
         my.push("a = ").param().push(" AND t < ").timestamp_param();
         assert_eq!(my.build(), "a = ? AND t < CAST(? AS DATETIME(6))");
+        let mut values = SqlBuilder::new(&postgres::DIALECT);
+        values.push("(").param().push("), (").params(3).push(")");
+        assert_eq!(values.build(), "($1), ($2, $3, $4)");
+        let mut none = SqlBuilder::new(&mysql::DIALECT);
+        assert_eq!(none.params(0).build(), "");
     }
 }

@@ -512,15 +512,7 @@ pub async fn record(
             d.quote("partition"),
             d.quote("offset")
         ))
-        .param()
-        .push(", ")
-        .param()
-        .push(", ")
-        .param()
-        .push(", ")
-        .param()
-        .push(", ")
-        .param()
+        .params(5)
         .push(")");
         sqlx::query(&sql.build())
             .bind(consumer)
@@ -532,9 +524,7 @@ pub async fn record(
             .await
     } else {
         sql.push("INSERT INTO processed_messages (consumer, event_id) VALUES (")
-            .param()
-            .push(", ")
-            .param()
+            .params(2)
             .push(")");
         sqlx::query(&sql.build())
             .bind(consumer)

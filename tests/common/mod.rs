@@ -157,15 +157,7 @@ impl TestDb {
                     sql.push(", ");
                 }
                 sql.push("(")
-                    .param()
-                    .push(", ")
-                    .param()
-                    .push(", ")
-                    .param()
-                    .push(", ");
-                sql.param()
-                    .push(", ")
-                    .param()
+                    .params(5)
                     .push(", ")
                     .timestamp_param()
                     .push(")");
