@@ -91,10 +91,11 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         ));
     }
     warn_of_an_unknown_consumer(args, &consumers, output);
-    let mut pruned_before = Vec::with_capacity(consumers.len());
-    for stats in &consumers {
-        pruned_before.push(store.last_prune_cutoff(&stats.consumer).await?);
-    }
+    let cutoffs = store.last_prune_cutoffs(args.consumer.as_deref()).await?;
+    let pruned_before: Vec<Option<chrono::DateTime<Utc>>> = consumers
+        .iter()
+        .map(|stats| cutoffs.get(&stats.consumer).copied())
+        .collect();
     let mut histogram = [0i64; 5];
     for stats in &consumers {
         for (slot, count) in histogram.iter_mut().zip(age_histogram(stats)) {

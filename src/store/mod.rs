@@ -7,6 +7,7 @@ pub mod pg_pipeline;
 pub mod postgres;
 pub mod sqlite;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -1430,29 +1431,46 @@ impl Store {
     /// The latest cutoff a prune of the consumer's rows recorded: rows processed before it
     /// may be gone. `None` when none was recorded.
     pub async fn last_prune_cutoff(&self, consumer: &str) -> anyhow::Result<Option<DateTime<Utc>>> {
+        Ok(self
+            .last_prune_cutoffs(Some(consumer))
+            .await?
+            .remove(consumer))
+    }
+
+    /// [`Store::last_prune_cutoff`] of every consumer with a recorded prune (or of `only`),
+    /// in one query.
+    pub async fn last_prune_cutoffs(
+        &self,
+        only: Option<&str>,
+    ) -> anyhow::Result<HashMap<String, DateTime<Utc>>> {
         if !self.table_exists(PRUNES_TABLE).await? {
-            return Ok(None);
+            return Ok(HashMap::new());
         }
         let mut sql = self.sql();
-        sql.push(&format!(
-            "SELECT MAX(cutoff) FROM {PRUNES_TABLE} WHERE consumer = "
-        ))
-        .param();
-        let context = || format!("could not read the prunes recorded in {PRUNES_TABLE}");
-        let cutoff: Option<String> = sqlx::query_scalar(&sql.build())
-            .bind(consumer)
-            .fetch_one(&self.pool)
+        sql.push(&format!("SELECT consumer, MAX(cutoff) FROM {PRUNES_TABLE}"));
+        if only.is_some() {
+            sql.push(" WHERE consumer = ").param();
+        }
+        sql.push(" GROUP BY consumer");
+        let text = sql.build();
+        let mut query = sqlx::query_as::<_, (String, String)>(&text);
+        if let Some(consumer) = only {
+            query = query.bind(consumer);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
             .await
-            .with_context(context)?;
-        cutoff
-            .map(|text| {
-                DateTime::parse_from_rfc3339(&text)
+            .with_context(|| format!("could not read the prunes recorded in {PRUNES_TABLE}"))?;
+        rows.into_iter()
+            .map(|(consumer, text)| {
+                let cutoff = DateTime::parse_from_rfc3339(&text)
                     .map(|at| at.with_timezone(&Utc))
                     .with_context(|| {
                         format!("{PRUNES_TABLE} holds a cutoff that is not a time: '{text}'")
-                    })
+                    })?;
+                Ok((consumer, cutoff))
             })
-            .transpose()
+            .collect()
     }
 
     /// The lowest offset (0 or more) of the consumer's rows at one topic partition.
