@@ -12,7 +12,7 @@ use clap::Args;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde::Serialize;
 
@@ -293,6 +293,15 @@ impl Kafka {
             .context("could not read the group's committed offsets")?;
         let mut offsets = BTreeMap::new();
         for element in committed.elements() {
+            // An error for one partition is no "nothing committed": compare would take the
+            // partition's every row as pending, a reset's undo plan would lose its offset.
+            element.error().with_context(|| {
+                format!(
+                    "could not read the group's committed offset of {}:{}",
+                    element.topic(),
+                    element.partition()
+                )
+            })?;
             let offset = match element.offset() {
                 Offset::Offset(offset) => Some(offset),
                 _ => None,
@@ -336,8 +345,12 @@ impl Kafka {
         partitions
             .iter()
             .map(|&partition| {
-                let found = |answer: &BTreeMap<i32, Option<i64>>| answer.get(&partition).copied();
-                let marks = match (found(&starts).flatten(), found(&ends).flatten()) {
+                let found = |answer: &BTreeMap<i32, KafkaResult<Option<i64>>>| {
+                    answer
+                        .get(&partition)
+                        .and_then(|a| a.clone().ok().flatten())
+                };
+                let marks = match (found(&starts), found(&ends)) {
                     (Some(log_start), Some(log_end)) => Watermarks { log_start, log_end },
                     _ => self.watermarks(client, topic, partition)?,
                 };
@@ -347,7 +360,9 @@ impl Kafka {
     }
 
     /// For each partition, the first offset whose timestamp is at or after `timestamp_ms`;
-    /// `None` when no message is that late (Kafka answers -1 / end).
+    /// `None` when no message is that late (Kafka answers -1 / end). A partition the broker
+    /// answered with an error fails the whole question: its callers would otherwise take
+    /// "no message that late" and reset, replay or check from the log end.
     pub fn offsets_for_time(
         &self,
         client: &BaseConsumer,
@@ -359,17 +374,27 @@ impl Kafka {
         // A time before 1970 is before every message, as 1970 itself is; a negative one would
         // read as ListOffsets' special queries (-1 latest, -2 earliest), which librdkafka
         // refuses here.
-        self.list_offsets(
+        let answer = self.list_offsets(
             client,
             topic,
             partitions,
             Offset::Offset(timestamp_ms.max(0)),
             context,
-        )
+        )?;
+        partitions
+            .iter()
+            .map(|&partition| match answer.get(&partition) {
+                Some(Ok(offset)) => Ok((partition, *offset)),
+                Some(Err(error)) => Err(anyhow::Error::new(error.clone())
+                    .context(format!("{context} {topic}:{partition}"))),
+                None => bail!("{context} {topic}:{partition}: the broker's answer left it out"),
+            })
+            .collect()
     }
 
     /// One ListOffsets question for every partition (`query` is a timestamp, or earliest or
-    /// latest): each partition's answer, `None` where the broker had no offset or an error.
+    /// latest): each partition's answer, `None` where the broker has no such offset (no
+    /// message that late), or the partition's own error.
     fn list_offsets(
         &self,
         client: &BaseConsumer,
@@ -377,7 +402,7 @@ impl Kafka {
         partitions: &[i32],
         query: Offset,
         context: &str,
-    ) -> anyhow::Result<BTreeMap<i32, Option<i64>>> {
+    ) -> anyhow::Result<BTreeMap<i32, KafkaResult<Option<i64>>>> {
         let mut list = TopicPartitionList::new();
         for partition in partitions {
             list.add_partition_offset(topic, *partition, query)?;
@@ -391,8 +416,9 @@ impl Kafka {
             .iter()
             .map(|e| {
                 let offset = match (e.error(), e.offset()) {
-                    (Ok(()), Offset::Offset(offset)) if offset >= 0 => Some(offset),
-                    _ => None,
+                    (Ok(()), Offset::Offset(offset)) if offset >= 0 => Ok(Some(offset)),
+                    (Ok(()), _) => Ok(None),
+                    (Err(error), _) => Err(error),
                 };
                 (e.partition(), offset)
             })

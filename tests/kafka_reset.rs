@@ -482,6 +482,51 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
     assert_eq!(starts, vec![vec![3, 1, 2], vec![3, 1, 2], vec![5, 4, 3]]);
 }
 
+/// A partition the broker answers with an error is not "no message that late": the lookup
+/// by time fails, where taking it for the log end would send a reset, a replay's start or
+/// compare's first checked offset there. The library call is tested here because the
+/// commands check partitions against the metadata first: an unknown partition is the one
+/// per-partition error a test can ask for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_answered_with_an_error_fails_the_lookup_by_time() {
+    use inboxctl::kafka::{Kafka, KafkaOpts};
+    let broker = broker();
+    let topic = unique("orders");
+    broker.create_topic(&topic, 2).await;
+    broker
+        .produce(&topic, &[(0, "p0-0".to_string()), (1, "p1-0".to_string())])
+        .await;
+    let kafka = Kafka::new(&KafkaOpts {
+        brokers: broker.address.clone(),
+        properties: Vec::new(),
+        kafka_timeout: Duration::from_secs(10),
+    });
+    let client = kafka.group_client(&unique("lookup")).unwrap();
+    let later = (Utc::now() + chrono::Duration::hours(1)).timestamp_millis();
+    let asked = topic.clone();
+    let (found, none_that_late, unknown) = tokio::task::spawn_blocking(move || {
+        (
+            kafka.offsets_for_time(&client, &asked, &[0, 1], 0),
+            kafka.offsets_for_time(&client, &asked, &[0, 1], later),
+            kafka
+                .offsets_for_time(&client, &asked, &[0, 7], 0)
+                .map_err(|error| format!("{error:#}")),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(found.unwrap(), BTreeMap::from([(0, Some(0)), (1, Some(0))]));
+    assert_eq!(
+        none_that_late.unwrap(),
+        BTreeMap::from([(0, None), (1, None)])
+    );
+    let error = unknown.unwrap_err();
+    assert!(
+        error.starts_with(&format!("could not look up offsets by time in {topic}:7")),
+        "{error}"
+    );
+}
+
 async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend: Backend) {
     let broker = broker();
     let mut db = TestDb::new(backend).await;
