@@ -105,6 +105,11 @@ async fn dry_run_prints_sql_and_changes_nothing(backend: Backend) {
 async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
+    // A prune leaves its record, which describes the inbox's rows and goes with the table.
+    let old = chrono::Utc::now() - chrono::Duration::days(2);
+    db.insert_rows(&[row("c1", "old", None, old)]).await;
+    db.run(&["prune", "--older-than", "1d", "--yes"]).ok();
+    assert_eq!(db.count("inboxctl_prunes").await, 1);
 
     let dry = db
         .run(&["migrate", "revert", "--to", "0", "--dry-run"])
@@ -115,7 +120,8 @@ async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
         dry.stdout
     );
     assert!(
-        dry.stdout.contains("DROP TABLE processed_messages"),
+        dry.stdout
+            .contains("DROP TABLE processed_messages;\nDROP TABLE IF EXISTS inboxctl_prunes;"),
         "{}",
         dry.stdout
     );
@@ -157,8 +163,10 @@ async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
     assert!(refused.stderr.contains("pass --yes"), "{}", refused.stderr);
     assert_eq!(db.count("processed_messages").await, 1);
 
+    assert_eq!(db.count("inboxctl_prunes").await, 1);
     db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();
     assert!(!db.table_exists("processed_messages").await);
+    assert!(!db.table_exists("inboxctl_prunes").await);
     assert_eq!(db.count("inboxctl_migrations").await, 0);
     let nothing = db.run(&["migrate", "revert"]).ok();
     assert!(

@@ -1,1 +1,3 @@
+-- The record of prunes (made by `inboxctl prune`) describes this table's rows and goes with them.
 DROP TABLE processed_messages;
+DROP TABLE IF EXISTS inboxctl_prunes;
