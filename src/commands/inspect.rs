@@ -145,15 +145,13 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
                 consumer_table.add_row(row);
             }
             output.print(consumer_table.to_string());
-            for (stats, cutoff) in consumers.iter().zip(&pruned_before) {
-                if let Some(cutoff) = cutoff {
-                    output.print(format!(
-                        "Last prune of {}: rows processed before {}",
-                        printable(&stats.consumer),
-                        cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
-                    ));
-                }
-            }
+            print_prunes(
+                consumers
+                    .iter()
+                    .map(|c| c.consumer.as_str())
+                    .zip(pruned_before.iter().copied()),
+                output,
+            );
             let mut partition_table = table(
                 &[
                     "CONSUMER",
@@ -193,6 +191,7 @@ async fn estimated_summary(
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     let now = Utc::now();
+    let cutoffs = store.last_prune_cutoffs(args.consumer.as_deref()).await?;
     let mut consumers = Vec::new();
     for consumer in store.consumers(args.consumer.as_deref()).await? {
         let rows = store.estimated_consumer_rows(&consumer).await?.unwrap_or(0);
@@ -200,6 +199,7 @@ async fn estimated_summary(
         // A consumer named with --consumer that has no rows is not listed, as when counting.
         if oldest.is_some() {
             consumers.push(EstimatedConsumer {
+                pruned_before: cutoffs.get(&consumer).copied(),
                 consumer,
                 rows,
                 oldest,
@@ -250,6 +250,12 @@ async fn estimated_summary(
                 ]);
             }
             output.print(consumer_table.to_string());
+            print_prunes(
+                consumers
+                    .iter()
+                    .map(|c| (c.consumer.as_str(), c.pruned_before)),
+                output,
+            );
             output.print(
                 "Row counts are the planner's estimates as of the table's last ANALYZE; \
                  run without --estimate for exact counts, ages and offset ranges.",
@@ -265,6 +271,23 @@ struct EstimatedConsumer {
     rows: i64,
     oldest: Option<chrono::DateTime<Utc>>,
     newest: Option<chrono::DateTime<Utc>>,
+    pruned_before: Option<chrono::DateTime<Utc>>,
+}
+
+/// The line under the consumers' table for each consumer with a recorded prune.
+fn print_prunes<'a>(
+    consumers: impl Iterator<Item = (&'a str, Option<chrono::DateTime<Utc>>)>,
+    output: &Output,
+) {
+    for (consumer, cutoff) in consumers {
+        if let Some(cutoff) = cutoff {
+            output.print(format!(
+                "Last prune of {}: rows processed before {}",
+                printable(consumer),
+                cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+            ));
+        }
+    }
 }
 
 fn when_and_age(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String {
