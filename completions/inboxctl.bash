@@ -708,7 +708,7 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__offsets__subcmd__reset)
-            opts="-X -g -t -v -q -h -V --brokers --kafka-timeout --group --topic --to-earliest --to-latest --to-offset --to-datetime --by-duration --shift-by --to-inbox --from-file --consumer --database-url --connect-timeout --execute --export --undo-file --format --verbose --quiet --help --version"
+            opts="-X -g -t -v -q -h -V --brokers --kafka-timeout --group --topic --all-topics --to-earliest --to-latest --to-offset --to-datetime --by-duration --shift-by --to-inbox --from-file --consumer --database-url --connect-timeout --execute --dry-run --export --undo-file --format --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

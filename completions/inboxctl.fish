@@ -147,7 +147,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_se
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l kafka-timeout -d 'Give up on any one broker call after this long' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s g -l group -d 'The consumer group; it must have no active members' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s t -l topic -d 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s t -l topic -d 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file or --all-topics' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-offset -d 'To this offset in every partition named' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-datetime -d 'To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l by-duration -d 'To the first message at or after this long ago (e.g. 30m, 2h)' -r
@@ -161,10 +161,12 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_se
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''
 csv\t''"
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l all-topics -d 'Every partition the group has a committed offset for, in every topic'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-earliest -d 'To each partition\'s log start'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-latest -d 'To each partition\'s log end (skip everything not yet read)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-inbox -d 'To the inbox\'s position: highest processed offset + 1 per partition'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l execute -d 'Apply the new offsets (without it, only show them)'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l dry-run -d 'Only show the new offsets, as without --execute (for kafka-consumer-groups.sh habits)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s q -l quiet -d 'Only errors and warnings on stderr (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help'

@@ -233,7 +233,7 @@ pub enum OffsetsCommand {
     /// Committed offset, log start, log end and lag per partition, and the group's state
     Show(OffsetsShowArgs),
     /// Move the group's committed offsets (dry run unless --execute)
-    Reset(OffsetsResetArgs),
+    Reset(Box<OffsetsResetArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -262,9 +262,13 @@ pub struct OffsetsResetArgs {
     #[arg(long, short = 'g', value_name = "GROUP")]
     pub group: String,
 
-    /// TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file
+    /// TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file or --all-topics
     #[arg(long, short = 't', value_name = "TOPIC[:P,…]", value_parser = parse_topic_partitions)]
     pub topic: Vec<TopicPartitions>,
+
+    /// Every partition the group has a committed offset for, in every topic
+    #[arg(long, conflicts_with_all = ["topic", "from_file"])]
+    pub all_topics: bool,
 
     /// To each partition's log start
     #[arg(long)]
@@ -301,6 +305,10 @@ pub struct OffsetsResetArgs {
     /// Apply the new offsets (without it, only show them)
     #[arg(long, conflicts_with = "export")]
     pub execute: bool,
+
+    /// Only show the new offsets, as without --execute (for kafka-consumer-groups.sh habits)
+    #[arg(long, conflicts_with = "execute")]
+    pub dry_run: bool,
 
     /// Write the computed plan to this CSV file instead of applying it
     #[arg(long, value_name = "PLAN.csv")]

@@ -300,6 +300,85 @@ async fn latest_offset_and_shift_move_the_group_where_its_consumer_starts() {
     );
 }
 
+/// --all-topics takes every partition the group has a committed offset for, in every topic,
+/// as kafka-consumer-groups.sh does: not the partitions it never committed, not the topics
+/// only other groups read. --dry-run only shows the plan, as no --execute does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_topics_moves_every_partition_the_group_committed() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (orders, payments, other) = (unique("a-orders"), unique("b-payments"), unique("other"));
+    broker.create_topic(&orders, 2).await;
+    broker.create_topic(&payments, 2).await;
+    broker.create_topic(&other, 1).await;
+    fill(broker, &orders, "o", &[4, 3]).await;
+    fill(broker, &payments, "p", &[5, 2]).await;
+    fill(broker, &other, "x", &[3]).await;
+    let (group, bystander) = (unique("billing"), unique("bystander"));
+    broker.commit(&group, &orders, &[(0, 1), (1, 1)]);
+    broker.commit(&group, &payments, &[(0, 2)]);
+    broker.commit(&bystander, &other, &[(0, 1)]);
+
+    let all = [
+        "offsets",
+        "reset",
+        "--group",
+        &group,
+        "--all-topics",
+        "--to-latest",
+    ];
+    let dry = inboxctl(
+        &db,
+        broker,
+        &[&all[..], &["--dry-run", "--format", "json"]].concat(),
+    )
+    .ok();
+    assert_eq!(
+        dry.json()["partitions"],
+        json!([
+            {"topic": orders, "partition": 0, "current": 1, "new": 4, "log_start": 0, "log_end": 4},
+            {"topic": orders, "partition": 1, "current": 1, "new": 3, "log_start": 0, "log_end": 3},
+            {"topic": payments, "partition": 0, "current": 2, "new": 5, "log_start": 0, "log_end": 5},
+        ])
+    );
+    assert_eq!(broker.committed(&group, &orders, 2), at(&[1, 1]));
+    assert_eq!(broker.committed(&group, &payments, 2), vec![Some(2), None]);
+
+    inboxctl(&db, broker, &[&all[..], &["--execute"]].concat()).ok();
+    assert_eq!(broker.committed(&group, &orders, 2), at(&[4, 3]));
+    assert_eq!(broker.committed(&group, &payments, 2), vec![Some(5), None]);
+    assert_eq!(broker.committed(&bystander, &other, 1), at(&[1]));
+
+    // A group that committed nothing (a mistyped name, say) is an error, not a silent no-op.
+    let nobody = unique("nobody");
+    let run = inboxctl(
+        &db,
+        broker,
+        &[
+            "offsets",
+            "reset",
+            "--group",
+            &nobody,
+            "--all-topics",
+            "--to-earliest",
+        ],
+    )
+    .code(1);
+    assert!(
+        run.stderr.contains(&format!(
+            "consumer group '{nobody}' has no committed offsets"
+        )),
+        "{}",
+        run.stderr
+    );
+    // --all-topics names the partitions itself; --dry-run and --execute contradict.
+    for conflicting in [&["--topic", &orders][..], &["--execute", "--dry-run"][..]] {
+        let run = inboxctl(&db, broker, &[&all[..], conflicting].concat()).code(2);
+        assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+    }
+    assert_eq!(broker.committed(&group, &orders, 2), at(&[4, 3]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn earliest_and_out_of_range_targets_stop_at_the_log_edges() {
     let broker = broker();

@@ -20,7 +20,7 @@ use crate::store::CreateMode;
 pub async fn run(args: OffsetsArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
         OffsetsCommand::Show(args) => show(args, output),
-        OffsetsCommand::Reset(args) => reset(args, output).await,
+        OffsetsCommand::Reset(args) => reset(*args, output).await,
     }
 }
 
@@ -238,9 +238,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 .collect();
         }
     }
-    if named.is_empty() {
+    if named.is_empty() && !args.all_topics {
         return Err(crate::error::usage(
-            "name the partitions to reset with --topic TOPIC[:P,…]",
+            "name the partitions to reset with --topic TOPIC[:P,…], or --all-topics",
         ));
     }
 
@@ -248,6 +248,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting)> {
             let client = kafka.group_client(&args.group)?;
             let mut partitions = Vec::new();
+            if args.all_topics {
+                partitions = committed_partitions(&kafka, &client, &args.group)?;
+            }
             for entry in &named {
                 let existing = kafka.partitions(&client, &entry.topic)?;
                 let chosen = match &entry.partitions {
@@ -537,6 +540,28 @@ enum Forgetting {
 /// librdkafka's consumer API does not send. Deleting the group (empty whenever offsets are
 /// reset) does it for all of them at once, so that is the way when no committed offset of
 /// the group would be left: none outside these partitions and no number in the plan.
+/// `--all-topics`: the partitions the group has a committed offset for, as
+/// kafka-consumer-groups.sh takes them; an error when there are none, since a mistyped group
+/// would otherwise reset nothing without a word.
+fn committed_partitions(
+    kafka: &Kafka,
+    client: &BaseConsumer,
+    group: &str,
+) -> anyhow::Result<Vec<(String, i32)>> {
+    let committed = kafka.committed(client, &kafka.all_partitions(client)?)?;
+    let partitions: Vec<(String, i32)> = committed
+        .into_iter()
+        .filter_map(|(key, offset)| offset.map(|_| key))
+        .collect();
+    if partitions.is_empty() {
+        bail!(
+            "consumer group '{group}' has no committed offsets on {}: --all-topics has nothing to reset; name the partitions with --topic",
+            kafka.brokers()
+        );
+    }
+    Ok(partitions)
+}
+
 fn forgetting(
     kafka: &Kafka,
     client: &BaseConsumer,
@@ -623,8 +648,8 @@ async fn inbox_positions(
             let topic = s.topic?;
             let partition = i32::try_from(s.partition?).ok()?;
             let max = s.max_offset?;
-            topics
-                .contains(&topic.as_str())
+            // --all-topics keeps what the plan's partitions need.
+            (args.all_topics || topics.contains(&topic.as_str()))
                 .then_some(((topic, partition), max + 1))
         })
         .collect())
