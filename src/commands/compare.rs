@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use chrono::{DateTime, Utc};
+use futures_util::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
@@ -278,21 +279,29 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         });
         // The inbox's per-partition figures and the topic scan run side by side.
         let by_offsets = async {
+            // Without a scan nothing else queries the store meanwhile: two partitions at a
+            // time, one on each connection of the pool.
+            let at_once = if args.scan { 1 } else { 2 };
+            let compared: Vec<_> = futures_util::stream::iter(&offsets)
+                .map(|p| {
+                    compare_by_offsets(
+                        &store,
+                        &consumer,
+                        &args.topic,
+                        p,
+                        checked_from.get(&p.partition).copied(),
+                        has_coordinates,
+                        args.scan,
+                    )
+                })
+                .buffered(at_once)
+                .try_collect()
+                .await?;
             let mut partitions = Vec::new();
             let mut candidates = BTreeMap::new();
-            for p in &offsets {
-                let (partition, gaps) = compare_by_offsets(
-                    &store,
-                    &consumer,
-                    &args.topic,
-                    p,
-                    checked_from.get(&p.partition).copied(),
-                    has_coordinates,
-                    args.scan,
-                )
-                .await?;
+            for (partition, gaps) in compared {
                 if !gaps.is_empty() {
-                    candidates.insert(p.partition, gaps);
+                    candidates.insert(partition.partition, gaps);
                 }
                 partitions.push(partition);
             }
