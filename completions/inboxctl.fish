@@ -134,7 +134,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fis
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s X -d 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -l kafka-timeout -d 'Give up on any one broker call after this long' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s g -l group -d 'The consumer group' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s g -l group -d 'The consumer group; without it, every group the brokers know, with its state and member count' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -s t -l topic -d 'Only these topics (repeatable); default: every topic the group has offsets for' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''

@@ -241,12 +241,13 @@ pub struct OffsetsShowArgs {
     #[command(flatten)]
     pub kafka: KafkaOpts,
 
-    /// The consumer group
+    /// The consumer group; without it, every group the brokers know, with its state and
+    /// member count
     #[arg(long, short = 'g', value_name = "GROUP")]
-    pub group: String,
+    pub group: Option<String>,
 
     /// Only these topics (repeatable); default: every topic the group has offsets for
-    #[arg(long, short = 't', value_name = "TOPIC")]
+    #[arg(long, short = 't', value_name = "TOPIC", requires = "group")]
     pub topic: Vec<String>,
 }
 

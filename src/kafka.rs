@@ -324,6 +324,25 @@ impl Kafka {
         })
     }
 
+    /// Every group the brokers know, by name.
+    pub fn groups(&self, client: &BaseConsumer) -> anyhow::Result<Vec<GroupState>> {
+        let list = client
+            .fetch_group_list(None, self.timeout())
+            .map_err(|error| self.unreachable(error))
+            .context("could not list the consumer groups")?;
+        let mut groups: Vec<GroupState> = list
+            .groups()
+            .iter()
+            .map(|g| GroupState {
+                group: g.name().to_string(),
+                state: g.state().to_string(),
+                members: g.members().len(),
+            })
+            .collect();
+        groups.sort_by(|a, b| a.group.cmp(&b.group));
+        Ok(groups)
+    }
+
     /// The log start and end of several partitions of a topic: one ListOffsets request per
     /// broker for the earliest offsets and one for the latest, where [`Kafka::watermarks`]
     /// costs two round trips per partition. A partition missing from the answer is asked

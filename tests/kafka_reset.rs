@@ -786,6 +786,42 @@ async fn execute_is_refused_while_a_member_is_polling() {
     }
     wait_for_state(&db, &group, "Stable").await;
 
+    // Without --group, offsets show lists the groups with their state, as
+    // kafka-consumer-groups.sh --list --state does: this one Stable, an idle one Empty.
+    let idle = unique("idle");
+    broker.commit(&idle, &topic, &[(0, 1)]);
+    let ours = |run: &Run| -> Vec<(String, String, i64)> {
+        run.json()["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["group"] == group.as_str() || g["group"] == idle.as_str())
+            .map(|g| {
+                let text = |key: &str| g[key].as_str().unwrap().to_string();
+                (text("group"), text("state"), g["members"].as_i64().unwrap())
+            })
+            .collect()
+    };
+    let listed = inboxctl(&db, broker, &["offsets", "show", "--format", "json"]).ok();
+    assert_eq!(
+        ours(&listed),
+        [
+            (group.clone(), "Stable".to_string(), 1),
+            (idle.clone(), "Empty".to_string(), 0)
+        ]
+    );
+    let table = inboxctl(&db, broker, &["offsets", "show"]).ok();
+    assert!(
+        table
+            .table_rows()
+            .contains(&vec![group.clone(), "Stable".to_string(), "1".to_string()]),
+        "{}",
+        table.stdout
+    );
+    // --topic narrows one group's offsets: without a group it is a usage error.
+    let alone = inboxctl(&db, broker, &["offsets", "show", "--topic", &topic]).code(2);
+    assert!(alone.stderr.contains("--group"), "{}", alone.stderr);
+
     let dir = tempfile::tempdir().unwrap();
     let undo = dir.path().join("undo.csv");
     let dry = reset(&db, &group, &topic, &["--to-earliest"]).ok();

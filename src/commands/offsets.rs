@@ -104,9 +104,12 @@ pub fn group_offsets(
 
 fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let kafka = Kafka::new(&args.kafka);
+    let Some(group) = &args.group else {
+        return list_groups(&kafka, &output);
+    };
     let (state, rows) = block_in_place(|| {
-        let client = kafka.group_client(&args.group)?;
-        group_offsets(&kafka, &client, &args.group, &args.topic)
+        let client = kafka.group_client(group)?;
+        group_offsets(&kafka, &client, group, &args.topic)
     })?;
     let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
     for row in &rows {
@@ -114,7 +117,7 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
     }
     match output.format {
         Format::Json => output.print_json(&json!({
-            "group": args.group,
+            "group": group,
             "state": state.state,
             "members": state.members,
             "partitions": rows,
@@ -139,7 +142,7 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
         Format::Table => {
             output.print(format!(
                 "Group '{}': {}, {} member(s)",
-                args.group, state.state, state.members
+                group, state.state, state.members
             ));
             let mut t = table(&["TOPIC", "PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG"], &[1, 2, 3, 4, 5]);
             for r in &rows {
@@ -155,6 +158,46 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
             output.print(t.to_string());
             for (topic, lag) in &totals {
                 output.print(format!("Total lag of {topic}: {lag}"));
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `offsets show` without `--group`: the groups, as `kafka-consumer-groups.sh --list --state`
+/// shows them, for finding a group's exact name.
+fn list_groups(kafka: &Kafka, output: &Output) -> anyhow::Result<ExitStatus> {
+    let groups = block_in_place(|| {
+        let client = kafka.reader(&[])?;
+        kafka.groups(&client)
+    })?;
+    match output.format {
+        Format::Json => output.print_json(&json!({
+            "groups": groups
+                .iter()
+                .map(|g| json!({"group": g.group, "state": g.state, "members": g.members}))
+                .collect::<Vec<_>>(),
+        }))?,
+        Format::Csv => output.print_csv(
+            &["group", "state", "members"],
+            &groups
+                .iter()
+                .map(|g| vec![g.group.clone(), g.state.clone(), g.members.to_string()])
+                .collect::<Vec<_>>(),
+        )?,
+        Format::Table => {
+            if groups.is_empty() {
+                output.print(format!("No consumer groups on {}.", kafka.brokers()));
+            } else {
+                let mut t = table(&["GROUP", "STATE", "MEMBERS"], &[2]);
+                for g in &groups {
+                    t.add_row(vec![
+                        g.group.clone(),
+                        g.state.clone(),
+                        g.members.to_string(),
+                    ]);
+                }
+                output.print(t.to_string());
             }
         }
     }
