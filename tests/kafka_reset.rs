@@ -635,6 +635,12 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
         broker.committed(&group, &topic, 4),
         vec![Some(8), Some(4), Some(8), None]
     );
+    // In partition 1 the handler failed on offset 5 (its transaction rolled back) and the
+    // service went on with 6 and 7: --to-inbox moves past 5 all the same, and says so.
+    db.exec(&format!(
+        "DELETE FROM processed_messages WHERE consumer = '{group}' AND event_id = 'e-p1-5'"
+    ))
+    .await;
     // Rows --to-inbox must not look at: another consumer's, and the group's on another topic.
     let now = Utc::now();
     db.insert_rows(&[
@@ -644,6 +650,22 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
     .await;
 
     let dry = reset(&db, &group, &topic, &["--to-inbox"]).ok();
+    assert_eq!(
+        warnings(&dry),
+        vec![format!(
+            "warning: {topic}:1: moving from 4 to 8 skips 1 offset(s) without an inbox row: \
+             their messages, if any, would never be processed; \
+             `inboxctl compare --group {group} --topic {topic}` names them"
+        )]
+    );
+    let json = reset(&db, &group, &topic, &["--to-inbox", "--format", "json"]).ok();
+    let skipped: Vec<serde_json::Value> = json.json()["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["skipped_without_row"].clone())
+        .collect();
+    assert_eq!(skipped, [json!(null), json!(1), json!(null)]);
     assert_eq!(
         header(&dry),
         [

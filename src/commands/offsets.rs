@@ -218,6 +218,10 @@ pub struct PlannedOffset {
     /// Set when the wanted offset was outside the log and was moved to its edge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clamped_from: Option<i64>,
+    /// `--to-inbox` moving forward: how many offsets it passes have no inbox row (set only
+    /// when some do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_without_row: Option<i64>,
 }
 
 /// An offset, or none, per (topic, partition).
@@ -287,7 +291,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         ));
     }
 
-    let (state, plan, forgetting) = block_in_place(
+    let (state, mut plan, forgetting) = block_in_place(
         || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting)> {
             let client = kafka.group_client(&args.group)?;
             let mut partitions = Vec::new();
@@ -385,6 +389,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                             log_start,
                             log_end,
                             clamped_from: None,
+                            skipped_without_row: None,
                         });
                         continue;
                     }
@@ -403,13 +408,30 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                     log_start,
                     log_end,
                     clamped_from: (new != wanted).then_some(wanted),
+                    skipped_without_row: None,
                 });
             }
             let forgetting = forgetting(&kafka, &client, &plan)?;
             Ok((state, plan, forgetting))
         },
     )?;
+    if let Target::Inbox(_) = &target {
+        count_skipped_without_row(&args, &mut plan, &output).await?;
+    }
 
+    for p in &plan {
+        if let (Some(skipped), Some(new)) = (p.skipped_without_row, p.new) {
+            output.warn(format!(
+                "{}:{}: moving from {} to {new} skips {skipped} offset(s) without an inbox row: \
+                 their messages, if any, would never be processed; `inboxctl compare --group {} --topic {}` names them",
+                p.topic,
+                p.partition,
+                or_dash(p.current),
+                args.group,
+                p.topic
+            ));
+        }
+    }
     for p in plan.iter().filter(|p| p.clamped_from.is_some()) {
         output.warn(format!(
             "{}:{}: offset {} is outside the log [{}, {}]; using {}",
@@ -516,7 +538,6 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         );
     }
 
-    let mut plan = plan;
     let after = block_in_place(|| -> anyhow::Result<OffsetsByPartition> {
         let client = kafka.group_client(&args.group)?;
         let offsets: Vec<(String, i32, i64)> = plan
@@ -675,6 +696,33 @@ fn sanitize(name: &str) -> String {
 }
 
 /// Highest inbox offset + 1 per partition of the named topics, for `--to-inbox`.
+/// `--to-inbox` moves a partition to the inbox's highest offset + 1, gaps or not. Where
+/// that moves it forward, offsets it passes without a row are messages the group would never
+/// be given again: counted here, to be said before anything is applied.
+async fn count_skipped_without_row(
+    args: &OffsetsResetArgs,
+    plan: &mut [PlannedOffset],
+    output: &Output,
+) -> anyhow::Result<()> {
+    let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
+    let store = super::connect_sequential(&args.database, CreateMode::MustExist, output).await?;
+    for p in plan.iter_mut() {
+        let (Some(new), from) = (p.new, p.current.unwrap_or(p.log_start).max(p.log_start)) else {
+            continue;
+        };
+        if new <= from {
+            continue;
+        }
+        let present = store
+            .distinct_offsets(&consumer, &p.topic, p.partition, from, new)
+            .await?;
+        let skipped = (new - from) - present;
+        p.skipped_without_row = (skipped > 0).then_some(skipped);
+    }
+    store.close().await;
+    Ok(())
+}
+
 async fn inbox_positions(
     args: &OffsetsResetArgs,
     output: &Output,
