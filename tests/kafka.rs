@@ -1069,7 +1069,14 @@ async fn kafka_errors_are_specific() {
     assert!(
         no_group
             .stderr
-            .contains("consumer group 'no-such-group' does not exist"),
+            .contains("consumer group 'no-such-group' does not exist on "),
+        "{}",
+        no_group.stderr
+    );
+    assert!(
+        no_group
+            .stderr
+            .contains("; `inboxctl offsets show` lists the groups there are"),
         "{}",
         no_group.stderr
     );

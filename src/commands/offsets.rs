@@ -67,7 +67,10 @@ pub fn group_offsets(
         .map(|((topic, _), _)| topic)
         .collect();
     if with_offsets.is_empty() && state.is_unknown() {
-        bail!("consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator)", kafka.brokers());
+        bail!(
+            "consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator); `inboxctl offsets show` lists the groups there are",
+            kafka.brokers()
+        );
     }
     let shown = |topic: &String| !topics.is_empty() || with_offsets.contains(topic);
     let mut by_topic: BTreeMap<&String, Vec<i32>> = BTreeMap::new();
