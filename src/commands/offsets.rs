@@ -603,10 +603,6 @@ enum Forgetting {
     Leave(Vec<usize>),
 }
 
-/// Kafka returns single partitions to "no committed offset" with OffsetDelete, which
-/// librdkafka's consumer API does not send. Deleting the group (empty whenever offsets are
-/// reset) does it for all of them at once, so that is the way when no committed offset of
-/// the group would be left: none outside these partitions and no number in the plan.
 /// `--all-topics`: the partitions the group has a committed offset for, as
 /// kafka-consumer-groups.sh takes them; an error when there are none, since a mistyped group
 /// would otherwise reset nothing without a word.
@@ -629,6 +625,10 @@ fn committed_partitions(
     Ok(partitions)
 }
 
+/// Kafka returns single partitions to "no committed offset" with OffsetDelete, which
+/// librdkafka's consumer API does not send. Deleting the group (empty whenever offsets are
+/// reset) does it for all of them at once, so that is the way when no committed offset of
+/// the group would be left: none outside these partitions and no number in the plan.
 fn forgetting(
     kafka: &Kafka,
     client: &BaseConsumer,
