@@ -177,7 +177,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state; without --group, the groups there are')
             [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Move the group''s committed offsets (dry run unless --execute)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -237,7 +237,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             break
         }
         'inboxctl;offsets;help' {
-            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state; without --group, the groups there are')
             [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Move the group''s committed offsets (dry run unless --execute)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -355,7 +355,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             break
         }
         'inboxctl;help;offsets' {
-            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Committed offset, log start, log end and lag per partition, and the group''s state; without --group, the groups there are')
             [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Move the group''s committed offsets (dry run unless --execute)')
             break
         }

@@ -162,7 +162,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
-            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state'
+            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state; without --group, the groups there are'
             cand reset 'Move the group''s committed offsets (dry run unless --execute)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -219,7 +219,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --version 'Print version'
         }
         &'inboxctl;offsets;help'= {
-            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state'
+            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state; without --group, the groups there are'
             cand reset 'Move the group''s committed offsets (dry run unless --execute)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -323,7 +323,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
         &'inboxctl;help;prune'= {
         }
         &'inboxctl;help;offsets'= {
-            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state'
+            cand show 'Committed offset, log start, log end and lag per partition, and the group''s state; without --group, the groups there are'
             cand reset 'Move the group''s committed offsets (dry run unless --execute)'
         }
         &'inboxctl;help;offsets;show'= {

@@ -128,7 +128,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fis
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -s q -l quiet -d 'Only errors and warnings on stderr (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -s h -l help -d 'Print help'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -s V -l version -d 'Print version'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state; without --group, the groups there are'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -f -a "reset" -d 'Move the group\'s committed offsets (dry run unless --execute)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and not __fish_seen_subcommand_from show reset help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from show" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
@@ -171,7 +171,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_se
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s q -l quiet -d 'Only errors and warnings on stderr (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s h -l help -d 'Print help'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s V -l version -d 'Print version'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from help" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from help" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state; without --group, the groups there are'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from help" -f -a "reset" -d 'Move the group\'s committed offsets (dry run unless --execute)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l brokers -d 'Bootstrap brokers, host:port[,host:port…]' -r
@@ -239,5 +239,5 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and not __fish_s
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "run" -d 'Apply every pending migration (creates the database file for SQLite)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "status" -d 'List the migrations and whether each is applied'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from migrate" -f -a "revert" -d 'Undo the last migration, or every migration above --to'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from offsets" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from offsets" -f -a "show" -d 'Committed offset, log start, log end and lag per partition, and the group\'s state; without --group, the groups there are'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand help; and __fish_seen_subcommand_from offsets" -f -a "reset" -d 'Move the group\'s committed offsets (dry run unless --execute)'

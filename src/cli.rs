@@ -230,7 +230,8 @@ pub struct OffsetsArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum OffsetsCommand {
-    /// Committed offset, log start, log end and lag per partition, and the group's state
+    /// Committed offset, log start, log end and lag per partition, and the group's state;
+    /// without --group, the groups there are
     Show(OffsetsShowArgs),
     /// Move the group's committed offsets (dry run unless --execute)
     Reset(Box<OffsetsResetArgs>),
