@@ -13,6 +13,7 @@ use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
+use rdkafka::groups::GroupInfo;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde::Serialize;
 
@@ -68,6 +69,15 @@ pub struct GroupState {
 }
 
 impl GroupState {
+    /// What the coordinator said of one group.
+    fn of(info: &GroupInfo) -> GroupState {
+        GroupState {
+            group: info.name().to_string(),
+            state: info.state().to_string(),
+            members: info.members().len(),
+        }
+    }
+
     /// Whether consumers are in the group. DescribeGroups may list no members for a Stable
     /// group (the test broker does), so the state decides, as kafka-consumer-groups.sh does.
     pub fn is_active(&self) -> bool {
@@ -317,11 +327,14 @@ impl Kafka {
             .map_err(|error| self.unreachable(error))
             .with_context(|| format!("could not describe group '{group}'"))?;
         let info = list.groups().iter().find(|g| g.name() == group);
-        Ok(GroupState {
-            group: group.to_string(),
-            state: info.map_or_else(|| "Unknown".to_string(), |g| g.state().to_string()),
-            members: info.map_or(0, |g| g.members().len()),
-        })
+        Ok(info.map_or_else(
+            || GroupState {
+                group: group.to_string(),
+                state: "Unknown".to_string(),
+                members: 0,
+            },
+            GroupState::of,
+        ))
     }
 
     /// Every group the brokers know, by name.
@@ -330,15 +343,7 @@ impl Kafka {
             .fetch_group_list(None, self.timeout())
             .map_err(|error| self.unreachable(error))
             .context("could not list the consumer groups")?;
-        let mut groups: Vec<GroupState> = list
-            .groups()
-            .iter()
-            .map(|g| GroupState {
-                group: g.name().to_string(),
-                state: g.state().to_string(),
-                members: g.members().len(),
-            })
-            .collect();
+        let mut groups: Vec<GroupState> = list.groups().iter().map(GroupState::of).collect();
         groups.sort_by(|a, b| a.group.cmp(&b.group));
         Ok(groups)
     }

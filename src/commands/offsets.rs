@@ -175,12 +175,7 @@ fn list_groups(kafka: &Kafka, output: &Output) -> anyhow::Result<ExitStatus> {
         kafka.groups(&client)
     })?;
     match output.format {
-        Format::Json => output.print_json(&json!({
-            "groups": groups
-                .iter()
-                .map(|g| json!({"group": g.group, "state": g.state, "members": g.members}))
-                .collect::<Vec<_>>(),
-        }))?,
+        Format::Json => output.print_json(&json!({ "groups": groups }))?,
         Format::Csv => output.print_csv(
             &["group", "state", "members"],
             &groups
