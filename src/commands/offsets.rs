@@ -15,7 +15,7 @@ use crate::cli::{Format, OffsetsArgs, OffsetsCommand, OffsetsResetArgs, OffsetsS
 use crate::exit::ExitStatus;
 use crate::kafka::{GroupState, Kafka, Watermarks};
 use crate::output::{or_dash, table, Output};
-use crate::store::CreateMode;
+use crate::store::{CreateMode, Store};
 
 pub async fn run(args: OffsetsArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
@@ -238,6 +238,9 @@ enum Target {
 
 async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let kafka = Kafka::new(&args.kafka);
+    // With --to-inbox: the inbox's consumer, and the store it is read from.
+    let inbox_consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
+    let mut inbox = None;
     let target = if args.to_earliest {
         Target::Earliest
     } else if args.to_latest {
@@ -263,7 +266,13 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     } else if let Some(path) = &args.from_file {
         Target::Plan(read_plan(path)?)
     } else {
-        Target::Inbox(inbox_positions(&args, &output).await?)
+        // One connection for the positions now and, once the plan is known, the offsets
+        // it would skip.
+        let store =
+            super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
+        let positions = inbox_positions(&store, &inbox_consumer, &args).await?;
+        inbox = Some(store);
+        Target::Inbox(positions)
     };
 
     // The partitions: named on the command line, or those in the plan file.
@@ -413,8 +422,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             Ok((state, plan, forgetting))
         },
     )?;
-    if let Target::Inbox(_) = &target {
-        count_skipped_without_row(&args, &mut plan, &output).await?;
+    if let Some(store) = inbox {
+        count_skipped_without_row(&store, &inbox_consumer, &mut plan).await?;
+        store.close().await;
     }
 
     for p in &plan {
@@ -693,17 +703,14 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-/// Highest inbox offset + 1 per partition of the named topics, for `--to-inbox`.
 /// `--to-inbox` moves a partition to the inbox's highest offset + 1, gaps or not. Where
 /// that moves it forward, offsets it passes without a row are messages the group would never
 /// be given again: counted here, to be said before anything is applied.
 async fn count_skipped_without_row(
-    args: &OffsetsResetArgs,
+    store: &Store,
+    consumer: &str,
     plan: &mut [PlannedOffset],
-    output: &Output,
 ) -> anyhow::Result<()> {
-    let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
-    let store = super::connect_sequential(&args.database, CreateMode::MustExist, output).await?;
     for p in plan.iter_mut() {
         let (Some(new), from) = (p.new, p.current.unwrap_or(p.log_start).max(p.log_start)) else {
             continue;
@@ -712,24 +719,22 @@ async fn count_skipped_without_row(
             continue;
         }
         let present = store
-            .distinct_offsets(&consumer, &p.topic, p.partition, from, new)
+            .distinct_offsets(consumer, &p.topic, p.partition, from, new)
             .await?;
         let skipped = (new - from) - present;
         p.skipped_without_row = (skipped > 0).then_some(skipped);
     }
-    store.close().await;
     Ok(())
 }
 
+/// Highest inbox offset + 1 per partition of the named topics, for `--to-inbox`.
 async fn inbox_positions(
+    store: &Store,
+    consumer: &str,
     args: &OffsetsResetArgs,
-    output: &Output,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
-    let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
-    let store = super::connect_sequential(&args.database, CreateMode::MustExist, output).await?;
     store.require_inbox().await?;
-    let stats = store.partition_stats(Some(&consumer)).await?;
-    store.close().await;
+    let stats = store.partition_stats(Some(consumer)).await?;
     let topics: Vec<&str> = args.topic.iter().map(|t| t.topic.as_str()).collect();
     Ok(stats
         .into_iter()
