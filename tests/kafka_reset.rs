@@ -1187,48 +1187,89 @@ async fn execute_writes_an_undo_plan_that_restores_the_previous_offsets() {
     assert_eq!(starts, vec![vec![5, 7, 3]]);
 }
 
-/// A partition the group had no offset for cannot be put back to "none" while the group keeps
-/// offsets elsewhere (that needs OffsetDelete): the reset says so, the undo plan marks it with
-/// an empty offset, and applying the plan restores the others and says which one it left.
+/// A partition the group had no offset for goes back to "none" while the group keeps its
+/// offsets elsewhere: without OffsetDelete, applying the undo plan deletes the group and
+/// commits the rest again, on this topic and on another one the plan does not name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_undo_plan_says_what_it_cannot_restore() {
+async fn the_undo_plan_returns_one_partition_to_no_offset_and_keeps_the_others() {
     let broker = broker();
     let db = TestDb::new(Backend::Sqlite).await;
-    let (topic, group) = (unique("orders"), unique("billing"));
+    let (topic, other, group) = (unique("orders"), unique("payments"), unique("billing"));
     broker.create_topic(&topic, 3).await;
+    broker.create_topic(&other, 2).await;
     fill(broker, &topic, "e", &[6, 9, 4]).await;
+    fill(broker, &other, "p", &[5, 5]).await;
     broker.commit(&group, &topic, &[(0, 5), (2, 3)]);
+    broker.commit(&group, &other, &[(1, 2)]);
     let dir = tempfile::tempdir().unwrap();
     let undo = dir.path().join("undo.csv");
 
     let run = execute_with_undo(&db, &group, &topic, &["--to-earliest"], &undo).ok();
-    assert!(
-        run.stderr.contains(
-            "warning: some partitions had no committed offset; the undo plan can return them to none only for a group left with no other committed offset"
-        ),
-        "{}",
-        run.stderr
-    );
+    assert_eq!(warnings(&run), Vec::<String>::new());
     assert_eq!(broker.committed(&group, &topic, 3), at(&[0, 0, 0]));
     assert_eq!(
         std::fs::read_to_string(&undo).unwrap(),
         format!("topic,partition,offset\n{topic},0,5\n{topic},1,\n{topic},2,3\n")
     );
-    let cannot = |keeps: &str| {
+
+    let note = |verb: &str, again: &str| {
         format!(
-            "warning: {topic}:1 {keeps} its committed offset 0: only Kafka's OffsetDelete returns one partition \
-             to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
-             drop its other committed offsets too"
+            "{verb} group '{group}' to return partitions to no committed offset, which only \
+             deleting the group does without Kafka's OffsetDelete; its 1 committed offset(s) \
+             outside the plan {again} committed again"
         )
     };
     let dry = apply_plan(&db, &group, &undo, &[]).ok();
-    assert_eq!(warnings(&dry), vec![cannot("would keep")]);
-    let run = apply_plan(&db, &group, &undo, &["--execute"]).ok();
+    assert!(
+        dry.stderr
+            .contains(&note("--execute would delete", "would be")),
+        "{}",
+        dry.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[0, 0, 0]));
+
+    let redo = dir.path().join("redo.csv");
+    let run = apply_plan(
+        &db,
+        &group,
+        &undo,
+        &[
+            "--execute",
+            "--undo-file",
+            redo.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    )
+    .ok();
+    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert!(
+        run.stderr.contains(&note("Reset deleted", "were")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        run.json()["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["new"].as_i64())
+            .collect::<Vec<_>>(),
+        vec![Some(5), None, Some(3)]
+    );
     assert_eq!(
         broker.committed(&group, &topic, 3),
-        vec![Some(5), Some(0), Some(3)]
+        vec![Some(5), None, Some(3)]
     );
-    assert_eq!(warnings(&run), vec![cannot("keeps")]);
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, Some(2)]);
+    // The offsets to commit after the delete were written down first, and removed once
+    // they read back.
+    assert_eq!(files_in(dir.path()), ["redo.csv", "undo.csv"]);
+    // auto.offset.reset=earliest for the partition with none again.
+    assert_eq!(
+        consumers_start(broker, &topic, &[&group], &[0, 1, 2]),
+        vec![vec![5, 0, 3]]
+    );
 }
 
 /// A group that had committed nothing: its undo plan is all empty offsets, and applying it
@@ -1255,7 +1296,8 @@ async fn the_undo_plan_returns_a_new_group_to_no_offsets() {
     let dry = apply_plan(&db, &group, &undo, &["--format", "json"]).ok();
     assert!(
         dry.stderr.contains(&format!(
-            "--execute would delete group '{group}' to return its partitions to no committed offset: it would have no other"
+            "--execute would delete group '{group}' to return partitions to no committed offset, \
+             which only deleting the group does without Kafka's OffsetDelete\n"
         )),
         "{}",
         dry.stderr

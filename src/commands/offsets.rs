@@ -475,18 +475,8 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
     if !args.execute {
         print_plan(&args.group, &plan, false, &output)?;
-        match &forgetting {
-            Forgetting::DeleteGroup => output.note(format!(
-                "--execute would delete group '{}' to return its partitions to no committed offset: \
-                 it would have no other",
-                args.group
-            )),
-            Forgetting::Leave(left) => {
-                for p in left.iter().map(|&index| &plan[index]) {
-                    output.warn(cannot_forget(p, "would keep"));
-                }
-            }
-            Forgetting::Nothing => {}
+        if let Forgetting::DeleteGroup { others } = &forgetting {
+            output.note(deleting_group_note(&args.group, others.len(), false));
         }
         if state.is_active() {
             output.warn(format!(
@@ -538,42 +528,68 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         args.group,
         undo_path.display()
     ));
-    let had_none = plan.iter().any(|p| p.current.is_none());
-    if had_none && plan.iter().any(|p| p.current.is_some()) {
-        output.warn(
-            "some partitions had no committed offset; the undo plan can return them to none only \
-             for a group left with no other committed offset",
-        );
-    }
+    // Deleting the group takes every committed offset with it: what is committed again
+    // afterwards is written down first, so that a run that stops in between can be finished
+    // with one command.
+    let recommit_path = match &forgetting {
+        Forgetting::DeleteGroup { others }
+            if !others.is_empty() || plan.iter().any(|p| p.new.is_some()) =>
+        {
+            let path = undo_path.with_extension("recommit.csv");
+            let rows = plan
+                .iter()
+                .filter_map(|p| p.new.map(|new| (p.topic.as_str(), p.partition, Some(new))))
+                .chain(others.iter().map(|(t, p, o)| (t.as_str(), *p, Some(*o))));
+            if let Err(error) = write_plan(&path, rows, Existing::Refuse) {
+                // Nothing changes, so the undo plan written a moment ago undoes nothing.
+                let _ = std::fs::remove_file(&undo_path);
+                return Err(error.context(format!(
+                    "could not write the offsets to commit after deleting group '{}' to {}; nothing changed",
+                    args.group,
+                    path.display()
+                )));
+            }
+            Some(path)
+        }
+        _ => None,
+    };
 
     let after = block_in_place(|| -> anyhow::Result<OffsetsByPartition> {
         let client = kafka.group_client(&args.group)?;
-        let offsets: Vec<(String, i32, i64)> = plan
+        let mut offsets: Vec<(String, i32, i64)> = plan
             .iter()
             .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
             .collect();
-        if let Forgetting::DeleteGroup = forgetting {
-            kafka.delete_group(&args.group)?;
+        let group = &args.group;
+        if let Forgetting::DeleteGroup { others } = &forgetting {
+            kafka.delete_group(group)?;
+            offsets.extend(others.iter().cloned());
         }
         if !offsets.is_empty() {
-            let group = &args.group;
-            kafka.commit(&client, &offsets).with_context(|| {
-                format!("could not commit the new offsets of group '{group}' (is a consumer still in the group?)")
+            kafka.commit(&client, &offsets).with_context(|| match &recommit_path {
+                Some(path) => format!(
+                    "group '{group}' was deleted, and its offsets could not be committed again; \
+                     commit them with: inboxctl offsets reset --group {group} --from-file {} --execute",
+                    path.display()
+                ),
+                None => format!(
+                    "could not commit the new offsets of group '{group}' (is a consumer still in the group?)"
+                ),
             })?;
         }
-        let keys: Vec<(String, i32)> = plan
+        let mut keys: Vec<(String, i32)> = plan
             .iter()
             .map(|p| (p.topic.clone(), p.partition))
             .collect();
+        if let Forgetting::DeleteGroup { others } = &forgetting {
+            keys.extend(
+                others
+                    .iter()
+                    .map(|(topic, partition, _)| (topic.clone(), *partition)),
+            );
+        }
         kafka.committed(&client, &keys)
     })?;
-    if let Forgetting::Leave(left) = &forgetting {
-        for &index in left {
-            let p = &mut plan[index];
-            output.warn(cannot_forget(p, "keeps"));
-            p.new = p.current;
-        }
-    }
     let applied: Vec<PlannedOffset> = plan
         .iter()
         .map(|p| PlannedOffset {
@@ -585,14 +601,47 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         })
         .collect();
     print_plan(&args.group, &applied, true, &output)?;
-    if let Some(p) = applied.iter().zip(&plan).find(|(a, p)| a.new != p.new) {
-        bail!(
-            "the committed offset of {}:{} reads back as {}, not {}",
-            p.0.topic,
-            p.0.partition,
-            or_dash(p.0.new),
-            or_dash(p.1.new)
-        );
+    let expected = plan
+        .iter()
+        .map(|p| (p.topic.as_str(), p.partition, p.new))
+        .chain(match &forgetting {
+            Forgetting::DeleteGroup { others } => others
+                .iter()
+                .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)))
+                .collect(),
+            Forgetting::Nothing => Vec::new(),
+        });
+    for (topic, partition, offset) in expected {
+        let read = after
+            .get(&(topic.to_string(), partition))
+            .copied()
+            .flatten();
+        if read != offset {
+            let kept = recommit_path.as_ref().map_or_else(String::new, |path| {
+                format!(
+                    " ({} holds every offset group '{}' should have)",
+                    path.display(),
+                    args.group
+                )
+            });
+            bail!(
+                "the committed offset of {topic}:{partition} reads back as {}, not {}{kept}",
+                or_dash(read),
+                or_dash(offset)
+            );
+        }
+    }
+    if let Forgetting::DeleteGroup { others } = &forgetting {
+        output.note(deleting_group_note(&args.group, others.len(), true));
+    }
+    if let Some(path) = &recommit_path {
+        // Everything it holds is committed and read back: it would only mislead later.
+        std::fs::remove_file(path).with_context(|| {
+            format!(
+                "could not remove {}, which is no longer needed",
+                path.display()
+            )
+        })?;
     }
     Ok(ExitStatus::Success)
 }
@@ -602,10 +651,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
 enum Forgetting {
     /// There are none.
     Nothing,
-    /// Delete the group: no committed offset of it would be left.
-    DeleteGroup,
-    /// Leave these (indexes into the plan) at their offsets: others would remain.
-    Leave(Vec<usize>),
+    /// Delete the group, then commit the plan's offsets and these, the group's committed
+    /// offsets outside the plan, again.
+    DeleteGroup { others: Vec<(String, i32, i64)> },
 }
 
 /// `--all-topics`: the partitions the group has a committed offset for, as
@@ -632,45 +680,43 @@ fn committed_partitions(
 
 /// Kafka returns single partitions to "no committed offset" with OffsetDelete, which
 /// librdkafka's consumer API does not send. Deleting the group (empty whenever offsets are
-/// reset) does it for all of them at once, so that is the way when no committed offset of
-/// the group would be left: none outside these partitions and no number in the plan.
+/// reset) returns all of them to none; the offsets it should keep are then committed again,
+/// as was done before Kafka had OffsetDelete.
 fn forgetting(
     kafka: &Kafka,
     client: &BaseConsumer,
     plan: &[PlannedOffset],
 ) -> anyhow::Result<Forgetting> {
-    let to_forget: Vec<usize> = (0..plan.len())
-        .filter(|&i| plan[i].new.is_none() && plan[i].current.is_some())
-        .collect();
-    if to_forget.is_empty() {
+    if !plan.iter().any(|p| p.new.is_none() && p.current.is_some()) {
         return Ok(Forgetting::Nothing);
     }
-    if plan.iter().any(|p| p.new.is_some()) {
-        return Ok(Forgetting::Leave(to_forget));
-    }
-    let forgotten: std::collections::BTreeSet<(&str, i32)> = plan
+    let planned: std::collections::BTreeSet<(&str, i32)> = plan
         .iter()
         .map(|p| (p.topic.as_str(), p.partition))
         .collect();
     let committed = kafka.committed(client, &kafka.all_partitions(client)?)?;
-    let others_remain = committed.iter().any(|((topic, partition), offset)| {
-        offset.is_some() && !forgotten.contains(&(topic.as_str(), *partition))
-    });
-    Ok(match others_remain {
-        true => Forgetting::Leave(to_forget),
-        false => Forgetting::DeleteGroup,
-    })
+    let others = committed
+        .into_iter()
+        .filter(|((topic, partition), _)| !planned.contains(&(topic.as_str(), *partition)))
+        .filter_map(|((topic, partition), offset)| offset.map(|offset| (topic, partition, offset)))
+        .collect();
+    Ok(Forgetting::DeleteGroup { others })
 }
 
-/// The warning for a partition that cannot return to "no committed offset".
-fn cannot_forget(p: &PlannedOffset, keeps: &str) -> String {
+/// What deleting the group to forget some partitions' offsets does: before (`done` false,
+/// the dry run) or after.
+fn deleting_group_note(group: &str, others: usize, done: bool) -> String {
+    let (subject, verb, again) = match done {
+        false => ("--execute", "would delete", "would be"),
+        true => ("Reset", "deleted", "were"),
+    };
+    let others = match others {
+        0 => String::new(),
+        n => format!("; its {n} committed offset(s) outside the plan {again} committed again"),
+    };
     format!(
-        "{}:{} {keeps} its committed offset {}: only Kafka's OffsetDelete returns one partition \
-         to none (kafka-consumer-groups.sh --delete-offsets), and deleting the group would \
-         drop its other committed offsets too",
-        p.topic,
-        p.partition,
-        or_dash(p.current)
+        "{subject} {verb} group '{group}' to return partitions to no committed offset, \
+         which only deleting the group does without Kafka's OffsetDelete{others}"
     )
 }
 
