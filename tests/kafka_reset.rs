@@ -1228,7 +1228,33 @@ async fn the_undo_plan_returns_one_partition_to_no_offset_and_keeps_the_others()
     );
     assert_eq!(broker.committed(&group, &topic, 3), at(&[0, 0, 0]));
 
+    // Where the offsets to commit again cannot be written down first, nothing changes, and
+    // the undo plan written just before is taken back.
     let redo = dir.path().join("redo.csv");
+    let taken = dir.path().join("redo.recommit.csv");
+    std::fs::write(&taken, "kept\n").unwrap();
+    let refused = apply_plan(
+        &db,
+        &group,
+        &undo,
+        &["--execute", "--undo-file", redo.to_str().unwrap()],
+    )
+    .code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "could not write the offsets to commit after deleting group '{group}' to {}; nothing changed: {} already exists",
+            taken.display(),
+            taken.display()
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[0, 0, 0]));
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, Some(2)]);
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "kept\n");
+    std::fs::remove_file(&taken).unwrap();
+    assert_eq!(files_in(dir.path()), ["undo.csv"]);
+
     let run = apply_plan(
         &db,
         &group,
