@@ -562,7 +562,13 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             .collect();
         let group = &args.group;
         if let Forgetting::DeleteGroup { others } = &forgetting {
-            kafka.delete_group(group)?;
+            if let Err(error) = kafka.delete_group(group) {
+                // Nothing changed: the offsets written down to commit again would mislead.
+                if let Some(path) = &recommit_path {
+                    let _ = std::fs::remove_file(path);
+                }
+                return Err(error);
+            }
             offsets.extend(others.iter().cloned());
         }
         if !offsets.is_empty() {
