@@ -1274,14 +1274,20 @@ async fn the_undo_plan_returns_one_partition_to_no_offset_and_keeps_the_others()
         "{}",
         run.stderr
     );
+    let json = run.json();
     assert_eq!(
-        run.json()["partitions"]
+        json["partitions"]
             .as_array()
             .unwrap()
             .iter()
             .map(|p| p["new"].as_i64())
             .collect::<Vec<_>>(),
         vec![Some(5), None, Some(3)]
+    );
+    assert_eq!(json["deletes_group"], true);
+    assert_eq!(
+        json["commits_again"],
+        json!([{"topic": other, "partition": 1, "offset": 2}])
     );
     assert_eq!(
         broker.committed(&group, &topic, 3),
@@ -1331,6 +1337,8 @@ async fn the_undo_plan_returns_a_new_group_to_no_offsets() {
     let dry = dry.json();
     assert_eq!(dry["partitions"][0]["new"], serde_json::Value::Null);
     assert_eq!(dry["partitions"][1]["new"], serde_json::Value::Null);
+    assert_eq!(dry["deletes_group"], true);
+    assert_eq!(dry["commits_again"], json!([]));
     assert_eq!(broker.committed(&group, &topic, 2), at(&[4, 4]));
 
     let run = apply_plan(&db, &group, &undo, &["--execute"]).ok();

@@ -470,11 +470,11 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             plan.len(),
             path.display()
         ));
-        print_plan(&args.group, &plan, false, &output)?;
+        print_plan(&args.group, &plan, false, &Forgetting::Nothing, &output)?;
         return Ok(ExitStatus::Success);
     }
     if !args.execute {
-        print_plan(&args.group, &plan, false, &output)?;
+        print_plan(&args.group, &plan, false, &forgetting, &output)?;
         if let Forgetting::DeleteGroup { others } = &forgetting {
             output.note(deleting_group_note(&args.group, others.len(), false));
         }
@@ -606,7 +606,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             ..p.clone()
         })
         .collect();
-    print_plan(&args.group, &applied, true, &output)?;
+    print_plan(&args.group, &applied, true, &forgetting, &output)?;
     let expected = plan
         .iter()
         .map(|p| (p.topic.as_str(), p.partition, p.new))
@@ -929,10 +929,13 @@ pub fn write_plan<'a>(
     Ok(())
 }
 
+/// `forgetting`: in JSON, a plan that deletes the group says so, and lists the group's
+/// offsets outside the plan that it commits again.
 fn print_plan(
     group: &str,
     plan: &[PlannedOffset],
     applied: bool,
+    forgetting: &Forgetting,
     output: &Output,
 ) -> anyhow::Result<()> {
     let (before, after) = if applied {
@@ -942,7 +945,17 @@ fn print_plan(
     };
     match output.format {
         Format::Json => {
-            output.print_json(&json!({ "group": group, "applied": applied, "partitions": plan }))
+            let mut report = json!({ "group": group, "applied": applied, "partitions": plan });
+            if let Forgetting::DeleteGroup { others } = forgetting {
+                report["deletes_group"] = json!(true);
+                report["commits_again"] = others
+                    .iter()
+                    .map(|(topic, partition, offset)| {
+                        json!({ "topic": topic, "partition": partition, "offset": offset })
+                    })
+                    .collect();
+            }
+            output.print_json(&report)
         }
         Format::Csv => output.print_csv(
             &["topic", "partition", "offset"],
