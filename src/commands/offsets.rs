@@ -642,12 +642,12 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
     if let Some(path) = &recommit_path {
         // Everything it holds is committed and read back: it would only mislead later.
-        std::fs::remove_file(path).with_context(|| {
-            format!(
-                "could not remove {}, which is no longer needed",
+        if let Err(error) = std::fs::remove_file(path) {
+            output.warn(format!(
+                "could not remove {}, which is no longer needed: {error}",
                 path.display()
-            )
-        })?;
+            ));
+        }
     }
     Ok(ExitStatus::Success)
 }
