@@ -10,8 +10,9 @@
 # The pair runs ROUNDS times, each round on fresh copies of one seeded table, the order of
 # the two alternating between rounds (the second of a pair runs on a machine the first has
 # just loaded with writes). Prints each round: seconds and rows/s of each, prune's rate as
-# a share of the DELETE's, the inserter's p99 latency idle and during each; then the
-# medians over the rounds, and whether they meet the goals:
+# a share of the DELETE's, the inserter's p99 latency idle and during each, and the WAL the
+# server wrote during each (pg_stat_wal: how much, how many full-page images, how fast);
+# then the medians over the rounds, and whether they meet the goals:
 #   prune >= 70% of the unbounded DELETE's rate, inserter p99 during prune <= 2x idle.
 # Timings are reported, never asserted. The script fails only when a run deletes the wrong
 # number of rows or a tool fails.
@@ -234,6 +235,20 @@ latency_stats() {
 
 checkpoint() { psql_on "$1" -c "CHECKPOINT" >/dev/null; }
 
+# wal_stats: "bytes full_page_images" written by the whole server so far (pg_stat_wal,
+# PostgreSQL 14 and later; "- -" before). The inserter's own WAL is in it too, a few
+# hundred kB a phase.
+wal_stats() { psql_admin -At -F ' ' -c "SELECT wal_bytes, wal_fpi FROM pg_stat_wal" 2>/dev/null || echo "- -"; }
+# wal_between BEFORE AFTER SECONDS: "MB (full pages) at MB/s", or "-" without pg_stat_wal.
+wal_between() {
+    awk -v b="$1" -v a="$2" -v s="$3" 'BEGIN {
+        split(b, x, " "); split(a, y, " ")
+        if (x[1] == "-" || y[1] == "-") { print "-"; exit }
+        mb = (y[1] - x[1]) / 1048576
+        printf "%.1f MB (%d full pages) at %.0f MB/s", mb, y[2] - x[2], mb / s
+    }'
+}
+
 # idle URL NAME: the inserter alone for IDLE_SECONDS.
 idle() {
     local url=$1 name=$2 from to
@@ -262,10 +277,12 @@ phase_prune() {
     checkpoint "$URL_PRUNE"
     start_inserter "$URL_PRUNE" prune
     local started ended
+    wal_before=$(wal_stats)
     started=$(now)
     DATABASE_URL=$URL_PRUNE "$INBOXCTL" prune --before "$CUTOFF" --yes --format json \
         "${batch_args[@]}" >"$WORK/prune.json"
     ended=$(now)
+    wal_prune=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
     stop_inserter prune
     during_prune=$(latency_stats prune "$started" "$ended")
     prune_wall=$(elapsed "$started" "$ended")
@@ -292,10 +309,12 @@ phase_delete() {
     checkpoint "$URL_DELETE"
     start_inserter "$URL_DELETE" delete
     local started ended output
+    wal_before=$(wal_stats)
     started=$(now)
     output=$(psql "$URL_DELETE" -X -v ON_ERROR_STOP=1 -c '\timing on' \
         -c "DELETE FROM processed_messages WHERE processed_at < TIMESTAMPTZ '$CUTOFF'")
     ended=$(now)
+    wal_delete=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
     stop_inserter delete
     during_delete=$(latency_stats delete "$started" "$ended")
     delete_wall=$(elapsed "$started" "$ended")
@@ -351,6 +370,7 @@ for round in $(seq 1 "$ROUNDS"); do
     round_row "$round" "${first%-first}" "$prune_wall ($prune_loop)" "$delete_wall ($delete_statement)" \
         "$ratio% ($inner_ratio%)" "$prune_p99 (${prune_vs_idle}x)" "$delete_p99 (${delete_vs_idle}x)" \
         "$prune_strategy, $prune_batches batches"
+    echo "      WAL written: prune $wal_prune; DELETE $wal_delete"
     if [ "$SCHED" = 1 ]; then
         for name in idle_prune prune idle_delete delete; do
             sed "s/^/      $name: /" "$WORK/$name/schedstat"
