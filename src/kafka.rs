@@ -29,6 +29,18 @@ use batch::{Batch, ConsumerQueue};
 /// Messages taken off the consumer's queue at a time by [`read_range`].
 const READ_BATCH: usize = 1024;
 
+/// Kafka's own topics, which hold no consumer's messages. Only these are left out: a user's
+/// topic may start with "__" too, and a group's offsets on it are as much its own (deleting
+/// the group to forget some offsets commits the others again, and must not miss any).
+const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"];
+
+/// The cluster's partitions by topic and partition, and the topics whose metadata came with
+/// an error (name, error).
+struct ListedPartitions {
+    partitions: Vec<(String, i32)>,
+    failed: Vec<(String, String)>,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct KafkaOpts {
     /// Bootstrap brokers, host:port[,host:port…]
@@ -253,24 +265,52 @@ impl Kafka {
         Ok(partitions)
     }
 
-    /// Every partition of every topic in the cluster (internal ones excluded), by topic and
-    /// partition.
+    /// Every partition of every topic in the cluster (Kafka's internal topics excluded), by
+    /// topic and partition. A topic the metadata answers with an error is left out.
     pub fn all_partitions(&self, client: &BaseConsumer) -> anyhow::Result<Vec<(String, i32)>> {
+        Ok(self.listed_partitions(client)?.partitions)
+    }
+
+    /// As [`Kafka::all_partitions`], but a topic the metadata answers with an error fails:
+    /// for deleting a group, whose offsets on every topic must be committed again.
+    pub fn every_partition(&self, client: &BaseConsumer) -> anyhow::Result<Vec<(String, i32)>> {
+        let listed = self.listed_partitions(client)?;
+        if let Some((topic, error)) = listed.failed.first() {
+            bail!(
+                "the brokers answered the metadata of topic '{topic}' with an error ({error}): \
+                 its partitions, and a group's offsets on them, cannot be listed"
+            );
+        }
+        Ok(listed.partitions)
+    }
+
+    /// The partitions of the cluster's topics, and the topics answered with an error.
+    fn listed_partitions(&self, client: &BaseConsumer) -> anyhow::Result<ListedPartitions> {
         let metadata = client
             .fetch_metadata(None, self.timeout())
             .map_err(|error| self.unreachable(error))?;
-        let mut partitions: Vec<(String, i32)> = metadata
-            .topics()
-            .iter()
-            .filter(|t| !t.name().starts_with("__") && t.error().is_none())
-            .flat_map(|t| {
-                t.partitions()
+        let mut partitions = Vec::new();
+        let mut failed = Vec::new();
+        for topic in metadata.topics() {
+            if INTERNAL_TOPICS.contains(&topic.name()) {
+                continue;
+            }
+            if let Some(error) = topic.error() {
+                failed.push((
+                    topic.name().to_string(),
+                    RDKafkaErrorCode::from(error).to_string(),
+                ));
+                continue;
+            }
+            partitions.extend(
+                topic
+                    .partitions()
                     .iter()
-                    .map(|p| (t.name().to_string(), p.id()))
-            })
-            .collect();
+                    .map(|p| (topic.name().to_string(), p.id())),
+            );
+        }
         partitions.sort_unstable();
-        Ok(partitions)
+        Ok(ListedPartitions { partitions, failed })
     }
 
     pub fn watermarks(

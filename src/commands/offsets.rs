@@ -700,7 +700,7 @@ fn forgetting(
         .iter()
         .map(|p| (p.topic.as_str(), p.partition))
         .collect();
-    let committed = kafka.committed(client, &kafka.all_partitions(client)?)?;
+    let committed = kafka.committed(client, &kafka.every_partition(client)?)?;
     let others = committed
         .into_iter()
         .filter(|((topic, partition), _)| !planned.contains(&(topic.as_str(), *partition)))
