@@ -34,18 +34,23 @@ pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
     Ok(parsed)
 }
 
+/// That long before now; `None` when it is before what a timestamp holds (subtracting
+/// would panic).
+pub fn ago(age: Duration) -> Option<DateTime<Utc>> {
+    chrono::Duration::from_std(age)
+        .ok()
+        .and_then(|age| Utc::now().checked_sub_signed(age))
+}
+
 /// A timestamp (as [`parse_timestamp`]) or `-DURATION`, that long before now.
 pub fn parse_time_or_ago(text: &str) -> Result<DateTime<Utc>, String> {
-    let Some(ago) = text.trim().strip_prefix('-') else {
+    let Some(before) = text.trim().strip_prefix('-') else {
         return parse_timestamp(text)
             .map_err(|error| format!("{error}; or -DURATION for that long ago, e.g. -7d"));
     };
-    let age = chrono::Duration::from_std(parse_duration(ago)?)
-        .map_err(|_| format!("'{ago}' is too long ago"))?;
-    Utc::now()
-        .checked_sub_signed(age)
+    ago(parse_duration(before)?)
         .filter(|at| at.year() >= 1000)
-        .ok_or_else(|| format!("'{ago}' ago is before the year 1000"))
+        .ok_or_else(|| format!("'{before}' ago is before the year 1000"))
 }
 
 fn parse_any_timestamp(text: &str) -> Result<DateTime<Utc>, String> {

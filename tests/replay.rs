@@ -1959,6 +1959,21 @@ async fn odd_ranges_end_cleanly(backend: Backend) {
         "{}",
         run.stderr
     );
+    // A start longer ago than a timestamp holds: said, where subtracting it panicked.
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", "-100000000y", "--dry-run"],
+    )
+    .code(2);
+    assert!(
+        run.stderr
+            .contains("error: --from is too long ago: before what a timestamp holds"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "");
     // Times the wrong way round; an offset past the log end is said, not silently empty.
     let run = replay(
         &db,

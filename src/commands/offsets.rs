@@ -255,10 +255,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     } else if let Some(at) = args.to_datetime {
         Target::Time(at.timestamp_millis())
     } else if let Some(ago) = args.by_duration {
-        // Subtracting would panic before year -262143; say what is wrong instead.
-        let at = chrono::Duration::from_std(ago)
-            .ok()
-            .and_then(|ago| Utc::now().checked_sub_signed(ago))
+        let at = crate::time::ago(ago)
             .ok_or_else(|| crate::error::usage("--by-duration is too large"))?;
         Target::Time(at.timestamp_millis())
     } else if let Some(shift) = args.shift_by {

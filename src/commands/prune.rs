@@ -54,10 +54,7 @@ struct PruneReport {
 pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let cutoff = match (args.older_than, args.before) {
         (Some(age), _) => {
-            let age =
-                chrono::Duration::from_std(age).map_err(|_| usage("--older-than is too large"))?;
-            Utc::now()
-                .checked_sub_signed(age)
+            crate::time::ago(age)
                 .ok_or_else(|| usage("--older-than reaches before the start of the calendar"))?
                 // Milliseconds: the precision every backend stores and every output shows.
                 .trunc_subsecs(3)

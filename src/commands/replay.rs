@@ -561,9 +561,7 @@ fn resolve_ranges(
     };
     let start_time = match &args.from {
         Start::Time(at) => Some(*at),
-        Start::Ago(ago) => chrono::Duration::from_std(*ago)
-            .ok()
-            .and_then(|ago| Utc::now().checked_sub_signed(ago)),
+        Start::Ago(ago) => crate::time::ago(*ago),
         _ => None,
     };
     if let (Some(from), End::Time(to)) = (start_time, &args.to) {
@@ -614,11 +612,9 @@ fn resolve_ranges(
     };
     let start_times = match &args.from {
         Start::Time(at) => Some(by_time(*at)?),
-        Start::Ago(ago) => Some(by_time(
-            Utc::now()
-                - chrono::Duration::from_std(*ago)
-                    .map_err(|_| usage("the duration is too large"))?,
-        )?),
+        Start::Ago(ago) => Some(by_time(crate::time::ago(*ago).ok_or_else(|| {
+            usage("--from is too long ago: before what a timestamp holds")
+        })?)?),
         _ => None,
     };
     let end_times = match &args.to {
