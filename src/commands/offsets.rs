@@ -528,15 +528,22 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     // Deleting the group takes every committed offset with it: what is committed again
     // afterwards is written down first, so that a run that stops in between can be finished
     // with one command.
-    let recommit_path = match &forgetting {
-        Forgetting::DeleteGroup { others }
-            if !others.is_empty() || plan.iter().any(|p| p.new.is_some()) =>
-        {
+    let (deleting, others): (bool, &[(String, i32, i64)]) = match &forgetting {
+        Forgetting::DeleteGroup { others } => (true, others),
+        Forgetting::Nothing => (false, &[]),
+    };
+    // What is committed: the plan's offsets and, after deleting the group, its others.
+    let to_commit: Vec<(String, i32, i64)> = plan
+        .iter()
+        .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
+        .chain(others.iter().cloned())
+        .collect();
+    let recommit_path = match deleting && !to_commit.is_empty() {
+        true => {
             let path = undo_path.with_extension("recommit.csv");
-            let rows = plan
+            let rows = to_commit
                 .iter()
-                .filter_map(|p| p.new.map(|new| (p.topic.as_str(), p.partition, Some(new))))
-                .chain(others.iter().map(|(t, p, o)| (t.as_str(), *p, Some(*o))));
+                .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)));
             if let Err(error) = write_plan(&path, rows, Existing::Refuse) {
                 // Nothing changes, so the undo plan written a moment ago undoes nothing.
                 let _ = std::fs::remove_file(&undo_path);
@@ -548,17 +555,13 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             }
             Some(path)
         }
-        _ => None,
+        false => None,
     };
 
     let after = block_in_place(|| -> anyhow::Result<OffsetsByPartition> {
         let client = kafka.group_client(&args.group)?;
-        let mut offsets: Vec<(String, i32, i64)> = plan
-            .iter()
-            .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
-            .collect();
         let group = &args.group;
-        if let Forgetting::DeleteGroup { others } = &forgetting {
+        if deleting {
             if let Err(error) = kafka.delete_group(group) {
                 // Nothing changed: the offsets written down to commit again would mislead.
                 if let Some(path) = &recommit_path {
@@ -566,10 +569,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 }
                 return Err(error);
             }
-            offsets.extend(others.iter().cloned());
         }
-        if !offsets.is_empty() {
-            kafka.commit(&client, &offsets).with_context(|| match &recommit_path {
+        if !to_commit.is_empty() {
+            kafka.commit(&client, &to_commit).with_context(|| match &recommit_path {
                 Some(path) => format!(
                     "group '{group}' was deleted, and its offsets could not be committed again; \
                      commit them with: inboxctl offsets reset --group {group} --from-file {} --execute",
@@ -580,17 +582,15 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 ),
             })?;
         }
-        let mut keys: Vec<(String, i32)> = plan
+        let keys: Vec<(String, i32)> = plan
             .iter()
             .map(|p| (p.topic.clone(), p.partition))
-            .collect();
-        if let Forgetting::DeleteGroup { others } = &forgetting {
-            keys.extend(
+            .chain(
                 others
                     .iter()
                     .map(|(topic, partition, _)| (topic.clone(), *partition)),
-            );
-        }
+            )
+            .collect();
         kafka.committed(&client, &keys)
     })?;
     let applied: Vec<PlannedOffset> = plan
@@ -607,13 +607,11 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     let expected = plan
         .iter()
         .map(|p| (p.topic.as_str(), p.partition, p.new))
-        .chain(match &forgetting {
-            Forgetting::DeleteGroup { others } => others
+        .chain(
+            others
                 .iter()
-                .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)))
-                .collect(),
-            Forgetting::Nothing => Vec::new(),
-        });
+                .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset))),
+        );
     for (topic, partition, offset) in expected {
         let read = after
             .get(&(topic.to_string(), partition))
@@ -634,7 +632,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             );
         }
     }
-    if let Forgetting::DeleteGroup { others } = &forgetting {
+    if deleting {
         output.note(deleting_group_note(&args.group, others.len(), true));
     }
     if let Some(path) = &recommit_path {
