@@ -145,7 +145,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)')
             [CompletionResult]::new('--before', '--before', [CompletionResultType]::ParameterName, 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)')
             [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'Only this consumer''s rows')
-            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Rows deleted per transaction')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Rows deleted per transaction [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]')
             [CompletionResult]::new('--max-rows', '--max-rows', [CompletionResultType]::ParameterName, 'Stop after deleting this many rows in all')
             [CompletionResult]::new('--pause', '--pause', [CompletionResultType]::ParameterName, 'Wait this long after each batch (e.g. 2ms), leaving the server to the application''s own writes: a slower prune for steadier latency')
             [CompletionResult]::new('--strategy', '--strategy', [CompletionResultType]::ParameterName, 'How batches find their rows: `index` takes the oldest first through the (consumer, processed_at) index; `blocks` (PostgreSQL) reads the table''s pages in physical order, one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when at least a tenth of the table goes and no --max-rows is given, index otherwise')

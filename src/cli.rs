@@ -168,9 +168,9 @@ pub struct PruneArgs {
     #[arg(long, value_name = "CONSUMER")]
     pub consumer: Option<String>,
 
-    /// Rows deleted per transaction
-    #[arg(long, value_name = "N", default_value_t = 5000, value_parser = parse_count)]
-    pub batch_size: u64,
+    /// Rows deleted per transaction [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub batch_size: Option<u64>,
 
     /// Stop after deleting this many rows in all
     #[arg(long, value_name = "N", value_parser = parse_count)]

@@ -317,6 +317,34 @@ async fn prune_older_than_a_duration(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 11);
 }
 
+/// Without --batch-size a batch deletes 20,000 rows on PostgreSQL, 5,000 on SQLite and MySQL.
+async fn prune_batches_by_the_backends_default_size(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let old = now_ms() - Duration::days(40);
+    let rows: Vec<_> = (0..25_000)
+        .map(|i| row("a", &format!("e{i:05}"), None, old))
+        .collect();
+    db.insert_rows(&rows).await;
+    let json = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--yes",
+            "--strategy",
+            "index",
+            "--format",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 25_000);
+    let batches = if backend == Backend::Postgres { 2 } else { 5 };
+    assert_eq!(json["batches"], batches);
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 async fn prune_honours_consumer_and_max_rows(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let cutoff = seed_for_prune(&mut db).await;
@@ -1116,6 +1144,7 @@ each_backend!(
     inspect_event_id_answers_did_we_process_it,
     prune_deletes_exactly_the_rows_before_the_cutoff,
     prune_older_than_a_duration,
+    prune_batches_by_the_backends_default_size,
     prune_honours_consumer_and_max_rows,
     prune_dry_run_and_refusal_delete_nothing,
     prune_interrupted_reports_what_it_deleted,
