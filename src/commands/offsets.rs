@@ -665,11 +665,11 @@ fn committed_partitions(
     client: &BaseConsumer,
     group: &str,
 ) -> anyhow::Result<Vec<(String, i32)>> {
-    let committed = kafka.committed(client, &kafka.all_partitions(client)?)?;
-    let partitions: Vec<(String, i32)> = committed
-        .into_iter()
-        .filter_map(|(key, offset)| offset.map(|_| key))
-        .collect();
+    let partitions: Vec<(String, i32)> =
+        committed_offsets(kafka, client, &kafka.all_partitions(client)?)?
+            .into_iter()
+            .map(|(topic, partition, _)| (topic, partition))
+            .collect();
     if partitions.is_empty() {
         bail!(
             "consumer group '{group}' has no committed offsets on {}: --all-topics has nothing to reset; name the partitions with --topic",
@@ -695,13 +695,24 @@ fn forgetting(
         .iter()
         .map(|p| (p.topic.as_str(), p.partition))
         .collect();
-    let committed = kafka.committed(client, &kafka.every_partition(client)?)?;
-    let others = committed
+    let others = committed_offsets(kafka, client, &kafka.every_partition(client)?)?
         .into_iter()
-        .filter(|((topic, partition), _)| !planned.contains(&(topic.as_str(), *partition)))
-        .filter_map(|((topic, partition), offset)| offset.map(|offset| (topic, partition, offset)))
+        .filter(|(topic, partition, _)| !planned.contains(&(topic.as_str(), *partition)))
         .collect();
     Ok(Forgetting::DeleteGroup { others })
+}
+
+/// The group's committed offsets among `partitions`, leaving out those with none.
+fn committed_offsets(
+    kafka: &Kafka,
+    client: &BaseConsumer,
+    partitions: &[(String, i32)],
+) -> anyhow::Result<Vec<(String, i32, i64)>> {
+    Ok(kafka
+        .committed(client, partitions)?
+        .into_iter()
+        .filter_map(|((topic, partition), offset)| offset.map(|offset| (topic, partition, offset)))
+        .collect())
 }
 
 /// What deleting the group to forget some partitions' offsets does: before (`done` false,
