@@ -234,12 +234,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     match (strategy, extent) {
         (PruneStrategy::Blocks, Some(extent)) => {
             deleting
-                .by_blocks(
-                    &mut report,
-                    only.as_deref(),
-                    extent,
-                    rows_planned.or(expected),
-                )
+                .by_blocks(&mut report, only.as_deref(), extent)
                 .await?
         }
         _ => deleting.by_index(&mut report).await?,
@@ -443,7 +438,6 @@ impl Deleting<'_> {
         report: &mut PruneReport,
         only: Option<&str>,
         extent: HeapExtent,
-        expected_rows: Option<u64>,
     ) -> anyhow::Result<()> {
         // Without statistics: PostgreSQL's own default guess for a narrow row.
         let rows_per_page = extent.rows_per_page.unwrap_or(50.0).max(1.0);
@@ -452,14 +446,11 @@ impl Deleting<'_> {
             rows_per_page,
             0,
         );
-        // The share of rows to delete, spread evenly: the first guess of the density.
-        let share = match (expected_rows, extent.estimated_rows) {
-            (Some(expected), Some(estimate)) if estimate > 0 => {
-                (expected as f64 / estimate as f64).clamp(0.01, 1.0)
-            }
-            _ => 1.0,
-        };
-        let mut pages = page_count(self.batch_size as f64, rows_per_page * share, max_pages);
+        // First guess: every row of the first pages goes. An inbox is written oldest first,
+        // so its old rows fill the first pages; a guess from the share of old rows in the
+        // whole table made the first batch of a half-old inbox twice --batch-size. Where
+        // the old rows are sparser, the first batch is only smaller, and the next adapts.
+        let mut pages = page_count(self.batch_size as f64, rows_per_page, max_pages);
         // With --group, prune covers one consumer, whose protected partitions these are.
         let (keep, sole_consumer) = match report.consumers.as_slice() {
             [sole] => (sole.keep.clone(), Some(sole.consumer.clone())),
