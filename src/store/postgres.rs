@@ -15,10 +15,19 @@ pub static DIALECT: Dialect = Dialect {
         format!("to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")
     },
     bigint: |expression| format!("CAST({expression} AS bigint)"),
-    table_exists: "SELECT COUNT(*) FROM information_schema.tables \
-                   WHERE table_schema = current_schema() AND table_name = $1",
-    column_exists: "SELECT COUNT(*) FROM information_schema.columns \
-                    WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2",
+    // The catalog itself, not information_schema: planning a query on information_schema's
+    // views took 1-3 ms each, six of them before every command's first statement, CPU time
+    // taken from the application's own backends beside prune. The same relation kinds.
+    table_exists: "SELECT COUNT(*) FROM pg_catalog.pg_class c \
+                   JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                   WHERE n.nspname = current_schema() AND c.relname = $1 \
+                   AND c.relkind IN ('r', 'p', 'v', 'f')",
+    column_exists: "SELECT COUNT(*) FROM pg_catalog.pg_attribute a \
+                    JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+                    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                    WHERE n.nspname = current_schema() AND c.relname = $1 \
+                    AND c.relkind IN ('r', 'p', 'v', 'f') \
+                    AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped",
     // A loose index scan: one index probe per consumer instead of reading every row.
     consumers: "WITH RECURSIVE c(consumer) AS ( \
                     SELECT MIN(consumer) FROM processed_messages \
