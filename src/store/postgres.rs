@@ -16,8 +16,8 @@ pub static DIALECT: Dialect = Dialect {
     },
     bigint: |expression| format!("CAST({expression} AS bigint)"),
     // The catalog itself, not information_schema: planning a query on information_schema's
-    // views took 1-3 ms each, six of them before every command's first statement, CPU time
-    // taken from the application's own backends beside prune. The same relation kinds.
+    // views took 1-3 ms each, five of them before a command's first statement (six in
+    // prune), CPU time taken from the application's own backends. The same relation kinds.
     table_exists: "SELECT COUNT(*) FROM pg_catalog.pg_class c \
                    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
                    WHERE n.nspname = current_schema() AND c.relname = $1 \
