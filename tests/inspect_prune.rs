@@ -317,15 +317,21 @@ async fn prune_older_than_a_duration(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 11);
 }
 
-/// Without --batch-size a batch deletes 20,000 rows on PostgreSQL, 5,000 on SQLite and MySQL.
-async fn prune_batches_by_the_backends_default_size(backend: Backend) {
+/// A migrated inbox holding `count` rows of `consumer`, all processed `days` days ago.
+async fn inbox_of_old_rows(backend: Backend, consumer: &str, count: u32, days: i64) -> TestDb {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
-    let old = now_ms() - Duration::days(40);
-    let rows: Vec<_> = (0..25_000)
-        .map(|i| row("a", &format!("e{i:05}"), None, old))
+    let old = now_ms() - Duration::days(days);
+    let rows: Vec<_> = (0..count)
+        .map(|n| row(consumer, &format!("e{n:06}"), None, old))
         .collect();
     db.insert_rows(&rows).await;
+    db
+}
+
+/// Without --batch-size a batch deletes 20,000 rows on PostgreSQL, 5,000 on SQLite and MySQL.
+async fn prune_batches_by_the_backends_default_size(backend: Backend) {
+    let mut db = inbox_of_old_rows(backend, "a", 25_000, 40).await;
     let json = db
         .run(&[
             "prune",
@@ -506,13 +512,7 @@ async fn prune_interrupted_once_under_way(
 }
 
 async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
-    let mut db = TestDb::new(backend).await;
-    db.run(&["migrate", "run"]).ok();
-    let old = now_ms() - Duration::days(30);
-    let rows: Vec<_> = (0..20_000)
-        .map(|n| row("c", &format!("e{n:06}"), None, old))
-        .collect();
-    db.insert_rows(&rows).await;
+    let mut db = inbox_of_old_rows(backend, "c", 20_000, 30).await;
 
     let child = prune_interrupted_once_under_way(&mut db, 20_000, &[]).await;
     let output = child.wait_with_output().unwrap();
@@ -540,13 +540,7 @@ async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
 /// Ctrl-C during a long `--pause` stops prune then, not when the pause is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_interrupted_during_a_pause_stops_at_once() {
-    let mut db = TestDb::new(Backend::Sqlite).await;
-    db.run(&["migrate", "run"]).ok();
-    let old = now_ms() - Duration::days(30);
-    let rows: Vec<_> = (0..20)
-        .map(|n| row("c", &format!("e{n:02}"), None, old))
-        .collect();
-    db.insert_rows(&rows).await;
+    let mut db = inbox_of_old_rows(Backend::Sqlite, "c", 20, 30).await;
 
     // The first batch goes at once; then prune pauses for an hour.
     let mut child = prune_interrupted_once_under_way(&mut db, 20, &["--pause", "1h"]).await;
