@@ -538,24 +538,23 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
         .chain(others.iter().cloned())
         .collect();
-    let recommit_path = match deleting && !to_commit.is_empty() {
-        true => {
-            let path = undo_path.with_extension("recommit.csv");
-            let rows = to_commit
-                .iter()
-                .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)));
-            if let Err(error) = write_plan(&path, rows, Existing::Refuse) {
-                // Nothing changes, so the undo plan written a moment ago undoes nothing.
-                let _ = std::fs::remove_file(&undo_path);
-                return Err(error.context(format!(
-                    "could not write the offsets to commit after deleting group '{}' to {}; nothing changed",
-                    args.group,
-                    path.display()
-                )));
-            }
-            Some(path)
+    let recommit_path = if deleting && !to_commit.is_empty() {
+        let path = undo_path.with_extension("recommit.csv");
+        let rows = to_commit
+            .iter()
+            .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)));
+        if let Err(error) = write_plan(&path, rows, Existing::Refuse) {
+            // Nothing changes, so the undo plan written a moment ago undoes nothing.
+            let _ = std::fs::remove_file(&undo_path);
+            return Err(error.context(format!(
+                "could not write the offsets to commit after deleting group '{}' to {}; nothing changed",
+                args.group,
+                path.display()
+            )));
         }
-        false => None,
+        Some(path)
+    } else {
+        None
     };
 
     let after = block_in_place(|| -> anyhow::Result<OffsetsByPartition> {
