@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use inboxctl::store::InboxLayout;
 
 async fn migrated_schema_is_exactly_the_design(backend: Backend) {
     let mut db = TestDb::new(backend).await;
@@ -148,12 +149,10 @@ async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
 
     let one = db.run(&["migrate", "revert"]).ok();
     assert!(one.stdout.contains("Reverted 2/"), "{}", one.stdout);
-    assert!(!db
-        .store()
-        .await
-        .column_exists("processed_messages", "topic")
-        .await
-        .unwrap());
+    assert_eq!(
+        db.store().await.inbox_layout().await.unwrap(),
+        InboxLayout::Classic
+    );
     assert_eq!(db.count("inboxctl_migrations").await, 1);
 
     // Dropping a table that holds rows needs --yes when nobody can be asked.
@@ -347,12 +346,10 @@ async fn tampered_checksum_is_refused(backend: Backend) {
     );
     // Nothing was applied past the refusal.
     assert_eq!(db.count("inboxctl_migrations").await, 1);
-    assert!(!db
-        .store()
-        .await
-        .column_exists("processed_messages", "topic")
-        .await
-        .unwrap());
+    assert_eq!(
+        db.store().await.inbox_layout().await.unwrap(),
+        InboxLayout::Classic
+    );
 
     let status = db
         .run(&["migrate", "status", "--format", "json"])
@@ -488,7 +485,31 @@ async fn a_foreign_table_of_the_inbox_name_is_left_alone(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 1);
 }
 
+/// Column names are matched as the backend's SQL matches the unquoted names inboxctl writes:
+/// in any case on SQLite and MySQL, where `Consumer` is `consumer`; on PostgreSQL a quoted
+/// `"Consumer"` is another name, and the table is no inbox.
+async fn classic_columns_spelled_in_capitals(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let classic = match backend {
+        Backend::Postgres => r#"CREATE TABLE processed_messages ("Event_Id" TEXT PRIMARY KEY, "Consumer" TEXT NOT NULL, "Processed_At" TIMESTAMPTZ NOT NULL DEFAULT now())"#,
+        Backend::Mysql => "CREATE TABLE processed_messages (Event_Id VARCHAR(255) PRIMARY KEY, Consumer VARCHAR(255) NOT NULL, Processed_At DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+        Backend::Sqlite => "CREATE TABLE processed_messages (Event_Id TEXT PRIMARY KEY, Consumer TEXT NOT NULL, Processed_At TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    };
+    db.exec(classic).await;
+    let refused = db.run(&["inspect"]).code(1);
+    let expected = match backend {
+        Backend::Postgres => {
+            "is not an inbox table: it lacks the column(s) consumer, event_id, processed_at"
+        }
+        Backend::Mysql | Backend::Sqlite => {
+            "has the classic layout (no topic/partition/offset); adopt it with `inboxctl migrate run`"
+        }
+    };
+    assert!(refused.stderr.contains(expected), "{}", refused.stderr);
+}
+
 each_backend!(
+    classic_columns_spelled_in_capitals,
     a_foreign_table_of_the_inbox_name_is_left_alone,
     revert_with_an_event_id_of_several_consumers,
     migrated_schema_is_exactly_the_design,

@@ -33,7 +33,7 @@ use crate::exit::ExitStatus;
 use crate::kafka::{read_range, Kafka, KafkaClient};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline;
-use crate::store::{Backend, CreateMode, HeapExtent, Store, INBOX_TABLE};
+use crate::store::{Backend, CreateMode, HeapExtent, InboxLayout, Store, INBOX_TABLE};
 
 /// Messages read per inbox lookup during a scan.
 const SCAN_CHUNK: usize = 1000;
@@ -190,14 +190,14 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     // cores busy: parallel workers would only add their start-up to the same cores.
     let store =
         super::connect_pooled(&args.database, CreateMode::MustExist, &output, 2, args.scan).await?;
-    if !store.table_exists(INBOX_TABLE).await? {
-        bail!(
+    let has_coordinates = match store.inbox_layout().await? {
+        InboxLayout::Missing => bail!(
             "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",
             store.url.endpoint
-        );
-    }
-    store.require_inbox_columns().await?;
-    let has_coordinates = store.column_exists(INBOX_TABLE, "topic").await?;
+        ),
+        InboxLayout::Classic => false,
+        InboxLayout::Current => true,
+    };
     let pruned_before = store
         .last_prune_cutoff(&consumer)
         .await?

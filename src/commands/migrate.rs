@@ -6,7 +6,7 @@ use crate::cli::{Format, MigrateArgs, MigrateCommand};
 use crate::exit::ExitStatus;
 use crate::migrate::{self, MigrationStep};
 use crate::output::{confirm, or_dash, table, Output};
-use crate::store::{CreateMode, Store, INBOX_TABLE};
+use crate::store::{CreateMode, InboxLayout, Store, INBOX_TABLE};
 
 pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
@@ -82,14 +82,11 @@ async fn run_migrations(
         return print_plan(output, migrate::pending(store).await?, "apply");
     }
     // A table of the inbox's name that is no inbox is refused before anything is written.
-    if store.table_exists(INBOX_TABLE).await? {
-        store.require_inbox_columns().await?;
-        if !store.column_exists(INBOX_TABLE, "topic").await? {
-            let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
-            output.note(format!(
-                "found a classic {INBOX_TABLE} table with {rows} rows: adopting it in place, keeping every row"
-            ));
-        }
+    if store.inbox_layout().await? == InboxLayout::Classic {
+        let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
+        output.note(format!(
+            "found a classic {INBOX_TABLE} table with {rows} rows: adopting it in place, keeping every row"
+        ));
     }
     let steps = migrate::run(store).await?;
     let version = store.dialect.migrations.last().map_or(0, |m| m.version);

@@ -92,8 +92,12 @@ pub struct Dialect {
     pub bigint: fn(&str) -> String,
     /// Returns 1 when the table named by the one parameter exists.
     pub table_exists: &'static str,
-    /// Returns 1 when the table (first parameter) has the column (second parameter).
-    pub column_exists: &'static str,
+    /// The names of the columns of the table named by the one parameter.
+    pub columns: &'static str,
+    /// Whether column names compare case-sensitively, as unquoted ones do in this dialect's
+    /// SQL: PostgreSQL folds them to lower case, so `"Consumer"` is not `consumer` there;
+    /// SQLite and MySQL match any case.
+    pub column_names_case_sensitive: bool,
     /// Every consumer in the inbox, in order, reading only the primary key's leading column.
     pub consumers: &'static str,
     /// The planner's estimate of the inbox's row count, where the backend keeps one.
@@ -353,6 +357,36 @@ fn sqlite_path(text: &str) -> &str {
         .or_else(|| text.strip_prefix("sqlite:"))
         .unwrap_or(text);
     rest.split('?').next().unwrap_or(rest)
+}
+
+/// What the table of the inbox's name is, as far as the commands care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxLayout {
+    /// No such table.
+    Missing,
+    /// The inbox before inboxctl: event_id, consumer and processed_at, no coordinates.
+    Classic,
+    /// The layout of the migrations: with topic, partition and offset.
+    Current,
+}
+
+/// A table's column names, compared as the dialect's SQL compares unquoted names.
+#[derive(Debug, Clone)]
+pub struct TableColumns {
+    names: Vec<String>,
+    case_sensitive: bool,
+}
+
+impl TableColumns {
+    pub fn contains(&self, column: &str) -> bool {
+        self.names.iter().any(|name| {
+            if self.case_sensitive {
+                name == column
+            } else {
+                name.eq_ignore_ascii_case(column)
+            }
+        })
+    }
 }
 
 /// A partition whose rows prune must keep from an offset on: those the group could still have
@@ -618,26 +652,31 @@ impl Store {
         Ok(count > 0)
     }
 
-    pub async fn column_exists(&self, table: &str, column: &str) -> anyhow::Result<bool> {
-        let count: i64 = sqlx::query_scalar(self.dialect.column_exists)
+    /// The names of `table`'s columns (none when there is no such table).
+    pub async fn columns(&self, table: &str) -> anyhow::Result<TableColumns> {
+        let names = sqlx::query_scalar(self.dialect.columns)
             .bind(table)
-            .bind(column)
-            .fetch_one(&self.pool)
+            .fetch_all(&self.pool)
             .await
-            .with_context(|| format!("could not look up column {table}.{column}"))?;
-        Ok(count > 0)
+            .with_context(|| format!("could not list the columns of table {table}"))?;
+        Ok(TableColumns {
+            names,
+            case_sensitive: self.dialect.column_names_case_sensitive,
+        })
     }
 
-    /// Fails when the inbox table, known to exist, lacks the columns every inbox has, the
-    /// classic layout's included: it is some other table, which neither migrations nor the
-    /// commands may take for an inbox.
-    pub async fn require_inbox_columns(&self) -> anyhow::Result<()> {
-        let mut missing = Vec::new();
-        for column in ["consumer", "event_id", "processed_at"] {
-            if !self.column_exists(INBOX_TABLE, column).await? {
-                missing.push(column);
-            }
+    /// Which layout the table of the inbox's name has; an error when it is some other table,
+    /// which neither migrations nor the commands may take for an inbox. Two catalog queries,
+    /// whatever the answer.
+    pub async fn inbox_layout(&self) -> anyhow::Result<InboxLayout> {
+        if !self.table_exists(INBOX_TABLE).await? {
+            return Ok(InboxLayout::Missing);
         }
+        let columns = self.columns(INBOX_TABLE).await?;
+        let missing: Vec<&str> = ["consumer", "event_id", "processed_at"]
+            .into_iter()
+            .filter(|column| !columns.contains(column))
+            .collect();
         if !missing.is_empty() {
             bail!(
                 "table {INBOX_TABLE} in {} is not an inbox table: it lacks the column(s) {}; \
@@ -647,26 +686,27 @@ impl Store {
                 missing.join(", ")
             );
         }
-        Ok(())
+        Ok(if columns.contains("topic") {
+            InboxLayout::Current
+        } else {
+            InboxLayout::Classic
+        })
     }
 
     /// Fails with a message that says what to do when the inbox table is missing or has not
     /// been migrated to the current layout.
     pub async fn require_inbox(&self) -> anyhow::Result<()> {
-        if !self.table_exists(INBOX_TABLE).await? {
-            bail!(
+        match self.inbox_layout().await? {
+            InboxLayout::Current => Ok(()),
+            InboxLayout::Missing => bail!(
                 "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",
                 self.url.endpoint
-            );
-        }
-        self.require_inbox_columns().await?;
-        if !self.column_exists(INBOX_TABLE, "topic").await? {
-            bail!(
+            ),
+            InboxLayout::Classic => bail!(
                 "table {INBOX_TABLE} in {} has the classic layout (no topic/partition/offset); adopt it with `inboxctl migrate run`",
                 self.url.endpoint
-            );
+            ),
         }
-        Ok(())
     }
 
     /// The consumers to work on: the one asked for, or all of them.
@@ -1686,6 +1726,25 @@ mod tests {
         );
         assert_eq!(planned_rows("Seq Scan on t"), None);
         assert_eq!(planned_rows(""), None);
+    }
+
+    #[test]
+    fn column_names_compare_as_the_dialect_does() {
+        let names = vec!["Consumer".to_string(), "event_id".to_string()];
+        let folded = TableColumns {
+            names: names.clone(),
+            case_sensitive: false,
+        };
+        assert!(folded.contains("consumer"));
+        assert!(folded.contains("EVENT_ID"));
+        assert!(!folded.contains("topic"));
+        let exact = TableColumns {
+            names,
+            case_sensitive: true,
+        };
+        assert!(!exact.contains("consumer"));
+        assert!(exact.contains("Consumer"));
+        assert!(exact.contains("event_id"));
     }
 
     #[test]

@@ -25,8 +25,9 @@ pub static DIALECT: Dialect = Dialect {
     bigint: |expression| format!("CAST({expression} AS SIGNED)"),
     table_exists: "SELECT COUNT(*) FROM information_schema.tables \
                    WHERE table_schema = DATABASE() AND table_name = ?",
-    column_exists: "SELECT COUNT(*) FROM information_schema.columns \
-                    WHERE table_schema = DATABASE() AND table_name = ? AND column_name = ?",
+    columns: "SELECT column_name FROM information_schema.columns \
+              WHERE table_schema = DATABASE() AND table_name = ?",
+    column_names_case_sensitive: false,
     // InnoDB answers DISTINCT on the primary key's leading column with a loose index scan.
     consumers: "SELECT DISTINCT consumer FROM processed_messages ORDER BY consumer",
     estimated_rows: Some(

@@ -16,18 +16,19 @@ pub static DIALECT: Dialect = Dialect {
     },
     bigint: |expression| format!("CAST({expression} AS bigint)"),
     // The catalog itself, not information_schema: planning a query on information_schema's
-    // views took 1-3 ms each, five of them before a command's first statement (six in
-    // prune), CPU time taken from the application's own backends. The same relation kinds.
+    // views took 1-3 ms each, before a command's first statement, CPU time taken from the
+    // application's own backends. The same relation kinds.
     table_exists: "SELECT COUNT(*) FROM pg_catalog.pg_class c \
                    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
                    WHERE n.nspname = current_schema() AND c.relname = $1 \
                    AND c.relkind IN ('r', 'p', 'v', 'f')",
-    column_exists: "SELECT COUNT(*) FROM pg_catalog.pg_attribute a \
-                    JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
-                    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-                    WHERE n.nspname = current_schema() AND c.relname = $1 \
-                    AND c.relkind IN ('r', 'p', 'v', 'f') \
-                    AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped",
+    columns: "SELECT CAST(a.attname AS text) FROM pg_catalog.pg_attribute a \
+              JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+              JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+              WHERE n.nspname = current_schema() AND c.relname = $1 \
+              AND c.relkind IN ('r', 'p', 'v', 'f') \
+              AND a.attnum > 0 AND NOT a.attisdropped",
+    column_names_case_sensitive: true,
     // A loose index scan: one index probe per consumer instead of reading every row.
     consumers: "WITH RECURSIVE c(consumer) AS ( \
                     SELECT MIN(consumer) FROM processed_messages \

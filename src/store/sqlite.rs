@@ -17,7 +17,8 @@ pub static DIALECT: Dialect = Dialect {
     timestamp_text: |expression| format!("CAST({expression} AS TEXT)"),
     bigint: |expression| expression.to_string(),
     table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
-    column_exists: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+    columns: "SELECT name FROM pragma_table_info(?)",
+    column_names_case_sensitive: false,
     consumers: "WITH RECURSIVE c(consumer) AS ( \
                     SELECT MIN(consumer) FROM processed_messages \
                     UNION ALL \
