@@ -2,7 +2,9 @@
 
 mod common;
 
-use std::net::TcpListener;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use common::*;
 
@@ -96,6 +98,59 @@ fn a_server_that_never_answers_fails_within_the_connect_timeout() {
         );
         assert!(run.stderr.contains("within 1s"), "{}", run.stderr);
         assert!(!run.stderr.contains("topsecret"), "{}", run.stderr);
+    }
+}
+
+/// A TCP forwarder to `target` that counts the connections it accepts: its port and the count.
+fn counting_forwarder(target: SocketAddr) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let Ok(server) = TcpStream::connect(target) else {
+                continue;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Write);
+                });
+            };
+            pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+            pipe(server, client);
+        }
+    });
+    (port, accepted)
+}
+
+/// Every connection a server accepts is a process (PostgreSQL) or a thread (MySQL) it starts:
+/// a command that works on one connection opens one, and no probe beside it. The probe that
+/// names a refused server comes only when the first connection is slow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_opens_one_connection_to_the_server() {
+    for backend in [Backend::Postgres, Backend::Mysql] {
+        let db = TestDb::new(backend).await;
+        db.run(&["migrate", "run"]).ok();
+        let mut url = url::Url::parse(&db.url).unwrap();
+        let server = SocketAddr::from(([127, 0, 0, 1], url.port().unwrap()));
+        let (port, accepted) = counting_forwarder(server);
+        url.set_port(Some(port)).unwrap();
+        let run = Run::from(
+            db.cmd()
+                .env("DATABASE_URL", url.as_str())
+                .args(["prune", "--older-than", "30d", "--dry-run"])
+                .output()
+                .unwrap(),
+        )
+        .ok();
+        assert!(run.stdout.contains("0 rows"), "{}", run.stdout);
+        // The command's last connection carried its queries, so the forwarder accepted it
+        // and every one made before it.
+        assert_eq!(accepted.load(Ordering::SeqCst), 1, "{backend}");
     }
 }
 

@@ -488,6 +488,10 @@ pub const AGE_BUCKETS: [(&str, i64); 4] = [
 /// runs queries side by side).
 pub const POOL_CONNECTIONS: u32 = 4;
 
+/// How long the first connection may take before a probe asks why (see
+/// [`Store::connect_with`]); a connection on loopback or a LAN takes a few milliseconds.
+const PROBE_AFTER: Duration = Duration::from_millis(300);
+
 pub struct Store {
     pub backend: Backend,
     pub dialect: &'static Dialect,
@@ -539,29 +543,6 @@ impl Store {
             }
         }
         let options = url.connect_options(&connect)?;
-        // A refused TCP connection is reported at once: the pool would retry it until the
-        // timeout and then hide the cause. A plain TCP connect costs no TLS handshake.
-        let unreachable =
-            |error: anyhow::Error| error.context(format!("could not connect to {}", url.endpoint));
-        let probe = async {
-            match &url.tcp_address {
-                Some((host, port)) => {
-                    TcpStream::connect((host.as_str(), *port)).await?;
-                }
-                // A socket: a whole connection is the only probe there is.
-                None if url.backend != Backend::Sqlite => {
-                    let connection = AnyConnection::connect_with(&options).await?;
-                    let _ = connection.close().await;
-                }
-                None => {}
-            }
-            anyhow::Ok(())
-        };
-        match tokio::time::timeout(timeout, probe).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => return Err(unreachable(error)),
-            Err(_) => return Err(connect_timed_out(url, timeout)),
-        }
         let setup = dialect.session_setup;
         let serial = if serial_plans {
             dialect.serial_plans
@@ -579,10 +560,40 @@ impl Store {
                     Ok(())
                 })
             })
-            .connect_lazy_with(options);
+            .connect_lazy_with(options.clone());
+        // The pool retries a refused connection until the timeout and then reports only the
+        // timeout. When the first connection is slow to come, a probe asks the reason: a
+        // plain TCP connect (no TLS handshake), or over a socket a whole connection. Not
+        // before: every connection the server accepts is a process it forks, CPU time on the
+        // cores its application's own sessions run on.
+        let unreachable =
+            |error: anyhow::Error| error.context(format!("could not connect to {}", url.endpoint));
+        let refused = async {
+            tokio::time::sleep(PROBE_AFTER).await;
+            let probe = match &url.tcp_address {
+                Some((host, port)) => TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .map(drop)
+                    .map_err(anyhow::Error::from),
+                None if url.backend != Backend::Sqlite => AnyConnection::connect_with(&options)
+                    .await
+                    .map(drop)
+                    .map_err(anyhow::Error::from),
+                None => Ok(()),
+            };
+            match probe {
+                Err(error) => error,
+                // Reachable: the pool's own attempt tells the rest, or times out.
+                Ok(()) => std::future::pending().await,
+            }
+        };
         // The first connection, kept in the pool for the command's first query: a wrong
         // password or database fails here, named as a connection failure.
-        match pool.acquire().await {
+        let first = tokio::select! {
+            first = pool.acquire() => first,
+            error = refused => return Err(unreachable(error)),
+        };
+        match first {
             Ok(_) => {}
             Err(sqlx::Error::PoolTimedOut) => return Err(connect_timed_out(url, timeout)),
             // The driver reads some of the URL's parameters only now (`sslmode=…`).
