@@ -815,16 +815,25 @@ impl Store {
         &self,
         consumer: &str,
     ) -> anyhow::Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
-        let d = self.dialect;
+        // Each end as its own probe in processed_at order, not MIN and MAX: for a consumer
+        // its statistics do not know, PostgreSQL would read all of its rows through whichever
+        // index starts with consumer (see [`Store::has_older`]).
+        let text = (self.dialect.timestamp_text)("processed_at");
         let mut sql = self.sql();
-        sql.push(&format!(
-            "SELECT {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
-            (d.timestamp_text)("MIN(processed_at)"),
-            (d.timestamp_text)("MAX(processed_at)")
-        ))
-        .param();
-        let row = sqlx::query(&sql.build())
-            .bind(consumer)
+        sql.push("SELECT ");
+        for (index, direction) in ["", " DESC"].into_iter().enumerate() {
+            if index > 0 {
+                sql.push(", ");
+            }
+            sql.push(&format!(
+                "(SELECT {text} FROM {INBOX_TABLE} WHERE consumer = "
+            ))
+            .param()
+            .push(&format!(" ORDER BY processed_at{direction} LIMIT 1)"));
+        }
+        let text = sql.build();
+        let query = sqlx::query(&text).bind(consumer).bind(consumer);
+        let row = query
             .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not read the time range of consumer '{consumer}'"))?;
@@ -971,9 +980,14 @@ impl Store {
         cutoff: DateTime<Utc>,
         keep: &[KeepFrom],
     ) -> anyhow::Result<u64> {
+        // Counted in processed_at order: see [`Store::has_older`]. A derived table keeps its
+        // ORDER BY on PostgreSQL; MySQL and SQLite drop it, and choose by the condition.
         let mut sql = self.sql();
-        sql.push(&format!("SELECT COUNT(*) FROM {INBOX_TABLE} WHERE "));
+        sql.push(&format!(
+            "SELECT COUNT(*) FROM (SELECT 1 AS one FROM {INBOX_TABLE} WHERE "
+        ));
         self.push_prune_condition(&mut sql, keep);
+        sql.push(" ORDER BY processed_at) AS older");
         let text = sql.build();
         let query = sqlx::query_scalar::<_, i64>(&text);
         let count = self
@@ -986,11 +1000,16 @@ impl Store {
 
     /// Whether one consumer has any row processed strictly before `cutoff`: one index probe,
     /// where `count_older` reads every such entry.
+    ///
+    /// In processed_at order, so that only the `(consumer, processed_at)` index answers it
+    /// without a sort. PostgreSQL estimates a consumer its statistics do not know yet (one
+    /// new since the last ANALYZE) at one row, and then takes any index that starts with
+    /// consumer as just as good: through another one, it reads all of that consumer's rows.
     pub async fn has_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<bool> {
         let mut sql = self.sql();
         sql.push(&format!("SELECT 1 FROM {INBOX_TABLE} WHERE "));
         self.push_prune_condition(&mut sql, &[]);
-        sql.push(" LIMIT 1");
+        sql.push(" ORDER BY processed_at LIMIT 1");
         let text = sql.build();
         let query = sqlx::query_scalar::<_, i32>(&text);
         let found = self
@@ -1134,8 +1153,11 @@ impl Store {
             .push(" AS tid) AND processed_at < (SELECT ")
             .timestamp_param()
             .push(")");
+        // `IS TRUE` makes the condition one no index can answer: for a consumer its
+        // statistics do not know, PostgreSQL would otherwise walk all of that consumer's
+        // entries in an index for every batch instead of reading the batch's pages.
         if consumer.is_some() {
-            sql.push(" AND consumer = ").param();
+            sql.push(" AND (consumer = ").param().push(") IS TRUE");
         }
         self.push_keep_exclusions(&mut sql, keep);
         let text = sql.build();
