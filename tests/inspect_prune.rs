@@ -663,52 +663,6 @@ async fn interleaved_inbox(old: u32, new: u32) -> TestDb {
     db
 }
 
-/// Runs inboxctl and returns the index tuples it read from each index of the inbox, once
-/// its session has ended (a backend sends its statistics as it ends) and they have arrived.
-async fn index_tuples_read_by(
-    db: &mut TestDb,
-    args: &[&str],
-) -> std::collections::BTreeMap<String, i64> {
-    let pool = db.pool().await;
-    sqlx::raw_sql("SELECT pg_stat_reset()")
-        .execute(&pool)
-        .await
-        .unwrap();
-    let started: String = sqlx::query_scalar("SELECT CAST(clock_timestamp() AS TEXT)")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    db.run(args).ok();
-    let mut read = Vec::new();
-    for _ in 0..500 {
-        // This test's own sessions are named inboxctl too, but started before.
-        let sessions: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND application_name = 'inboxctl' AND backend_start >= CAST($1 AS timestamptz) \
-             AND pid <> pg_backend_pid()",
-        )
-        .bind(&started)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-        read = sqlx::query_as::<_, (String, i64, i64)>(
-            "SELECT CAST(indexrelname AS TEXT), idx_scan, idx_tup_read FROM pg_stat_user_indexes \
-             WHERE relname = 'processed_messages'",
-        )
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-        if sessions == 0 && read.iter().any(|(_, scans, _)| *scans > 0) {
-            return read
-                .into_iter()
-                .map(|(name, _, tuples)| (name, tuples))
-                .collect();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("{args:?}: its index statistics never arrived: {read:?}");
-}
-
 /// A consumer new since the table was last analysed: PostgreSQL estimates it at one row and
 /// then takes every index that starts with consumer for as good as another. prune (both
 /// strategies), its dry run and inspect --estimate still read it through the (consumer,
@@ -738,7 +692,7 @@ async fn a_consumer_the_statistics_do_not_know_is_read_through_its_time_index() 
         prune(&["--strategy", "index", "--max-rows", "50", "--yes"]),
         prune(&["--strategy", "blocks", "--yes"]),
     ] {
-        let read = index_tuples_read_by(&mut db, &args).await;
+        let read = db.index_tuples_read_by(|db| db.run(&args).ok()).await;
         for (index, tuples) in &read {
             if index != time_index {
                 assert_eq!(

@@ -1483,6 +1483,46 @@ fn lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A consumer new since the inbox was last analysed, as one replayed for the first time is,
+/// is looked up by its primary key. PostgreSQL, estimating such a consumer at one row, would
+/// as well read all of its rows through another index, for every batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_the_statistics_do_not_know_is_looked_up_by_its_key_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id) \
+         SELECT 'known', 'k' || i FROM generate_series(1, 1000) AS i",
+    )
+    .await;
+    db.exec("ANALYZE processed_messages").await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\") \
+         SELECT 'mailer', 'earlier-' || i, 'earlier', 0, i FROM generate_series(1, 20000) AS i",
+    )
+    .await;
+    let topic = topic(2).await;
+    produce(&topic, &deposits("x", 2, 10)).await;
+    let (command, effects, _) = exec_handler(&db, 0.0);
+    for rest in [
+        &["--dry-run", "--batch-size", "4"][..],
+        &["--exec", &command, "--batch-size", "4"],
+    ] {
+        let read = db
+            .index_tuples_read_by(|db| replay(db, &topic, "mailer", rest).ok())
+            .await;
+        for index in [
+            "processed_messages_consumer_coordinates_idx",
+            "processed_messages_consumer_processed_at_idx",
+        ] {
+            assert_eq!(read[index], 0, "{rest:?}: {read:?}");
+        }
+        // At most the entries of the 20 event ids asked about.
+        assert!(read["processed_messages_pkey"] <= 20, "{rest:?}: {read:?}");
+    }
+    assert_eq!(lines(&effects).len(), 20);
+}
+
 async fn exec_handler_gets_each_event_once(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();

@@ -1628,12 +1628,17 @@ impl Store {
         if event_ids.is_empty() {
             return Ok(Default::default());
         }
+        // The consumer as a one-time subquery: PostgreSQL plans for a value it does not see,
+        // by the statistics' average consumer, and takes the primary key. Seeing a consumer
+        // its statistics do not know (one new since the last ANALYZE, as one being replayed
+        // for the first time is), it would estimate one row and could as well read all of
+        // that consumer's rows through another index, for every chunk.
         let mut sql = self.sql();
         sql.push(&format!(
-            "SELECT event_id FROM {INBOX_TABLE} WHERE consumer = "
+            "SELECT event_id FROM {INBOX_TABLE} WHERE consumer = (SELECT "
         ))
         .param()
-        .push(" AND event_id IN (");
+        .push(") AND event_id IN (");
         for index in 0..event_ids.len() {
             if index > 0 {
                 sql.push(", ");

@@ -141,6 +141,55 @@ impl TestDb {
         self.store().await.table_exists(table).await.unwrap()
     }
 
+    /// PostgreSQL: runs `command` (inboxctl) and returns the index tuples its sessions read from
+    /// each index of the inbox, once they have ended (a backend sends its statistics as it ends) and they have arrived.
+    pub async fn index_tuples_read_by(
+        &mut self,
+        command: impl FnOnce(&TestDb) -> Run,
+    ) -> std::collections::BTreeMap<String, i64> {
+        let pool = self.pool().await;
+        sqlx::raw_sql("SELECT pg_stat_reset()")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let started: String = sqlx::query_scalar("SELECT CAST(clock_timestamp() AS TEXT)")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        let run = command(self);
+        let mut read = Vec::new();
+        for _ in 0..500 {
+            // This test's own sessions are named inboxctl too, but started before.
+            let sessions: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND application_name = 'inboxctl' AND backend_start >= CAST($1 AS timestamptz) \
+                 AND pid <> pg_backend_pid()",
+            )
+            .bind(&started)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            read = sqlx::query_as::<_, (String, i64, i64)>(
+                "SELECT CAST(indexrelname AS TEXT), idx_scan, idx_tup_read FROM pg_stat_user_indexes \
+                 WHERE relname = 'processed_messages'",
+            )
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+            if sessions == 0 && read.iter().any(|(_, scans, _)| *scans > 0) {
+                return read
+                    .into_iter()
+                    .map(|(name, _, tuples)| (name, tuples))
+                    .collect();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!(
+            "the index statistics of the run never arrived: {read:?}\n{}",
+            run.stderr
+        );
+    }
+
     /// Inserts rows into the migrated inbox, `processed_at` given exactly.
     pub async fn insert_rows(&mut self, rows: &[Row_]) {
         let store = self.store().await;
