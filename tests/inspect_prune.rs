@@ -666,7 +666,8 @@ async fn interleaved_inbox(old: u32, new: u32) -> TestDb {
 /// A consumer new since the table was last analysed: PostgreSQL estimates it at one row and
 /// then takes every index that starts with consumer for as good as another. prune (both
 /// strategies), its dry run and inspect --estimate still read it through the (consumer,
-/// processed_at) index alone, and only the entries older than the cutoff and one more.
+/// processed_at) index alone, and only the entries older than the cutoff and one more;
+/// inspect --event-id reads one entry of the primary key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_the_statistics_do_not_know_is_read_through_its_time_index() {
     let mut db = inbox_of_old_rows(Backend::Postgres, "known", 1_000, 40).await;
@@ -686,23 +687,37 @@ async fn a_consumer_the_statistics_do_not_know_is_read_through_its_time_index() 
         args.extend_from_slice(more);
         args
     };
-    for args in [
-        prune(&["--dry-run"]),
-        vec!["inspect", "--estimate", "--consumer", "fresh"],
-        prune(&["--strategy", "index", "--max-rows", "50", "--yes"]),
-        prune(&["--strategy", "blocks", "--yes"]),
+    // Each command, the one index it may read, and how many of its entries at most: those
+    // older than the cutoff and the first newer one that ends the range, or the one event.
+    for (args, allowed, most) in [
+        (prune(&["--dry-run"]), time_index, 101),
+        (
+            vec!["inspect", "--estimate", "--consumer", "fresh"],
+            time_index,
+            101,
+        ),
+        (
+            vec!["inspect", "--event-id", "f500", "--consumer", "fresh"],
+            "processed_messages_pkey",
+            1,
+        ),
+        (
+            prune(&["--strategy", "index", "--max-rows", "50", "--yes"]),
+            time_index,
+            101,
+        ),
+        (prune(&["--strategy", "blocks", "--yes"]), time_index, 101),
     ] {
         let read = db.index_tuples_read_by(|db| db.run(&args).ok()).await;
         for (index, tuples) in &read {
-            if index != time_index {
+            if index != allowed {
                 assert_eq!(
                     *tuples, 0,
                     "{args:?} read {tuples} entries of {index}: {read:?}"
                 );
             }
         }
-        // The entries older than the cutoff, and the first newer one that ends the range.
-        assert!(read[time_index] <= 101, "{args:?}: {read:?}");
+        assert!(read[allowed] <= most, "{args:?}: {read:?}");
     }
     assert_eq!(
         db.scalar("SELECT COUNT(*) FROM processed_messages WHERE consumer = 'fresh'")

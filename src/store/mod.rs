@@ -933,7 +933,8 @@ impl Store {
     }
 
     /// The rows for one event id, one per consumer that processed it. Looks up by primary key
-    /// per consumer, so it stays fast on large tables.
+    /// per consumer, so it stays fast on large tables; the consumer as a one-time subquery,
+    /// as in [`Store::processed_ids`].
     pub async fn find_event(
         &self,
         event_id: &str,
@@ -942,13 +943,13 @@ impl Store {
         let d = self.dialect;
         let mut sql = self.sql();
         sql.push(&format!(
-            "SELECT consumer, event_id, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
+            "SELECT consumer, event_id, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = (SELECT ",
             (d.bigint)(&d.quote("partition")),
             (d.bigint)(&d.quote("offset")),
             (d.timestamp_text)("processed_at"),
         ))
         .param()
-        .push(" AND event_id = ")
+        .push(") AND event_id = ")
         .param();
         let text = sql.build();
         let mut found = Vec::new();
