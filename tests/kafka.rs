@@ -182,6 +182,52 @@ async fn compare_clean_run_exits_zero(backend: Backend) {
     );
 }
 
+/// compare reads a group's partitions through the coordinates index alone, even where
+/// PostgreSQL's statistics do not know the group's consumer (one row, it estimates) and
+/// another index starting with consumer was created after it: on a tie of costs, the index
+/// created last wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_reads_a_consumer_the_statistics_do_not_know_through_its_coordinates() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    db.run(&["migrate", "run"]).ok();
+    db.exec("DROP INDEX processed_messages_consumer_processed_at_idx")
+        .await;
+    db.exec("CREATE INDEX processed_messages_consumer_processed_at_idx ON processed_messages (consumer, processed_at)")
+        .await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id) \
+         SELECT 'known', 'k' || i FROM generate_series(1, 1000) AS i",
+    )
+    .await;
+    db.exec("ANALYZE processed_messages").await;
+    db.exec(&format!(
+        "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\") \
+         SELECT '{group}', 'earlier-' || i, 'earlier', 0, i FROM generate_series(1, 20000) AS i"
+    ))
+    .await;
+    scenario(&mut db, &topic, &group, &[], true, |_| {
+        Step::ProcessThenCommit
+    })
+    .await;
+    let read = db
+        .index_tuples_read_by(|db| {
+            inboxctl(db, broker(), &["compare", "-g", &group, "-t", &topic]).code(0)
+        })
+        .await;
+    assert_eq!(read["processed_messages_pkey"], 0, "{read:?}");
+    assert_eq!(
+        read["processed_messages_consumer_processed_at_idx"], 0,
+        "{read:?}"
+    );
+    // The 8 rows of each of the 3 partitions, each read by three queries at most; not the
+    // 20,000 earlier rows.
+    assert!(
+        read["processed_messages_consumer_coordinates_idx"] <= 72,
+        "{read:?}"
+    );
+}
+
 async fn compare_crash_between_effect_and_commit_is_pending_redelivery(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let (topic, group) = (unique("orders"), unique("billing"));

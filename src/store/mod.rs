@@ -1360,13 +1360,14 @@ impl Store {
             if n > 0 {
                 sql.push(" UNION ALL ");
             }
+            // The consumer as a one-time subquery: see [`Store::push_partition_filter`].
             sql.push(&format!(
-                "SELECT {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
+                "SELECT {}, {} FROM {INBOX_TABLE} WHERE consumer = (SELECT ",
                 (d.bigint)(&partition),
                 (d.bigint)(&offset)
             ))
             .param()
-            .push(" AND topic = ")
+            .push(") AND topic = ")
             .param()
             .push(&format!(
                 " AND {offset} IS NOT NULL AND {partition} {condition}"
@@ -1569,11 +1570,15 @@ impl Store {
             })
     }
 
-    /// `consumer = ? AND topic = ? AND partition = ?`: one consumer's rows at one partition.
+    /// `consumer = (SELECT ?) AND topic = ? AND partition = ?`: one consumer's rows at one
+    /// partition. The consumer as a one-time subquery, as in [`Store::processed_ids`]: for a
+    /// consumer its statistics do not know, PostgreSQL would otherwise count any index that
+    /// starts with consumer as good as the coordinates index, and which one it takes would
+    /// depend on the order the indexes were created in.
     fn push_partition_filter(&self, sql: &mut SqlBuilder) {
-        sql.push("consumer = ")
+        sql.push("consumer = (SELECT ")
             .param()
-            .push(" AND topic = ")
+            .push(") AND topic = ")
             .param()
             .push(&format!(" AND {} = ", self.dialect.quote("partition")))
             .param();
