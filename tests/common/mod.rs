@@ -141,8 +141,9 @@ impl TestDb {
         self.store().await.table_exists(table).await.unwrap()
     }
 
-    /// PostgreSQL: runs `command` (inboxctl) and returns the index tuples its sessions read from
-    /// each index of the inbox, once they have ended (a backend sends its statistics as it ends) and they have arrived.
+    /// PostgreSQL: runs `command` (inboxctl) and returns the index tuples its sessions read
+    /// from each index of the inbox, once those sessions have ended (a backend sends its
+    /// statistics as it ends) and the statistics have arrived.
     pub async fn index_tuples_read_by(
         &mut self,
         command: impl FnOnce(&TestDb) -> Run,
