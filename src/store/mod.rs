@@ -171,6 +171,19 @@ impl SqlBuilder {
         self
     }
 
+    /// A placeholder the planner does not see into: `(SELECT ?)`, a one-time subquery.
+    /// PostgreSQL then plans for the statistics' average value. For a consumer its statistics
+    /// do not know yet (one new since the last ANALYZE), it would otherwise estimate one row
+    /// and take any index that starts with consumer as good as another, reading all of that
+    /// consumer's rows through the wrong one; which one wins such a tie depends only on the
+    /// order the indexes were created in.
+    pub fn unseen_param(&mut self) -> &mut Self {
+        self.sql.push_str("(SELECT ");
+        self.param();
+        self.sql.push(')');
+        self
+    }
+
     pub fn timestamp_param(&mut self) -> &mut Self {
         let placeholder = self.next_placeholder();
         self.sql
@@ -933,8 +946,8 @@ impl Store {
     }
 
     /// The rows for one event id, one per consumer that processed it. Looks up by primary key
-    /// per consumer, so it stays fast on large tables; the consumer as a one-time subquery,
-    /// as in [`Store::processed_ids`].
+    /// per consumer, so it stays fast on large tables (the consumer unseen by the planner:
+    /// see [`SqlBuilder::unseen_param`]).
     pub async fn find_event(
         &self,
         event_id: &str,
@@ -943,13 +956,13 @@ impl Store {
         let d = self.dialect;
         let mut sql = self.sql();
         sql.push(&format!(
-            "SELECT consumer, event_id, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = (SELECT ",
+            "SELECT consumer, event_id, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
             (d.bigint)(&d.quote("partition")),
             (d.bigint)(&d.quote("offset")),
             (d.timestamp_text)("processed_at"),
         ))
-        .param()
-        .push(") AND event_id = ")
+        .unseen_param()
+        .push(" AND event_id = ")
         .param();
         let text = sql.build();
         let mut found = Vec::new();
@@ -1360,14 +1373,13 @@ impl Store {
             if n > 0 {
                 sql.push(" UNION ALL ");
             }
-            // The consumer as a one-time subquery: see [`Store::push_partition_filter`].
             sql.push(&format!(
-                "SELECT {}, {} FROM {INBOX_TABLE} WHERE consumer = (SELECT ",
+                "SELECT {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
                 (d.bigint)(&partition),
                 (d.bigint)(&offset)
             ))
-            .param()
-            .push(") AND topic = ")
+            .unseen_param()
+            .push(" AND topic = ")
             .param()
             .push(&format!(
                 " AND {offset} IS NOT NULL AND {partition} {condition}"
@@ -1571,14 +1583,12 @@ impl Store {
     }
 
     /// `consumer = (SELECT ?) AND topic = ? AND partition = ?`: one consumer's rows at one
-    /// partition. The consumer as a one-time subquery, as in [`Store::processed_ids`]: for a
-    /// consumer its statistics do not know, PostgreSQL would otherwise count any index that
-    /// starts with consumer as good as the coordinates index, and which one it takes would
-    /// depend on the order the indexes were created in.
+    /// partition, the consumer unseen by the planner ([`SqlBuilder::unseen_param`]), so that
+    /// only the coordinates index answers it.
     fn push_partition_filter(&self, sql: &mut SqlBuilder) {
-        sql.push("consumer = (SELECT ")
-            .param()
-            .push(") AND topic = ")
+        sql.push("consumer = ")
+            .unseen_param()
+            .push(" AND topic = ")
             .param()
             .push(&format!(" AND {} = ", self.dialect.quote("partition")))
             .param();
@@ -1634,17 +1644,14 @@ impl Store {
         if event_ids.is_empty() {
             return Ok(Default::default());
         }
-        // The consumer as a one-time subquery: PostgreSQL plans for a value it does not see,
-        // by the statistics' average consumer, and takes the primary key. Seeing a consumer
-        // its statistics do not know (one new since the last ANALYZE, as one being replayed
-        // for the first time is), it would estimate one row and could as well read all of
-        // that consumer's rows through another index, for every chunk.
+        // The consumer unseen by the planner, which then takes the primary key even for one
+        // being replayed for the first time (see [`SqlBuilder::unseen_param`]).
         let mut sql = self.sql();
         sql.push(&format!(
-            "SELECT event_id FROM {INBOX_TABLE} WHERE consumer = (SELECT "
+            "SELECT event_id FROM {INBOX_TABLE} WHERE consumer = "
         ))
-        .param()
-        .push(") AND event_id IN (");
+        .unseen_param()
+        .push(" AND event_id IN (");
         for index in 0..event_ids.len() {
             if index > 0 {
                 sql.push(", ");
@@ -1878,5 +1885,8 @@ mod tests {
         assert_eq!(values.build(), "($1), ($2, $3, $4)");
         let mut none = SqlBuilder::new(&mysql::DIALECT);
         assert_eq!(none.params(0).build(), "");
+        let mut unseen = SqlBuilder::new(&postgres::DIALECT);
+        unseen.push("c = ").unseen_param().push(" AND e = ").param();
+        assert_eq!(unseen.build(), "c = (SELECT $1) AND e = $2");
     }
 }
