@@ -190,14 +190,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     // cores busy: parallel workers would only add their start-up to the same cores.
     let store =
         super::connect_pooled(&args.database, CreateMode::MustExist, &output, 2, args.scan).await?;
-    let has_coordinates = match store.inbox_layout().await? {
-        InboxLayout::Missing => bail!(
-            "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",
-            store.url.endpoint
-        ),
-        InboxLayout::Classic => false,
-        InboxLayout::Current => true,
-    };
+    let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
     let pruned_before = store
         .last_prune_cutoff(&consumer)
         .await?

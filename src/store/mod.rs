@@ -690,8 +690,8 @@ impl Store {
     }
 
     /// Which layout the table of the inbox's name has; an error when it is some other table,
-    /// which neither migrations nor the commands may take for an inbox. Two catalog queries,
-    /// whatever the answer.
+    /// which neither migrations nor the commands may take for an inbox. One catalog query
+    /// for the table, and one for its columns when it exists.
     pub async fn inbox_layout(&self) -> anyhow::Result<InboxLayout> {
         if !self.table_exists(INBOX_TABLE).await? {
             return Ok(InboxLayout::Missing);
@@ -717,20 +717,28 @@ impl Store {
         })
     }
 
-    /// Fails with a message that says what to do when the inbox table is missing or has not
-    /// been migrated to the current layout.
-    pub async fn require_inbox(&self) -> anyhow::Result<()> {
+    /// The inbox's layout, classic or current; fails with a message that says what to do
+    /// when there is no inbox table.
+    pub async fn require_inbox_table(&self) -> anyhow::Result<InboxLayout> {
         match self.inbox_layout().await? {
-            InboxLayout::Current => Ok(()),
             InboxLayout::Missing => bail!(
                 "table {INBOX_TABLE} does not exist in {}; create it with `inboxctl migrate run`",
                 self.url.endpoint
             ),
-            InboxLayout::Classic => bail!(
+            layout => Ok(layout),
+        }
+    }
+
+    /// Fails with a message that says what to do when the inbox table is missing or has not
+    /// been migrated to the current layout.
+    pub async fn require_inbox(&self) -> anyhow::Result<()> {
+        if self.require_inbox_table().await? == InboxLayout::Classic {
+            bail!(
                 "table {INBOX_TABLE} in {} has the classic layout (no topic/partition/offset); adopt it with `inboxctl migrate run`",
                 self.url.endpoint
-            ),
+            );
         }
+        Ok(())
     }
 
     /// The consumers to work on: the one asked for, or all of them.
@@ -831,7 +839,7 @@ impl Store {
         // Each end as its own probe in processed_at order, not MIN and MAX: for a consumer
         // its statistics do not know, PostgreSQL would read all of its rows through whichever
         // index starts with consumer (see [`Store::has_older`]).
-        let text = (self.dialect.timestamp_text)("processed_at");
+        let processed_at = (self.dialect.timestamp_text)("processed_at");
         let mut sql = self.sql();
         sql.push("SELECT ");
         for (index, direction) in ["", " DESC"].into_iter().enumerate() {
@@ -839,7 +847,7 @@ impl Store {
                 sql.push(", ");
             }
             sql.push(&format!(
-                "(SELECT {text} FROM {INBOX_TABLE} WHERE consumer = "
+                "(SELECT {processed_at} FROM {INBOX_TABLE} WHERE consumer = "
             ))
             .param()
             .push(&format!(" ORDER BY processed_at{direction} LIMIT 1)"));
