@@ -670,8 +670,9 @@ async fn interleaved_inbox(old: u32, new: u32) -> TestDb {
 /// inspect --event-id reads one entry of the primary key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_the_statistics_do_not_know_is_read_through_its_time_index() {
-    let mut db = inbox_of_old_rows(Backend::Postgres, "known", 1_000, 40).await;
-    db.exec("ANALYZE processed_messages").await;
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.analyse_with_one_known_consumer().await;
     // 100 rows of 40 days ago, then 20,000 of the last hours: none of them analysed.
     db.exec(&format!(
         "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\", processed_at) \

@@ -195,12 +195,7 @@ async fn compare_reads_a_consumer_the_statistics_do_not_know_through_its_coordin
         .await;
     db.exec("CREATE INDEX processed_messages_consumer_processed_at_idx ON processed_messages (consumer, processed_at)")
         .await;
-    db.exec(
-        "INSERT INTO processed_messages (consumer, event_id) \
-         SELECT 'known', 'k' || i FROM generate_series(1, 1000) AS i",
-    )
-    .await;
-    db.exec("ANALYZE processed_messages").await;
+    db.analyse_with_one_known_consumer().await;
     db.exec(&format!(
         "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\") \
          SELECT '{group}', 'earlier-' || i, 'earlier', 0, i FROM generate_series(1, 20000) AS i"

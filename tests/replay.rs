@@ -1490,12 +1490,7 @@ fn lines(path: &Path) -> Vec<String> {
 async fn a_consumer_the_statistics_do_not_know_is_looked_up_by_its_key_on_postgres() {
     let mut db = TestDb::new(Backend::Postgres).await;
     db.run(&["migrate", "run"]).ok();
-    db.exec(
-        "INSERT INTO processed_messages (consumer, event_id) \
-         SELECT 'known', 'k' || i FROM generate_series(1, 1000) AS i",
-    )
-    .await;
-    db.exec("ANALYZE processed_messages").await;
+    db.analyse_with_one_known_consumer().await;
     db.exec(
         "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\") \
          SELECT 'mailer', 'earlier-' || i, 'earlier', 0, i FROM generate_series(1, 20000) AS i",

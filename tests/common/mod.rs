@@ -141,6 +141,18 @@ impl TestDb {
         self.store().await.table_exists(table).await.unwrap()
     }
 
+    /// Inserts 1,000 rows of consumer `known` into the migrated inbox and analyses it: the
+    /// statistics then hold that one consumer alone, and PostgreSQL estimates any other at
+    /// one row, as it does a consumer new since the last ANALYZE.
+    pub async fn analyse_with_one_known_consumer(&mut self) {
+        self.exec(
+            "INSERT INTO processed_messages (consumer, event_id) \
+             SELECT 'known', 'k' || i FROM generate_series(1, 1000) AS i",
+        )
+        .await;
+        self.exec("ANALYZE processed_messages").await;
+    }
+
     /// PostgreSQL: runs `command` (inboxctl) and returns the index tuples its sessions read
     /// from each index of the inbox, once those sessions have ended (a backend sends its
     /// statistics as it ends) and the statistics have arrived.
