@@ -8,11 +8,15 @@
 # transaction, as a consumer does) and its latencies are logged.
 #
 # The pair runs ROUNDS times, each round on fresh copies of one seeded table, the order of
-# the two alternating between rounds (the second of a pair runs on a machine the first has
-# just loaded with writes). Prints each round: seconds and rows/s of each, prune's rate as
-# a share of the DELETE's, the inserter's p99 latency idle and during each, and the WAL the
-# server wrote during each (pg_stat_wal: how much, how many full-page images, how fast);
-# then the medians over the rounds, and whether they meet the goals:
+# the two alternating between rounds. With COPIES=pair (the default) a round copies the
+# table twice at its start, and its second phase runs on a server the first has just loaded
+# (shared buffers full of the first table's pages); with COPIES=each every phase gets a copy
+# of its own made just before it, after the other's was dropped, so that both start with
+# none of the benchmark's pages in shared buffers. Prints each round: seconds and rows/s
+# of each, prune's rate as a share of the DELETE's, the inserter's p99 latency idle and
+# during each, and the WAL the server wrote during each (pg_stat_wal: how much, how many
+# full-page images, how fast); then the medians over the rounds, and whether they meet
+# the goals:
 #   prune >= 70% of the unbounded DELETE's rate, inserter p99 during prune <= 2x idle.
 # Timings are reported, never asserted. The script fails only when a run deletes the wrong
 # number of rows or a tool fails.
@@ -27,6 +31,12 @@
 #   INBOXCTL        the binary (default target/release/inboxctl, built when missing)
 #   IDLE_SECONDS    how long the idle inserter runs before each phase (default 10)
 #   ORDER           alternate (default), prune-first or delete-first
+#   COPIES          pair (default) or each: when the copies are made (above)
+#   REFERENCE_SQL   what psql runs in place of the unbounded DELETE, {cutoff} standing for
+#                   the cutoff; it must delete ROWS/2 rows, and may begin with SET commands,
+#                   e.g. "SET enable_seqscan = off; DELETE FROM processed_messages WHERE
+#                   ctid >= '(0,0)' AND ctid < '(4294967295,0)' AND processed_at < '{cutoff}'"
+#                   (the same DELETE, reading the pages as prune's page ranges do)
 #   KEEP_DBS=1      keep the two bench databases afterwards
 #   SCHED=1         also print, for each window, the CPU time and the time spent waiting
 #                   for a CPU (the run queue) of the server's processes and the clients,
@@ -40,6 +50,8 @@ BENCH_PG_ADMIN=${BENCH_PG_ADMIN:-postgres://postgres@127.0.0.1:5432/test}
 ROWS=${ROWS:-1000000}
 ROUNDS=${ROUNDS:-4}
 ORDER=${ORDER:-alternate}
+COPIES=${COPIES:-pair}
+REFERENCE_SQL=${REFERENCE_SQL:-"DELETE FROM processed_messages WHERE processed_at < TIMESTAMPTZ '{cutoff}'"}
 BATCH=${BATCH:-}
 INBOXCTL=${INBOXCTL:-target/release/inboxctl}
 SCHED=${SCHED:-0}
@@ -51,6 +63,7 @@ MAX_PHASE_SECONDS=${MAX_PHASE_SECONDS:-1800}
 # phase's window are counted.
 CHUNK_SECONDS=2
 
+DB_BUILD=inboxctl_bench_build
 DB_SEED=inboxctl_bench_seed
 DB_PRUNE=inboxctl_bench_prune
 DB_DELETE=inboxctl_bench_delete
@@ -77,6 +90,10 @@ case $ORDER in
     alternate | prune-first | delete-first) ;;
     *) die "ORDER must be alternate, prune-first or delete-first, not '$ORDER'" ;;
 esac
+case $COPIES in
+    pair | each) ;;
+    *) die "COPIES must be pair or each, not '$COPIES'" ;;
+esac
 if [ -n "$BATCH" ] && ! [[ $BATCH =~ ^[1-9][0-9]*$ ]]; then
     die "BATCH must be a whole number of at least 1, not '$BATCH'"
 fi
@@ -92,6 +109,7 @@ db_url() {
     [[ $BENCH_PG_ADMIN == *\?* ]] && query="?${BENCH_PG_ADMIN#*\?}"
     printf '%s/%s%s' "${base%/*}" "$1" "$query"
 }
+URL_BUILD=$(db_url "$DB_BUILD")
 URL_SEED=$(db_url "$DB_SEED")
 URL_PRUNE=$(db_url "$DB_PRUNE")
 URL_DELETE=$(db_url "$DB_DELETE")
@@ -106,7 +124,7 @@ cleanup() {
     wait 2>/dev/null || true
     if [ "${KEEP_DBS:-0}" != 1 ]; then
         psql_admin -c "DROP DATABASE IF EXISTS $DB_PRUNE" -c "DROP DATABASE IF EXISTS $DB_DELETE" \
-            -c "DROP DATABASE IF EXISTS $DB_SEED" >/dev/null 2>&1 || true
+            -c "DROP DATABASE IF EXISTS $DB_SEED" -c "DROP DATABASE IF EXISTS $DB_BUILD" >/dev/null 2>&1 || true
     fi
     rm -rf "$WORK"
     exit "$status"
@@ -125,14 +143,24 @@ CUTOFF=$(date -u -d "@$CUTOFF_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 T0=$(date -u -d "@$T0_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 HALF=$((ROWS / 2))
 
+# Copies are made as files (PostgreSQL 15 would otherwise write each copy through the WAL).
+if [ "$(psql_admin -At -c "SHOW server_version_num")" -ge 150000 ]; then
+    COPY_STRATEGY=" STRATEGY = FILE_COPY"
+else
+    COPY_STRATEGY=
+fi
+
+# The table is seeded in DB_BUILD and copied to DB_SEED, and DB_BUILD dropped: dropping a
+# database frees its pages in shared buffers, which the seeding had filled, so that the
+# first phase starts as the others do.
 log "creating $DB_SEED"
 psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB_PRUNE" \
     -c "DROP DATABASE IF EXISTS $DB_DELETE" -c "DROP DATABASE IF EXISTS $DB_SEED" \
-    -c "CREATE DATABASE $DB_SEED"
-DATABASE_URL=$URL_SEED "$INBOXCTL" -q migrate run >/dev/null
+    -c "DROP DATABASE IF EXISTS $DB_BUILD" -c "CREATE DATABASE $DB_BUILD"
+DATABASE_URL=$URL_BUILD "$INBOXCTL" -q migrate run >/dev/null
 log "seeding $ROWS rows (4 consumers, topic orders, 12 partitions), T0 $T0, cutoff $CUTOFF"
 seed_started=$(now)
-psql_on "$URL_SEED" <<SQL
+psql_on "$URL_BUILD" <<SQL
 INSERT INTO processed_messages (consumer, event_id, topic, "partition", "offset", processed_at)
 SELECT 'consumer-' || (i % 4), 'evt-' || i, 'orders', i % 12, i,
        TIMESTAMPTZ '$T0' - make_interval(secs => $ROWS + 1 - i)
@@ -141,6 +169,7 @@ ORDER BY i;
 VACUUM ANALYZE processed_messages;
 SQL
 log "seeded in $(elapsed "$seed_started" "$(now)") s"
+psql_admin -c "CREATE DATABASE $DB_SEED TEMPLATE $DB_BUILD$COPY_STRATEGY" -c "DROP DATABASE $DB_BUILD"
 
 older_than_cutoff() {
     psql_on "$1" -At -c "SELECT count(*) FROM processed_messages WHERE processed_at < TIMESTAMPTZ '$CUTOFF'"
@@ -150,20 +179,15 @@ older=$(older_than_cutoff "$URL_SEED")
 table_size=$(psql_on "$URL_SEED" -At -c \
     "SELECT pg_size_pretty(pg_total_relation_size('processed_messages'))")
 
-# Two identical copies of the seeded table (same pages, same statistics). Copied as files
-# (PostgreSQL 15 would otherwise write both copies through the WAL), then written out by a
-# checkpoint and `sync`: the idle inserter that comes next must not share the disk with the
-# writing back of the copies, or its idle p99 is no idle figure.
-if [ "$(psql_admin -At -c "SHOW server_version_num")" -ge 150000 ]; then
-    COPY_STRATEGY=" STRATEGY = FILE_COPY"
-else
-    COPY_STRATEGY=
-fi
+# fresh_copies DB...: drops both phases' databases, then makes each DB named an identical
+# copy of the seeded table (same pages, same statistics), written out by a checkpoint and
+# `sync`: the idle inserter that comes next must not share the disk with the writing back
+# of the copies, or its idle p99 is no idle figure.
 fresh_copies() {
+    local creates=() db
+    for db in "$@"; do creates+=(-c "CREATE DATABASE $db TEMPLATE $DB_SEED$COPY_STRATEGY"); done
     psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB_PRUNE" \
-        -c "DROP DATABASE IF EXISTS $DB_DELETE" \
-        -c "CREATE DATABASE $DB_PRUNE TEMPLATE $DB_SEED$COPY_STRATEGY" \
-        -c "CREATE DATABASE $DB_DELETE TEMPLATE $DB_SEED$COPY_STRATEGY" -c "CHECKPOINT"
+        -c "DROP DATABASE IF EXISTS $DB_DELETE" "${creates[@]}" -c "CHECKPOINT"
     sync
 }
 
@@ -305,14 +329,15 @@ phase_delete() {
     log "idle inserter on $DB_DELETE (${IDLE_SECONDS}s)"
     idle_delete=$(idle "$URL_DELETE" idle_delete)
 
-    log "DELETE FROM processed_messages WHERE processed_at < '$CUTOFF'"
+    local statement=${REFERENCE_SQL//\{cutoff\}/$CUTOFF}
+    log "$statement"
     checkpoint "$URL_DELETE"
     start_inserter "$URL_DELETE" delete
     local started ended output
     wal_before=$(wal_stats)
     started=$(now)
     output=$(psql "$URL_DELETE" -X -v ON_ERROR_STOP=1 -c '\timing on' \
-        -c "DELETE FROM processed_messages WHERE processed_at < TIMESTAMPTZ '$CUTOFF'")
+        -c "$statement")
     ended=$(now)
     wal_delete=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
     stop_inserter delete
@@ -335,7 +360,8 @@ goal() { awk "BEGIN { exit !($1) }" && echo met || echo "NOT met"; }
 batch_label=${batch_args[*]:-default arguments}
 echo "inboxctl prune benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, PostgreSQL $(psql_admin -At -c "SHOW server_version")"
 echo "table: $ROWS rows ($table_size with indexes), 4 consumers; cutoff $CUTOFF; $HALF rows older, deleted by each"
-echo "prune with $batch_label; $ROUNDS rounds, order $ORDER"
+echo "prune with $batch_label; $ROUNDS rounds, order $ORDER, copies $COPIES"
+echo "reference: ${REFERENCE_SQL//\{cutoff\}/$CUTOFF}"
 echo
 echo "Seconds are wall clock from start to exit (prune: start-up, connecting, counting and"
 echo "deleting; psql: start-up, connecting and the DELETE); in brackets prune's own elapsed_ms"
@@ -352,11 +378,12 @@ for round in $(seq 1 "$ROUNDS"); do
         if [ $((round % 2)) -eq 1 ]; then first=prune-first; else first=delete-first; fi
     fi
     log "round $round of $ROUNDS ($first): fresh copies of the table"
-    fresh_copies
     rm -rf "$WORK"/idle_prune "$WORK"/prune "$WORK"/idle_delete "$WORK"/delete "$WORK"/stop.*
-    case $first in
-        prune-first) phase_prune; vacuum "$URL_PRUNE"; phase_delete ;;
-        delete-first) phase_delete; vacuum "$URL_DELETE"; phase_prune ;;
+    case $COPIES-$first in
+        pair-prune-first) fresh_copies "$DB_PRUNE" "$DB_DELETE"; phase_prune; vacuum "$URL_PRUNE"; phase_delete ;;
+        pair-delete-first) fresh_copies "$DB_PRUNE" "$DB_DELETE"; phase_delete; vacuum "$URL_DELETE"; phase_prune ;;
+        each-prune-first) fresh_copies "$DB_PRUNE"; phase_prune; fresh_copies "$DB_DELETE"; phase_delete ;;
+        each-delete-first) fresh_copies "$DB_DELETE"; phase_delete; fresh_copies "$DB_PRUNE"; phase_prune ;;
     esac
     read -r _ _ idle_prune_p99 _ <<<"$idle_prune"
     read -r _ _ idle_delete_p99 _ <<<"$idle_delete"
