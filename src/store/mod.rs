@@ -839,22 +839,21 @@ impl Store {
         // Each end as its own probe in processed_at order, not MIN and MAX: for a consumer
         // its statistics do not know, PostgreSQL would read all of its rows through whichever
         // index starts with consumer (see [`Store::has_older`]).
-        let processed_at = (self.dialect.timestamp_text)("processed_at");
+        let one_end = format!(
+            "(SELECT {} FROM {INBOX_TABLE} WHERE consumer = ",
+            (self.dialect.timestamp_text)("processed_at")
+        );
         let mut sql = self.sql();
-        sql.push("SELECT ");
-        for (index, direction) in ["", " DESC"].into_iter().enumerate() {
-            if index > 0 {
-                sql.push(", ");
-            }
-            sql.push(&format!(
-                "(SELECT {processed_at} FROM {INBOX_TABLE} WHERE consumer = "
-            ))
+        sql.push("SELECT ")
+            .push(&one_end)
             .param()
-            .push(&format!(" ORDER BY processed_at{direction} LIMIT 1)"));
-        }
-        let text = sql.build();
-        let query = sqlx::query(&text).bind(consumer).bind(consumer);
-        let row = query
+            .push(" ORDER BY processed_at LIMIT 1), ")
+            .push(&one_end)
+            .param()
+            .push(" ORDER BY processed_at DESC LIMIT 1)");
+        let row = sqlx::query(&sql.build())
+            .bind(consumer)
+            .bind(consumer)
             .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not read the time range of consumer '{consumer}'"))?;
