@@ -142,6 +142,7 @@ CUTOFF_EPOCH=$((T0_EPOCH - ROWS / 2))
 CUTOFF=$(date -u -d "@$CUTOFF_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 T0=$(date -u -d "@$T0_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 HALF=$((ROWS / 2))
+REFERENCE_STATEMENT=${REFERENCE_SQL//\{cutoff\}/$CUTOFF}
 
 # Copies are made as files (PostgreSQL 15 would otherwise write each copy through the WAL).
 if [ "$(psql_admin -At -c "SHOW server_version_num")" -ge 150000 ]; then
@@ -329,15 +330,14 @@ phase_delete() {
     log "idle inserter on $DB_DELETE (${IDLE_SECONDS}s)"
     idle_delete=$(idle "$URL_DELETE" idle_delete)
 
-    local statement=${REFERENCE_SQL//\{cutoff\}/$CUTOFF}
-    log "$statement"
+    log "$REFERENCE_STATEMENT"
     checkpoint "$URL_DELETE"
     start_inserter "$URL_DELETE" delete
     local started ended output
     wal_before=$(wal_stats)
     started=$(now)
     output=$(psql "$URL_DELETE" -X -v ON_ERROR_STOP=1 -c '\timing on' \
-        -c "$statement")
+        -c "$REFERENCE_STATEMENT")
     ended=$(now)
     wal_delete=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
     stop_inserter delete
@@ -361,7 +361,7 @@ batch_label=${batch_args[*]:-default arguments}
 echo "inboxctl prune benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, PostgreSQL $(psql_admin -At -c "SHOW server_version")"
 echo "table: $ROWS rows ($table_size with indexes), 4 consumers; cutoff $CUTOFF; $HALF rows older, deleted by each"
 echo "prune with $batch_label; $ROUNDS rounds, order $ORDER, copies $COPIES"
-echo "reference: ${REFERENCE_SQL//\{cutoff\}/$CUTOFF}"
+echo "reference: $REFERENCE_STATEMENT"
 echo
 echo "Seconds are wall clock from start to exit (prune: start-up, connecting, counting and"
 echo "deleting; psql: start-up, connecting and the DELETE); in brackets prune's own elapsed_ms"
