@@ -1478,3 +1478,49 @@ fn cutoff_time(text: &str) -> chrono::DateTime<chrono::Utc> {
         .unwrap()
         .with_timezone(&chrono::Utc)
 }
+
+/// Every command ends its session as the protocol asks, after an error too. PostgreSQL
+/// counts a session whose client went away without its Terminate message as abandoned (and
+/// over TLS logs "could not receive data from client: Connection reset by peer"); a
+/// connection still on its way back to the pool when the command closed it used to be
+/// dropped that way in most runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_end_their_sessions_cleanly_on_postgres() {
+    use sqlx::{Connection, Executor};
+
+    let db = TestDb::new(Backend::Postgres).await;
+    let prune = ["prune", "--older-than", "1d", "--yes"];
+    // Without the table, both fail after connecting: one session each.
+    for _ in 0..3 {
+        let run = db.run(&prune).code(1);
+        assert!(run.stderr.contains("processed_messages"), "{}", run.stderr);
+        db.run(&["inspect"]).code(1);
+    }
+    assert_eq!(db.ended_sessions().await, (6, 0));
+
+    // migrate's sessions are the command's own business: counted from here on.
+    db.run(&["migrate", "run"]).ok();
+    let (before, _) = db.ended_sessions().await;
+    // Rows to delete, written on a connection of the test's own that ends properly.
+    let mut connection = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    connection
+        .execute(
+            "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+             SELECT 'billing', 'e' || i, now() - interval '3 days' FROM generate_series(1, 20) AS i",
+        )
+        .await
+        .unwrap();
+    connection.close().await.unwrap();
+    for _ in 0..3 {
+        db.run(&["inspect"]).ok();
+        db.run(&["inspect", "--event-id", "e1"]).ok();
+        db.run(&["prune", "--older-than", "1d", "--dry-run"]).ok();
+        db.run(&prune).ok();
+    }
+    assert_eq!(
+        db.run(&["inspect", "--format", "json"]).ok().json()["total_rows"],
+        0
+    );
+    let (ended, abandoned) = db.ended_sessions().await;
+    assert_eq!((ended - before, abandoned), (1 + 4 * 3 + 1, 0));
+}

@@ -190,22 +190,35 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     // cores busy: parallel workers would only add their start-up to the same cores.
     let store =
         super::connect_pooled(&args.database, CreateMode::MustExist, &output, 2, args.scan).await?;
-    let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
-    let pruned_before = store
-        .last_prune_cutoff(&consumer)
-        .await?
-        .max(args.pruned_before);
-    if !has_coordinates && !args.scan {
-        bail!(
-            "{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan"
-        );
-    }
     let started = Instant::now();
-    // With --scan and few enough rows, the inbox's ids stream in from the database while the
-    // topic is read and classified; otherwise the scan asks the database chunk by chunk.
-    let ids_to_load = match args.scan {
-        true => ids_to_load(&store, &consumer).await?,
-        false => None,
+    // The store is closed on every path, an error's too: a connection dropped at exit is a
+    // lost client to the server.
+    let checked = async {
+        let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
+        let pruned_before = store
+            .last_prune_cutoff(&consumer)
+            .await?
+            .max(args.pruned_before);
+        if !has_coordinates && !args.scan {
+            bail!(
+                "{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan"
+            );
+        }
+        // With --scan and few enough rows, the inbox's ids stream in from the database while
+        // the topic is read and classified; otherwise the scan asks the database chunk by
+        // chunk.
+        let ids_to_load = match args.scan {
+            true => ids_to_load(&store, &consumer).await?,
+            false => None,
+        };
+        Ok((has_coordinates, pruned_before, ids_to_load))
+    };
+    let (has_coordinates, pruned_before, ids_to_load) = match checked.await {
+        Ok(checked) => checked,
+        Err(error) => {
+            store.close().await;
+            return Err(error);
+        }
     };
     let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
     let loading = async {
@@ -335,7 +348,9 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         Ok::<_, anyhow::Error>((state, partitions, scan))
     };
     // An error of either side ends both (the load's is never taken for the end of the ids).
-    let ((), (state, mut partitions, scan)) = tokio::try_join!(loading, comparing)?;
+    let compared = tokio::try_join!(loading, comparing);
+    store.close().await;
+    let ((), (state, mut partitions, scan)) = compared?;
     let mut duplicates = Vec::new();
     let mut messages_scanned = 0;
     if let Some(scan) = scan {
@@ -350,7 +365,6 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             partition.not_checked = found.map_or(0, |f| f.not_checked);
         }
     }
-    store.close().await;
     output.debug(format!(
         "compared in {:.2}s",
         started.elapsed().as_secs_f64()

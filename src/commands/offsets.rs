@@ -267,7 +267,13 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         // it would skip.
         let store =
             super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
-        let positions = inbox_positions(&store, &inbox_consumer, &args).await?;
+        let positions = match inbox_positions(&store, &inbox_consumer, &args).await {
+            Ok(positions) => positions,
+            Err(error) => {
+                store.close().await;
+                return Err(error);
+            }
+        };
         inbox = Some(store);
         Target::Inbox(positions)
     };

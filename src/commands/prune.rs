@@ -73,6 +73,19 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     // One connection for the rest: prune's queries follow one another, and its batches hold
     // the one connection they run on until the end.
     let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
+    // Closed on every path, an error's too: a connection dropped at exit is a lost client to
+    // the server.
+    let result = prune(&store, &args, &output, cutoff).await;
+    store.close().await;
+    result
+}
+
+async fn prune(
+    store: &Store,
+    args: &PruneArgs,
+    output: &Output,
+    cutoff: DateTime<Utc>,
+) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
     let extent = match args.strategy {
         PruneStrategy::Index => None,
@@ -101,7 +114,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let mut consumers = Vec::new();
     for consumer in store.consumers(only.as_deref()).await? {
         let keep = match &args.group {
-            Some(group) => redeliverable(&store, &args.kafka, group, &consumer).await?,
+            Some(group) => redeliverable(store, &args.kafka, group, &consumer).await?,
             None => Vec::new(),
         };
         consumers.push(ConsumerPrune {
@@ -135,7 +148,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 
     let (mut rows_matched, mut rows_planned) = (None, None);
     if counting {
-        let counts = count_prunable(&store, cutoff, &consumers).await?;
+        let counts = count_prunable(store, cutoff, &consumers).await?;
         for (consumer, (matched, kept)) in consumers.iter_mut().zip(counts) {
             consumer.matched = Some(matched);
             consumer.kept_for_redelivery = kept;
@@ -175,8 +188,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         consumers,
     };
     if args.dry_run || rows_planned == Some(0) {
-        print_report(&report, &output)?;
-        store.close().await;
+        print_report(&report, output)?;
         return Ok(ExitStatus::Success);
     }
     if let (false, Some(rows_planned)) = (args.yes, rows_planned) {
@@ -193,7 +205,6 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         )?;
         if !confirmed {
             output.note("Nothing deleted.");
-            store.close().await;
             return Ok(ExitStatus::Success);
         }
     }
@@ -220,7 +231,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let estimate = expected.map(|rows| args.max_rows.map_or(rows, |max| max.min(rows)));
     let progress = output.progress(rows_planned.or(estimate), "rows");
     let deleting = Deleting {
-        store: &store,
+        store,
         cutoff,
         batch_size: args
             .batch_size
@@ -228,7 +239,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         max_rows: args.max_rows,
         pause: args.pause,
         progress: &progress,
-        output: &output,
+        output,
         stop: &stop,
     };
     match (strategy, extent) {
@@ -263,8 +274,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     } else {
         0.0
     };
-    print_report(&report, &output)?;
-    store.close().await;
+    print_report(&report, output)?;
     if report.interrupted {
         let of = report
             .rows_planned

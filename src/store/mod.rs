@@ -505,6 +505,10 @@ pub const POOL_CONNECTIONS: u32 = 4;
 /// [`Store::connect_with`]); a connection on loopback or a LAN takes a few milliseconds.
 const PROBE_AFTER: Duration = Duration::from_millis(300);
 
+/// How long closing waits for connections still returning to the pool (one round trip
+/// each); a server that does not answer within it gets its connections dropped.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 pub struct Store {
     pub backend: Backend,
     pub dialect: &'static Dialect,
@@ -1678,7 +1682,21 @@ impl Store {
         Ok(found.into_iter().collect())
     }
 
+    /// Ends every connection as its protocol asks (PostgreSQL's Terminate, MySQL's
+    /// COM_QUIT), so that the server records a normal end of session and not a lost client.
     pub async fn close(self) {
+        // A connection released just before is still on its way back to the pool: sqlx
+        // pings it first, in a task of its own. `Pool::close` ends only the connections it
+        // finds idle and then waits for the others' permits, so this one would come back
+        // after it, be left in the pool and be dropped at exit without a word (PostgreSQL
+        // counts the session abandoned, and over TLS logs "could not receive data from
+        // client: Connection reset by peer"; MariaDB counts an aborted client).
+        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+        while self.pool.num_idle() < self.pool.size() as usize
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         self.pool.close().await;
     }
 }

@@ -203,6 +203,38 @@ impl TestDb {
         );
     }
 
+    /// PostgreSQL: once no session is left on this database, how many have ended and how
+    /// many of them were abandoned (the client went away without its Terminate message).
+    /// Asked on the admin database, so that asking opens no session here; this test's own
+    /// store must not have been used.
+    pub async fn ended_sessions(&self) -> (i64, i64) {
+        assert_eq!(self.backend, Backend::Postgres);
+        assert!(
+            self.store.is_none(),
+            "the test's own store keeps sessions open"
+        );
+        let pool = admin_pool(&admin_url(self.backend)).await;
+        let database = self.database.as_deref().unwrap();
+        for _ in 0..500 {
+            // A backend reports its session as it exits, before it leaves pg_stat_activity.
+            let (open, ended, abandoned) = sqlx::query_as::<_, (i64, i64, i64)>(
+                "SELECT (SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1), \
+                 CAST(sessions AS BIGINT), CAST(sessions_abandoned AS BIGINT) \
+                 FROM pg_stat_database WHERE datname = $1",
+            )
+            .bind(database)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            if open == 0 {
+                pool.close().await;
+                return (ended, abandoned);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("sessions on {database} did not end");
+    }
+
     /// Inserts rows into the migrated inbox, `processed_at` given exactly.
     pub async fn insert_rows(&mut self, rows: &[Row_]) {
         let store = self.store().await;
