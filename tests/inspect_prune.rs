@@ -1332,11 +1332,10 @@ async fn inbox_ids_load_in_key_chunks_exactly_once() {
          VALUES ('billing', E'evt-6\\nsplit'), ('billing', E'evt-6\\r\\n'), ('billing', '')",
     )
     .await;
-    let client = std::sync::Arc::new(
-        inboxctl::store::pg_pipeline::connect_client(&db.url)
-            .await
-            .unwrap(),
-    );
+    let (client, connection) = inboxctl::store::pg_pipeline::connect_client(&db.url)
+        .await
+        .unwrap();
+    let client = std::sync::Arc::new(client);
     let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     inboxctl::store::pg_pipeline::for_each_event_id(&client, "billing", |id| {
         *seen.entry(id.to_string()).or_default() += 1;
@@ -1355,6 +1354,7 @@ async fn inbox_ids_load_in_key_chunks_exactly_once() {
         .await
         .unwrap();
     assert_eq!(none, 0);
+    inboxctl::store::pg_pipeline::end_session(client, connection).await;
 }
 
 /// A store asked for serial plans (compare --scan's) runs PostgreSQL's queries without

@@ -1459,3 +1459,67 @@ async fn compare_by_offset_says_which_lost_messages_have_no_event_id() {
         table.stderr
     );
 }
+
+/// compare ends every session it opens as the protocol asks, with and without --scan (whose
+/// load of the inbox's ids has a connection of its own on PostgreSQL), and after an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_ends_its_sessions_cleanly_on_postgres() {
+    let db = TestDb::new(Backend::Postgres).await;
+    let broker = broker();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    let all = events(&topic, 3, 8);
+    broker.produce(&topic, &all).await;
+    // Without the table: an error after connecting.
+    let run = inboxctl(
+        &db,
+        broker,
+        &["compare", "-g", &group, "-t", &topic, "--scan"],
+    )
+    .code(1);
+    assert!(run.stderr.contains("processed_messages"), "{}", run.stderr);
+    assert_eq!(db.ended_sessions().await.1, 0);
+
+    // The service's own pool, closed before counting: the harness's store would keep its
+    // sessions open.
+    db.run(&["migrate", "run"]).ok();
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
+    let (consumer, topic_name) = (group.clone(), topic.clone());
+    let service_pool = pool.clone();
+    run_service(
+        broker,
+        &group,
+        &topic,
+        all.len(),
+        |_| Step::ProcessThenCommit,
+        move |seen| {
+            record(
+                service_pool.clone(),
+                Backend::Postgres,
+                consumer.clone(),
+                topic_name.clone(),
+                seen,
+                true,
+            )
+        },
+    )
+    .await;
+    pool.close().await;
+    let (before, abandoned_before) = db.ended_sessions().await;
+    for scan in [false, true, false, true] {
+        let json = compare_json(&db, broker, &group, &topic, scan, 0);
+        assert_eq!(json["lost_total"], 0);
+    }
+    let (after, abandoned_after) = db.ended_sessions().await;
+    assert!(
+        after >= before + 4,
+        "{before} sessions before, {after} after"
+    );
+    assert_eq!(
+        abandoned_after,
+        abandoned_before,
+        "of {} sessions",
+        after - before
+    );
+}

@@ -2492,3 +2492,51 @@ async fn long_event_ids_are_applied_or_refused_never_cut(backend: Backend) {
         if backend == Backend::Mysql { 4 } else { 7 }
     );
 }
+
+/// replay ends every session it opens as the protocol asks: the store's and the two of the
+/// PostgreSQL pipeline, after a run that applies, one that finds everything done and one
+/// whose handler fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_ends_its_sessions_cleanly_on_postgres() {
+    use sqlx::Connection;
+
+    let db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    // The handler's tables, made on a connection of the test's own that ends properly: the
+    // harness's store would keep sessions open.
+    let mut connection = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql(
+        "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL); \
+         INSERT INTO accounts (id, balance) VALUES (1, 0), (2, 0), (3, 0), (4, 0); \
+         CREATE TABLE ledger (event_id VARCHAR(600) NOT NULL, account BIGINT NOT NULL, \
+         amount BIGINT NOT NULL, CHECK (amount > 0))",
+    )
+    .execute(&mut connection)
+    .await
+    .unwrap();
+    connection.close().await.unwrap();
+    let (before, abandoned) = db.ended_sessions().await;
+    assert_eq!(abandoned, 0);
+
+    let topic = topic(2).await;
+    produce(&topic, &deposits("s", 2, 10)).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let args = ["--sql", handler.as_str(), "--batch-size", "5"];
+    let first = replay(&db, &topic, "billing", &args).ok().json();
+    assert_eq!(totals(&first), (20, 20, 0, 0, 0));
+    let second = replay(&db, &topic, "billing", &args).ok().json();
+    assert_eq!(totals(&second), (20, 0, 20, 0, 0));
+    let failing = write(
+        &db,
+        "failing.sql",
+        "INSERT INTO nowhere VALUES (:event_id);\n",
+    );
+    let run = replay(&db, &topic, "other", &["--sql", &failing]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    let (ended, abandoned) = db.ended_sessions().await;
+    assert!(
+        ended >= before + 3,
+        "{before} sessions before, {ended} after"
+    );
+    assert_eq!(abandoned, 0, "of {} sessions", ended - before);
+}

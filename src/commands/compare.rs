@@ -861,14 +861,15 @@ async fn load_inbox_ids(
         _ => None,
     };
     let count = match fast {
-        Some(client) => {
+        Some((client, connection)) => {
             let consumer = consumer.to_string();
             tokio::spawn(async move {
+                let client = std::sync::Arc::new(client);
                 let mut batches = IdBatches::new(sender);
-                pg_pipeline::for_each_event_id(&std::sync::Arc::new(client), &consumer, |id| {
-                    batches.add(id)
-                })
-                .await?;
+                let loaded =
+                    pg_pipeline::for_each_event_id(&client, &consumer, |id| batches.add(id)).await;
+                pg_pipeline::end_session(client, connection).await;
+                loaded?;
                 Ok::<_, anyhow::Error>(batches.finish())
             })
             .await

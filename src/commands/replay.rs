@@ -206,11 +206,25 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let kafka = Kafka::new(&args.kafka);
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args, &output))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
+    // Closed on every path, an error's too: a connection dropped at exit is a lost client to
+    // the server.
+    let result = replay(&store, &args, &output, &kafka, ranges).await;
+    store.close().await;
+    result
+}
+
+async fn replay(
+    store: &Store,
+    args: &ReplayArgs,
+    output: &Output,
+    kafka: &Kafka,
+    ranges: Vec<(i32, i64, i64)>,
+) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
     if !args.dry_run {
         store.require_insert_returning().await?;
     }
-    let widths = inbox_widths(&store).await?;
+    let widths = inbox_widths(store).await?;
     if let Some(width) = widths.consumer {
         let length = args.consumer.chars().count();
         if length > width {
@@ -366,7 +380,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
             summary.missing_id += 1;
             let error = format!(
                 "no event id ({}) in message {}:{}",
-                source_name(&args),
+                source_name(args),
                 message.partition,
                 message.offset
             );
@@ -418,7 +432,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
             }
             Handler::Sql(statements) => {
                 let job = SqlJob {
-                    store: &store,
+                    store,
                     statements,
                     consumer: &args.consumer,
                     topic: &args.topic,
@@ -438,10 +452,10 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
                     }
                     _ => None,
                 };
-                apply_sql(job, pipeline.as_mut(), next.as_deref(), &output).await?
+                apply_sql(job, pipeline.as_mut(), next.as_deref(), output).await?
             }
             Handler::Exec(exec) => {
-                apply_exec(&store, exec, &args.consumer, &args.topic, for_handler).await?
+                apply_exec(store, exec, &args.consumer, &args.topic, for_handler).await?
             }
         };
         if !too_long.is_empty() {
@@ -498,12 +512,12 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
             break;
         }
     }
-    if let Some(pipeline) = pipeline.as_mut() {
-        pipeline.abandon_ahead().await;
+    if let Some(pipeline) = pipeline {
         output.debug(format!(
             "{} batches committed with their inbox rows inserted ahead",
             pipeline.committed_ahead()
         ));
+        pipeline.close().await;
     }
     drop(receiver);
     progress.finish_and_clear();
@@ -514,12 +528,11 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     if let Handler::Exec(exec) = handler {
         finish_exec(*exec).await;
     }
-    store.close().await;
     if failure.is_none() && !interrupted {
         read?;
     }
     let elapsed = started.elapsed();
-    print_summary(&args, &summaries, elapsed, interrupted, &output)?;
+    print_summary(args, &summaries, elapsed, interrupted, output)?;
     if let Some(error) = failure {
         return Err(error);
     }

@@ -507,7 +507,7 @@ const PROBE_AFTER: Duration = Duration::from_millis(300);
 
 /// How long closing waits for connections still returning to the pool (one round trip
 /// each); a server that does not answer within it gets its connections dropped.
-const CLOSE_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 pub struct Store {
     pub backend: Backend,

@@ -148,6 +148,9 @@ struct Prepared {
 /// function belong to the session that made them.
 struct Lane {
     client: Arc<Client>,
+    /// The task that drives the connection: it ends once the client and its statements are
+    /// dropped and the server has been told (Terminate).
+    connection: tokio::task::JoinHandle<()>,
     handler: Vec<Prepared>,
     insert: Statement,
     /// The same insert without the conflict check: see [`PgPipeline::run`].
@@ -159,7 +162,7 @@ struct Lane {
 
 impl Lane {
     async fn connect(url: &str, statements: &[handler::Statement]) -> anyhow::Result<Lane> {
-        let client = connect_client(url).await?;
+        let (client, connection) = connect_client(url).await?;
         let mut handler = Vec::new();
         for statement in statements {
             handler.push(prepare(&client, statement).await?);
@@ -183,6 +186,7 @@ impl Lane {
         };
         Ok(Lane {
             client: Arc::new(client),
+            connection,
             handler,
             insert,
             insert_new,
@@ -289,6 +293,19 @@ impl PgPipeline {
     pub async fn abandon_ahead(&mut self) {
         if let Some(ahead) = self.ahead.take() {
             roll_back(&self.lanes, ahead).await;
+        }
+    }
+
+    /// Ends the pipeline's sessions as the protocol asks. Dropped instead, the connections'
+    /// tasks may not run again before the process exits, and the server counts the sessions
+    /// abandoned.
+    pub async fn close(mut self) {
+        self.abandon_ahead().await;
+        for lane in self.lanes {
+            let connection = lane.connection;
+            // The statements go first: each would otherwise keep the connection open.
+            drop((lane.handler, lane.insert, lane.insert_new, lane.set_based));
+            end_session(lane.client, connection).await;
         }
     }
 
@@ -715,10 +732,19 @@ fn has_repeats(ids: &[&str]) -> bool {
     !ids.iter().all(|id| seen.insert(*id))
 }
 
+/// Ends a session from [`connect_client`] as the protocol asks: the connection's task says
+/// goodbye to the server (Terminate) once nothing can send on it any more, and is waited
+/// for, or the process may exit before it runs again.
+pub async fn end_session(client: Arc<Client>, connection: tokio::task::JoinHandle<()>) {
+    drop(client);
+    let _ = tokio::time::timeout(super::CLOSE_WAIT, connection).await;
+}
+
 /// A tokio-postgres connection with the URL's own `sslmode`, as the main connection has:
 /// `prefer` and `require` encrypt without verifying the certificate, as libpq does; the
-/// verifying modes are refused, and callers keep to the main connection.
-pub async fn connect_client(url: &str) -> anyhow::Result<Client> {
+/// verifying modes are refused, and callers keep to the main connection. With the client
+/// comes the task that drives its connection (see [`PgPipeline::close`]).
+pub async fn connect_client(url: &str) -> anyhow::Result<(Client, tokio::task::JoinHandle<()>)> {
     if url.contains("sslmode=verify") {
         anyhow::bail!("with sslmode=verify-ca/verify-full only the main connection is used");
     }
@@ -734,13 +760,13 @@ pub async fn connect_client(url: &str) -> anyhow::Result<Client> {
         .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
         .await
         .context("second connection")?;
-    tokio::spawn(async move {
+    let connection = tokio::spawn(async move {
         let _ = connection.await;
     });
     client
         .batch_execute("SET TIME ZONE 'UTC'; SET application_name = 'inboxctl'")
         .await?;
-    Ok(client)
+    Ok((client, connection))
 }
 
 /// `sslmode=prefer` and `require`: the connection is encrypted, the server's certificate is
