@@ -2494,8 +2494,8 @@ async fn long_event_ids_are_applied_or_refused_never_cut(backend: Backend) {
 }
 
 /// replay ends every session it opens as the protocol asks: the store's and the two of the
-/// PostgreSQL pipeline, after a run that applies, one that finds everything done and one
-/// whose handler fails.
+/// PostgreSQL pipeline, after a run that applies, one that finds everything done, one whose
+/// handler fails and one that stops with an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_ends_its_sessions_cleanly_on_postgres() {
     use sqlx::Connection;
@@ -2533,9 +2533,15 @@ async fn replay_ends_its_sessions_cleanly_on_postgres() {
     );
     let run = replay(&db, &topic, "other", &["--sql", &failing]);
     assert_ne!(run.code, 0, "{}", run.stderr);
+    // An error once the handler's connections are open: the dead-letter file cannot be made.
+    let nowhere = db.dir.path().join("missing").join("dead.jsonl");
+    let mut args = args.to_vec();
+    args.extend(["--dead-letter", nowhere.to_str().unwrap()]);
+    let run = replay(&db, &topic, "third", &args).code(1);
+    assert!(run.stderr.contains("dead.jsonl"), "{}", run.stderr);
     let (ended, abandoned) = db.ended_sessions().await;
     assert!(
-        ended >= before + 3,
+        ended >= before + 4,
         "{before} sessions before, {ended} after"
     );
     assert_eq!(abandoned, 0, "of {} sessions", ended - before);

@@ -207,8 +207,12 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args, &output))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     // Closed on every path, an error's too: a connection dropped at exit is a lost client to
-    // the server.
-    let result = replay(&store, &args, &output, &kafka, ranges).await;
+    // the server. So is the handler's pipeline, which the replay leaves here.
+    let mut pipeline = None;
+    let result = replay(&store, &args, &output, &kafka, ranges, &mut pipeline).await;
+    if let Some(pipeline) = pipeline {
+        pipeline.close().await;
+    }
     store.close().await;
     result
 }
@@ -219,6 +223,7 @@ async fn replay(
     output: &Output,
     kafka: &Kafka,
     ranges: Vec<(i32, i64, i64)>,
+    pipeline: &mut Option<PgPipeline>,
 ) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
     if !args.dry_run {
@@ -252,7 +257,7 @@ async fn replay(
     let pointers: BTreeMap<String, String> = args.param.iter().cloned().collect();
     // On PostgreSQL the handler's statements of a batch go out pipelined on a connection of
     // their own; where that connection cannot be made (TLS required, say), one at a time.
-    let mut pipeline = match &handler {
+    *pipeline = match &handler {
         Handler::Sql(statements)
             if store.backend == Backend::Postgres
                 && std::env::var("INBOXCTL_PG_PIPELINE").as_deref() != Ok("0") =>
@@ -512,7 +517,7 @@ async fn replay(
             break;
         }
     }
-    if let Some(pipeline) = pipeline {
+    if let Some(pipeline) = pipeline.take() {
         output.debug(format!(
             "{} batches committed with their inbox rows inserted ahead",
             pipeline.committed_ahead()
