@@ -301,7 +301,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         ));
     }
 
-    let (state, mut plan, forgetting) = block_in_place(
+    let planned = block_in_place(
         || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting)> {
             let client = kafka.group_client(&args.group)?;
             let mut partitions = Vec::new();
@@ -424,11 +424,22 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             let forgetting = forgetting(&kafka, &client, &plan)?;
             Ok((state, plan, forgetting))
         },
-    )?;
-    if let Some(store) = inbox {
-        count_skipped_without_row(&store, &inbox_consumer, &mut plan).await?;
-        store.close().await;
-    }
+    );
+    // The inbox's store is closed on every path, an error's too: a connection dropped at
+    // exit is a lost client to the server.
+    let (state, plan, forgetting) = match (planned, inbox) {
+        (Ok(mut planned), Some(store)) => {
+            let counted = count_skipped_without_row(&store, &inbox_consumer, &mut planned.1).await;
+            store.close().await;
+            counted?;
+            planned
+        }
+        (planned, Some(store)) => {
+            store.close().await;
+            planned?
+        }
+        (planned, None) => planned?,
+    };
 
     for p in &plan {
         if let (Some(skipped), Some(new)) = (p.skipped_without_row, p.new) {
