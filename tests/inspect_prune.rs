@@ -1486,8 +1486,6 @@ fn cutoff_time(text: &str) -> chrono::DateTime<chrono::Utc> {
 /// dropped that way in most runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_end_their_sessions_cleanly_on_postgres() {
-    use sqlx::{Connection, Executor};
-
     let db = TestDb::new(Backend::Postgres).await;
     let prune = ["prune", "--older-than", "1d", "--yes"];
     // Without the table, both fail after connecting: one session each.
@@ -1501,16 +1499,12 @@ async fn commands_end_their_sessions_cleanly_on_postgres() {
     // migrate's sessions are the command's own business: counted from here on.
     db.run(&["migrate", "run"]).ok();
     let (before, _) = db.ended_sessions().await;
-    // Rows to delete, written on a connection of the test's own that ends properly.
-    let mut connection = sqlx::PgConnection::connect(&db.url).await.unwrap();
-    connection
-        .execute(
-            "INSERT INTO processed_messages (consumer, event_id, processed_at) \
-             SELECT 'billing', 'e' || i, now() - interval '3 days' FROM generate_series(1, 20) AS i",
-        )
-        .await
-        .unwrap();
-    connection.close().await.unwrap();
+    // Rows to delete.
+    db.exec_and_disconnect(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT 'billing', 'e' || i, now() - interval '3 days' FROM generate_series(1, 20) AS i",
+    )
+    .await;
     for _ in 0..3 {
         db.run(&["inspect"]).ok();
         db.run(&["inspect", "--event-id", "e1"]).ok();

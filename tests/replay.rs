@@ -2498,23 +2498,15 @@ async fn long_event_ids_are_applied_or_refused_never_cut(backend: Backend) {
 /// handler fails and one that stops with an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_ends_its_sessions_cleanly_on_postgres() {
-    use sqlx::Connection;
-
     let db = TestDb::new(Backend::Postgres).await;
     db.run(&["migrate", "run"]).ok();
-    // The handler's tables, made on a connection of the test's own that ends properly: the
-    // harness's store would keep sessions open.
-    let mut connection = sqlx::PgConnection::connect(&db.url).await.unwrap();
-    sqlx::raw_sql(
+    db.exec_and_disconnect(
         "CREATE TABLE accounts (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL); \
          INSERT INTO accounts (id, balance) VALUES (1, 0), (2, 0), (3, 0), (4, 0); \
          CREATE TABLE ledger (event_id VARCHAR(600) NOT NULL, account BIGINT NOT NULL, \
          amount BIGINT NOT NULL, CHECK (amount > 0))",
     )
-    .execute(&mut connection)
-    .await
-    .unwrap();
-    connection.close().await.unwrap();
+    .await;
     let (before, abandoned) = db.ended_sessions().await;
     assert_eq!(abandoned, 0);
 

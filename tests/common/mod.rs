@@ -203,6 +203,20 @@ impl TestDb {
         );
     }
 
+    /// PostgreSQL: runs `sql` (several statements allowed) on a connection of its own that
+    /// ends as the protocol asks, for tests that count sessions: the harness's store would
+    /// keep its sessions open.
+    pub async fn exec_and_disconnect(&self, sql: &str) {
+        use sqlx::Connection;
+        assert_eq!(self.backend, Backend::Postgres);
+        let mut connection = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        sqlx::raw_sql(sql)
+            .execute(&mut connection)
+            .await
+            .unwrap_or_else(|error| panic!("{sql}: {error}"));
+        connection.close().await.unwrap();
+    }
+
     /// PostgreSQL: once no session is left on this database, how many have ended and how
     /// many of them were abandoned (the client went away without its Terminate message).
     /// Asked on the admin database, so that asking opens no session here; this test's own
