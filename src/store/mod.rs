@@ -560,20 +560,28 @@ impl Store {
             }
         }
         let options = url.connect_options(&connect)?;
-        let setup = dialect.session_setup;
         let serial = if serial_plans {
             dialect.serial_plans
         } else {
             &[]
         };
+        // Sent as one text, one round trip: the simple protocol takes several statements.
+        let setup = std::sync::Arc::new(
+            dialect
+                .session_setup
+                .iter()
+                .chain(serial)
+                .copied()
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
         let pool = AnyPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(timeout)
             .after_connect(move |connection, _| {
+                let setup = std::sync::Arc::clone(&setup);
                 Box::pin(async move {
-                    for statement in setup.iter().chain(serial) {
-                        connection.execute(*statement).await?;
-                    }
+                    connection.execute(setup.as_str()).await?;
                     Ok(())
                 })
             })
