@@ -302,10 +302,9 @@ impl PgPipeline {
     pub async fn close(mut self) {
         self.abandon_ahead().await;
         for lane in self.lanes {
-            let connection = lane.connection;
-            // The statements go first: each would otherwise keep the connection open.
-            drop((lane.handler, lane.insert, lane.insert_new, lane.set_based));
-            end_session(lane.client, connection).await;
+            // The prepared statements hold the client weakly: they keep nothing open, and
+            // once the session has ended their drop sends the server nothing.
+            end_session(lane.client, lane.connection).await;
         }
     }
 
