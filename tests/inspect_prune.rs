@@ -1357,6 +1357,56 @@ async fn inbox_ids_load_in_key_chunks_exactly_once() {
     inboxctl::store::pg_pipeline::end_session(client, connection).await;
 }
 
+/// prune's batches commit without waiting for the WAL flush, on a connection of their own
+/// that is closed afterwards: the setting never reaches a connection the pool hands out
+/// later, and the store's other statements (the record of the prune among them) commit as
+/// the server says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_batches_alone_commit_without_waiting_for_the_flush() {
+    use inboxctl::store::{CreateMode, DatabaseUrl, Store};
+    let db = TestDb::new(Backend::Postgres).await;
+    let url = DatabaseUrl::parse(&db.url).unwrap();
+    let timeout = std::time::Duration::from_secs(10);
+    let store = Store::connect_with(&url, timeout, CreateMode::MustExist, 1, false)
+        .await
+        .unwrap();
+    async fn setting(connection: &mut sqlx::AnyConnection) -> String {
+        sqlx::query_scalar("SHOW synchronous_commit")
+            .fetch_one(connection)
+            .await
+            .unwrap()
+    }
+    async fn pid(connection: &mut sqlx::AnyConnection) -> i32 {
+        sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(connection)
+            .await
+            .unwrap()
+    }
+    let (before, first_pid) = {
+        let mut pooled = store.acquire().await.unwrap();
+        (setting(&mut pooled).await, pid(&mut pooled).await)
+    };
+    assert_eq!(before, "on", "the test server should commit synchronously");
+    let batch_pid = {
+        let mut batches = store.bulk_delete_connection().await.unwrap();
+        assert_eq!(setting(&mut batches).await, "off");
+        pid(&mut batches).await
+    };
+    assert_eq!(
+        batch_pid, first_pid,
+        "the batches take the pooled connection"
+    );
+    let mut after = store.acquire().await.unwrap();
+    assert_ne!(
+        pid(&mut after).await,
+        batch_pid,
+        "the batches' connection is closed, not pooled"
+    );
+    assert_eq!(setting(&mut after).await, "on");
+    drop(after);
+    store.close().await;
+}
+
 /// A store asked for serial plans (compare --scan's) runs PostgreSQL's queries without
 /// parallel workers on every pooled connection; one not asked keeps the server's setting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
