@@ -762,8 +762,9 @@ pub async fn connect_client(url: &str) -> anyhow::Result<(Client, tokio::task::J
     let connection = tokio::spawn(async move {
         let _ = connection.await;
     });
+    // The main connection's session settings, in one round trip as it sends them.
     client
-        .batch_execute("SET TIME ZONE 'UTC'; SET application_name = 'inboxctl'")
+        .batch_execute(&super::postgres::DIALECT.session_setup.join("; "))
         .await?;
     Ok((client, connection))
 }
