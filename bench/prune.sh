@@ -14,9 +14,10 @@
 # of its own made just before it, after the other's was dropped, so that both start with
 # none of the benchmark's pages in shared buffers. Prints each round: seconds and rows/s
 # of each, prune's rate as a share of the DELETE's, the inserter's p99 latency idle and
-# during each, and the WAL the server wrote during each (pg_stat_wal: how much, how many
-# full-page images, how fast); then the medians over the rounds, and whether they meet
-# the goals:
+# during each, how many inserts took over twice the idle p99, and the WAL the server wrote
+# during each (pg_stat_wal: how much, how many full-page images, how fast); then the
+# medians over the rounds, the share of slow inserts over all of them, and whether the
+# medians meet the goals:
 #   prune >= 70% of the unbounded DELETE's rate, inserter p99 during prune <= 2x idle.
 # Timings are reported, never asserted. The script fails only when a run deletes the wrong
 # number of rows or a tool fails.
@@ -241,20 +242,22 @@ stop_inserter() {
     fi
 }
 
-# latency_stats NAME FROM TO: "count p50_ms p99_ms max_ms" of the inserts that completed in
-# [FROM, TO] (epoch seconds). Log line: client tx latency_us script epoch_s epoch_us. The first
+# latency_stats NAME FROM TO [SLOW_MS]: "count p50_ms p99_ms max_ms slow" of the inserts that
+# completed in [FROM, TO] (epoch seconds), slow being how many took longer than SLOW_MS (0
+# without it). Log line: client tx latency_us script epoch_s epoch_us. The first
 # transaction of each pgbench run (tx 0) is left out: it pays for the new session's catalog
 # caches, not for anything the phase does.
 latency_stats() {
-    local name=$1 from=$2 to=$3
+    local name=$1 from=$2 to=$3 slow_ms=${4:-0}
     cat "$WORK/$name"/chunk*.* 2>/dev/null |
         awk -v from="$from" -v to="$to" '$2 > 0 { t = $5 + $6 / 1e6; if (t >= from && t <= to) print $3 }' |
         sort -n |
-        awk '{ v[NR] = $1 }
+        awk -v slow_us="$(calc %.0f "$slow_ms * 1000")" '
+             { v[NR] = $1; if (slow_us > 0 && $1 > slow_us) slow++ }
              END {
                  if (NR == 0) { print "no inserts completed in the window" > "/dev/stderr"; exit 1 }
                  i50 = int(NR * 0.50 + 0.999999); i99 = int(NR * 0.99 + 0.999999)
-                 printf "%d %.2f %.2f %.2f\n", NR, v[i50] / 1000, v[i99] / 1000, v[NR] / 1000
+                 printf "%d %.2f %.2f %.2f %d\n", NR, v[i50] / 1000, v[i99] / 1000, v[NR] / 1000, slow
              }'
 }
 
@@ -262,7 +265,9 @@ checkpoint() { psql_on "$1" -c "CHECKPOINT" >/dev/null; }
 
 # wal_stats: "bytes full_page_images" written by the whole server so far (pg_stat_wal,
 # PostgreSQL 14 and later; "- -" before). The inserter's own WAL is in it too, a few
-# hundred kB a phase.
+# hundred kB a phase. Its counts of writes and syncs are left out: a backend adds its own
+# to them at most once a second, so a phase's window gets none of the inserter's or a
+# whole session's.
 wal_stats() { psql_admin -At -F ' ' -c "SELECT wal_bytes, wal_fpi FROM pg_stat_wal" 2>/dev/null || echo "- -"; }
 # wal_between BEFORE AFTER SECONDS: "MB (full pages) at MB/s", or "-" without pg_stat_wal.
 wal_between() {
@@ -273,6 +278,9 @@ wal_between() {
         printf "%.1f MB (%d full pages) at %.0f MB/s", mb, y[2] - x[2], mb / s
     }'
 }
+
+# slow_threshold IDLE_STATS: twice the idle p99, in ms: an insert slower than that is slow.
+slow_threshold() { local p99; read -r _ _ p99 _ <<<"$1"; calc %.3f "2 * $p99"; }
 
 # idle URL NAME: the inserter alone for IDLE_SECONDS.
 idle() {
@@ -309,7 +317,7 @@ phase_prune() {
     ended=$(now)
     wal_prune=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
     stop_inserter prune
-    during_prune=$(latency_stats prune "$started" "$ended")
+    during_prune=$(latency_stats prune "$started" "$ended" "$(slow_threshold "$idle_prune")")
     prune_wall=$(elapsed "$started" "$ended")
 
     json_field() { sed -n "s/^  \"$1\": \([0-9.]*\),\{0,1\}\$/\1/p" "$WORK/prune.json"; }
@@ -341,7 +349,7 @@ phase_delete() {
     ended=$(now)
     wal_delete=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
     stop_inserter delete
-    during_delete=$(latency_stats delete "$started" "$ended")
+    during_delete=$(latency_stats delete "$started" "$ended" "$(slow_threshold "$idle_delete")")
     delete_wall=$(elapsed "$started" "$ended")
     delete_deleted=$(sed -n 's/^DELETE \([0-9]*\)$/\1/p' <<<"$output")
     delete_statement=$(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' <<<"$output")
@@ -387,16 +395,18 @@ for round in $(seq 1 "$ROUNDS"); do
     esac
     read -r _ _ idle_prune_p99 _ <<<"$idle_prune"
     read -r _ _ idle_delete_p99 _ <<<"$idle_delete"
-    read -r _ _ prune_p99 _ <<<"$during_prune"
-    read -r _ _ delete_p99 _ <<<"$during_delete"
+    read -r prune_inserts _ prune_p99 _ prune_slow <<<"$during_prune"
+    read -r delete_inserts _ delete_p99 _ delete_slow <<<"$during_delete"
     ratio=$(calc %.1f "100 * $delete_wall / $prune_wall")
     inner_ratio=$(calc %.1f "100 * $delete_statement / $prune_loop")
     prune_vs_idle=$(calc %.2f "$prune_p99 / $idle_prune_p99")
     delete_vs_idle=$(calc %.2f "$delete_p99 / $idle_delete_p99")
-    echo "$ratio $inner_ratio $prune_vs_idle $delete_vs_idle $prune_wall $delete_wall" >>"$RESULTS"
+    echo "$ratio $inner_ratio $prune_vs_idle $delete_vs_idle $prune_wall $delete_wall" \
+        "$prune_inserts $prune_slow $delete_inserts $delete_slow" >>"$RESULTS"
     round_row "$round" "${first%-first}" "$prune_wall ($prune_loop)" "$delete_wall ($delete_statement)" \
         "$ratio% ($inner_ratio%)" "$prune_p99 (${prune_vs_idle}x)" "$delete_p99 (${delete_vs_idle}x)" \
         "$prune_strategy, $prune_batches batches"
+    echo "      slow inserts (over 2x idle p99): prune $prune_slow of $prune_inserts, DELETE $delete_slow of $delete_inserts"
     echo "      WAL written: prune $wal_prune; DELETE $wal_delete"
     if [ "$SCHED" = 1 ]; then
         for name in idle_prune prune idle_delete delete; do
@@ -417,5 +427,11 @@ delete_p99_median=$(median 4)
 echo
 echo "medians over $ROUNDS rounds: prune at $rate_median% of the DELETE's rate as whole commands ($loop_median% loop against statement);"
 echo "  inserter p99 ${p99_median}x idle during prune, ${delete_p99_median}x during the DELETE"
+# slow_share INSERTS SLOW: "slow of inserts (percent)" over all rounds.
+slow_share() {
+    awk -v n="$1" -v s="$2" '{ inserts += $n; slow += $s }
+        END { printf "%d of %d (%.2f%%)", slow, inserts, inserts ? 100 * slow / inserts : 0 }' "$RESULTS"
+}
+echo "  inserts slower than 2x idle p99, all rounds: during prune $(slow_share 7 8), during the DELETE $(slow_share 9 10)"
 echo "goal: prune >= 70% of the unbounded DELETE's rate (whole commands, median): $(goal "$rate_median >= 70")"
 echo "goal: inserter p99 during prune <= 2x its idle p99 (median): $(goal "$p99_median <= 2")"
