@@ -272,7 +272,8 @@ impl Kafka {
     }
 
     /// As [`Kafka::all_partitions`], but a topic the metadata answers with an error fails:
-    /// for deleting a group, whose offsets on every topic must be committed again.
+    /// for `offsets reset --all-topics`, and for deleting a group, whose offsets on every
+    /// topic must be committed again.
     pub fn every_partition(&self, client: &BaseConsumer) -> anyhow::Result<Vec<(String, i32)>> {
         let listed = self.listed_partitions(client)?;
         if let Some((topic, error)) = listed.failed.first() {

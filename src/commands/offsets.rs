@@ -675,17 +675,21 @@ enum Forgetting {
 
 /// `--all-topics`: the partitions the group has a committed offset for, as
 /// kafka-consumer-groups.sh takes them; an error when there are none, since a mistyped group
-/// would otherwise reset nothing without a word.
+/// would otherwise reset nothing without a word. A topic whose metadata the brokers answer
+/// with an error fails too: its partitions cannot be listed, and a reset that left them out
+/// would report the group reset while its offsets there stayed where they were.
 fn committed_partitions(
     kafka: &Kafka,
     client: &BaseConsumer,
     group: &str,
 ) -> anyhow::Result<Vec<(String, i32)>> {
-    let partitions: Vec<(String, i32)> =
-        committed_offsets(kafka, client, &kafka.all_partitions(client)?)?
-            .into_iter()
-            .map(|(topic, partition, _)| (topic, partition))
-            .collect();
+    let every = kafka.every_partition(client).context(
+        "--all-topics cannot list every partition (name the topics with --topic instead)",
+    )?;
+    let partitions: Vec<(String, i32)> = committed_offsets(kafka, client, &every)?
+        .into_iter()
+        .map(|(topic, partition, _)| (topic, partition))
+        .collect();
     if partitions.is_empty() {
         bail!(
             "consumer group '{group}' has no committed offsets on {}: --all-topics has nothing to reset; name the partitions with --topic",
