@@ -36,9 +36,9 @@ const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"]
 
 /// The cluster's partitions by topic and partition, and the topics whose metadata came with
 /// an error (name, error).
-struct ListedPartitions {
-    partitions: Vec<(String, i32)>,
-    failed: Vec<(String, String)>,
+pub struct ListedPartitions {
+    pub partitions: Vec<(String, i32)>,
+    pub failed: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -265,13 +265,7 @@ impl Kafka {
         Ok(partitions)
     }
 
-    /// Every partition of every topic in the cluster (Kafka's internal topics excluded), by
-    /// topic and partition. A topic the metadata answers with an error is left out.
-    pub fn all_partitions(&self, client: &BaseConsumer) -> anyhow::Result<Vec<(String, i32)>> {
-        Ok(self.listed_partitions(client)?.partitions)
-    }
-
-    /// As [`Kafka::all_partitions`], but a topic the metadata answers with an error fails:
+    /// As [`Kafka::listed_partitions`], but a topic the metadata answers with an error fails:
     /// for `offsets reset --all-topics`, and for deleting a group, whose offsets on every
     /// topic must be committed again.
     pub fn every_partition(&self, client: &BaseConsumer) -> anyhow::Result<Vec<(String, i32)>> {
@@ -285,8 +279,10 @@ impl Kafka {
         Ok(listed.partitions)
     }
 
-    /// The partitions of the cluster's topics, and the topics answered with an error.
-    fn listed_partitions(&self, client: &BaseConsumer) -> anyhow::Result<ListedPartitions> {
+    /// Every partition of every topic in the cluster (Kafka's internal topics excluded), by
+    /// topic and partition, and the topics the metadata answers with an error, left out of
+    /// the partitions.
+    pub fn listed_partitions(&self, client: &BaseConsumer) -> anyhow::Result<ListedPartitions> {
         let metadata = client
             .fetch_metadata(None, self.timeout())
             .map_err(|error| self.unreachable(error))?;

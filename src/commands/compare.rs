@@ -27,7 +27,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
-use crate::commands::offsets::{group_offsets, PartitionOffsets};
+use crate::commands::offsets::{group_offsets, GroupOffsets, PartitionOffsets};
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::kafka::{read_range, Kafka, KafkaClient};
@@ -231,7 +231,14 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     // The topic's reader starts as soon as the offsets are known.
     let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
     let comparing = async {
-        let ((state, offsets), group_client) = group
+        let (
+            GroupOffsets {
+                state,
+                partitions: offsets,
+                ..
+            },
+            group_client,
+        ) = group
             .await
             .context("reading the group's offsets stopped unexpectedly")??;
         // After a prune, where each partition's offsets can be checked: the first message

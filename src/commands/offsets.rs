@@ -36,6 +36,15 @@ pub struct PartitionOffsets {
     pub lag: Option<i64>,
 }
 
+/// A group's state and committed offsets.
+pub struct GroupOffsets {
+    pub state: GroupState,
+    pub partitions: Vec<PartitionOffsets>,
+    /// Topics left out because the brokers answered their metadata with an error (name,
+    /// error); only when all of the group's topics were asked for.
+    pub unlisted: Vec<(String, String)>,
+}
+
 /// The group's committed offsets for these topics (all of its topics when empty), with the
 /// log's bounds, read through `client` (a [`Kafka::group_client`] of the group). Fails for a
 /// group the cluster does not know.
@@ -44,9 +53,12 @@ pub fn group_offsets(
     client: &BaseConsumer,
     group: &str,
     topics: &[String],
-) -> anyhow::Result<(GroupState, Vec<PartitionOffsets>)> {
+) -> anyhow::Result<GroupOffsets> {
+    let mut unlisted = Vec::new();
     let candidates: Vec<(String, i32)> = if topics.is_empty() {
-        kafka.all_partitions(client)?
+        let listed = kafka.listed_partitions(client)?;
+        unlisted = listed.failed;
+        listed.partitions
     } else {
         let mut list = Vec::new();
         for topic in topics {
@@ -102,7 +114,11 @@ pub fn group_offsets(
             lag: committed.map(|c| (log_end - c).max(0)),
         });
     }
-    Ok((state, rows))
+    Ok(GroupOffsets {
+        state,
+        partitions: rows,
+        unlisted,
+    })
 }
 
 fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -110,10 +126,20 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let Some(group) = &args.group else {
         return list_groups(&kafka, &output);
     };
-    let (state, rows) = block_in_place(|| {
+    let GroupOffsets {
+        state,
+        partitions: rows,
+        unlisted,
+    } = block_in_place(|| {
         let client = kafka.group_client(group)?;
         group_offsets(&kafka, &client, group, &args.topic)
     })?;
+    for (topic, error) in &unlisted {
+        output.warn(format!(
+            "topic '{topic}' is not shown: the brokers answered its metadata with an error ({error}), \
+             so the group's offsets there cannot be read; try again, or name it with --topic"
+        ));
+    }
     let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
     for row in &rows {
         *totals.entry(&row.topic).or_default() += row.lag.unwrap_or(0);
