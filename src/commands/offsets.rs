@@ -54,11 +54,9 @@ pub fn group_offsets(
     group: &str,
     topics: &[String],
 ) -> anyhow::Result<GroupOffsets> {
-    let mut unlisted = Vec::new();
-    let candidates: Vec<(String, i32)> = if topics.is_empty() {
+    let (candidates, unlisted) = if topics.is_empty() {
         let listed = kafka.listed_partitions(client)?;
-        unlisted = listed.failed;
-        listed.partitions
+        (listed.partitions, listed.failed)
     } else {
         let mut list = Vec::new();
         for topic in topics {
@@ -66,7 +64,7 @@ pub fn group_offsets(
                 list.push((topic.clone(), partition));
             }
         }
-        list
+        (list, Vec::new())
     };
     // After the metadata request: librdkafka's group listing waits up to a second for broker
     // connections when it is the client's first request.
@@ -709,13 +707,11 @@ fn committed_partitions(
     client: &BaseConsumer,
     group: &str,
 ) -> anyhow::Result<Vec<(String, i32)>> {
-    let every = kafka.every_partition(client).context(
-        "--all-topics cannot list every partition (name the topics with --topic instead)",
-    )?;
-    let partitions: Vec<(String, i32)> = committed_offsets(kafka, client, &every)?
-        .into_iter()
-        .map(|(topic, partition, _)| (topic, partition))
-        .collect();
+    let partitions: Vec<(String, i32)> =
+        committed_offsets(kafka, client, &kafka.every_partition(client)?)?
+            .into_iter()
+            .map(|(topic, partition, _)| (topic, partition))
+            .collect();
     if partitions.is_empty() {
         bail!(
             "consumer group '{group}' has no committed offsets on {}: --all-topics has nothing to reset; name the partitions with --topic",
