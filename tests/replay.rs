@@ -926,9 +926,10 @@ async fn killed_replays_converge(backend: Backend, kills: usize, handler_sql: &s
     let mut interrupted = 0;
     let mut runs = 0;
     let mut log = Vec::new();
-    // The shortest run that went to its end: the bound of a kill's delay once nothing is left
-    // to replay.
-    let mut shortest_complete = Duration::from_millis(400);
+    // A kill's random delay is at most this; once nothing is left to replay, at most the
+    // shortest run that went to its end.
+    const MAX_DELAY_MS: u64 = 400;
+    let mut shortest_complete = Duration::from_millis(MAX_DELAY_MS);
     loop {
         runs += 1;
         assert!(
@@ -976,7 +977,7 @@ async fn killed_replays_converge(backend: Backend, kills: usize, handler_sql: &s
                 (Some(Duration::from_millis(rng.range(0, bound))), i64::MAX)
             } else if rng.range(0, 2) == 0 {
                 (
-                    Some(Duration::from_millis(rng.range(0, 400))),
+                    Some(Duration::from_millis(rng.range(0, MAX_DELAY_MS))),
                     before + room as i64,
                 )
             } else {
@@ -1047,11 +1048,9 @@ async fn killed_replays_converge(backend: Backend, kills: usize, handler_sql: &s
         if let Some(code) = exit {
             let text = std::fs::read_to_string(&stderr).unwrap();
             assert_eq!(code, 0, "run {runs} (batch {batch}) failed:\n{text}");
-            shortest_complete = shortest_complete.min(started.elapsed());
-            log.push(format!(
-                "run {runs}: batch {batch}, completed in {:?}",
-                started.elapsed()
-            ));
+            let took = started.elapsed();
+            shortest_complete = shortest_complete.min(took);
+            log.push(format!("run {runs}: batch {batch}, completed in {took:?}"));
             if killed >= kills {
                 break;
             }
