@@ -43,6 +43,14 @@
 #                   for a CPU (the run queue) of the server's processes and the clients,
 #                   from /proc/PID/schedstat (the server must run on this machine; see
 #                   bench/schedstat.py)
+#   PIN=1           the inserter on CPU 0 and the deleting side on CPU 1: pgbench and its
+#                   backends on 0, prune or psql and their backends on 1 (taskset; the
+#                   server's processes that were already running stay where they were). The
+#                   server must run on this machine, this user must be allowed to set its
+#                   processes' affinity, and the inserter connects as the role
+#                   inboxctl_bench_writer (made for the run, a member of BENCH_PG_ADMIN's
+#                   user), which the server must let in as it lets that user in. The
+#                   postmaster runs on CPU 1 meanwhile; its affinity is restored at the end.
 # Put ?sslmode=disable on BENCH_PG_ADMIN to measure without TLS on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +64,7 @@ REFERENCE_SQL=${REFERENCE_SQL:-"DELETE FROM processed_messages WHERE processed_a
 BATCH=${BATCH:-}
 INBOXCTL=${INBOXCTL:-target/release/inboxctl}
 SCHED=${SCHED:-0}
+PIN=${PIN:-0}
 IDLE_SECONDS=${IDLE_SECONDS:-10}
 # Longest a phase may run before the inserter gives up (seconds): keeps pgbench bounded.
 MAX_PHASE_SECONDS=${MAX_PHASE_SECONDS:-1800}
@@ -83,6 +92,15 @@ case $SCHED in
     0) ;;
     1) command -v python3 >/dev/null || die "SCHED=1 needs python3" ;;
     *) die "SCHED must be 0 or 1, not '$SCHED'" ;;
+esac
+case $PIN in
+    0) ;;
+    1)
+        command -v python3 >/dev/null || die "PIN=1 needs python3"
+        command -v taskset >/dev/null || die "PIN=1 needs taskset (util-linux)"
+        taskset -c 0,1 true 2>/dev/null || die "PIN=1 needs CPUs 0 and 1"
+        ;;
+    *) die "PIN must be 0 or 1, not '$PIN'" ;;
 esac
 [[ $ROWS =~ ^[0-9]+$ ]] && [ "$ROWS" -ge 2 ] && [ $((ROWS % 2)) -eq 0 ] ||
     die "ROWS must be an even number of at least 2, not '$ROWS'"
@@ -119,10 +137,22 @@ psql_admin() { psql "$BENCH_PG_ADMIN" -X -q -v ON_ERROR_STOP=1 "$@"; }
 psql_on() { local url=$1; shift; psql "$url" -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 WORK=$(mktemp -d)
+# Set by pin_setup when PIN=1, so that cleanup can undo what it did.
+POSTMASTER_PID=
+POSTMASTER_CPUS=
+PIN_PID=
+WRITER_ROLE=inboxctl_bench_writer
 cleanup() {
     local status=$?
     [ -f "$WORK/stop" ] || touch "$WORK/stop"
+    [ -z "$PIN_PID" ] || kill -TERM "$PIN_PID" 2>/dev/null || true
     wait 2>/dev/null || true
+    if [ -n "$POSTMASTER_CPUS" ]; then
+        taskset -pc "$POSTMASTER_CPUS" "$POSTMASTER_PID" >/dev/null ||
+            printf 'bench/prune.sh: could not give the postmaster (%s) its CPUs %s back\n' \
+                "$POSTMASTER_PID" "$POSTMASTER_CPUS" >&2
+        psql_admin -c "DROP ROLE IF EXISTS $WRITER_ROLE" >/dev/null 2>&1 || true
+    fi
     if [ "${KEEP_DBS:-0}" != 1 ]; then
         psql_admin -c "DROP DATABASE IF EXISTS $DB_PRUNE" -c "DROP DATABASE IF EXISTS $DB_DELETE" \
             -c "DROP DATABASE IF EXISTS $DB_SEED" -c "DROP DATABASE IF EXISTS $DB_BUILD" >/dev/null 2>&1 || true
@@ -134,6 +164,65 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 now() { date +%s.%N; }
+
+# await_ready FILE PID NAME: waits up to 5 s for the helper PID (NAME) to create FILE.
+await_ready() {
+    local _
+    for _ in $(seq 1 500); do
+        [ -e "$1" ] && return
+        kill -0 "$2" 2>/dev/null || die "$3 failed to start"
+        sleep 0.01
+    done
+    die "$3 did not start within 5 s"
+}
+
+# ---------------------------------------------------------------------------------------
+# PIN=1: the inserter on CPU 0, the deleting side on CPU 1.
+# ---------------------------------------------------------------------------------------
+INSERTER_ON=()
+DELETER_ON=()
+# inserter_url URL: the URL the inserter connects with.
+inserter_url() {
+    if [ "$PIN" = 1 ]; then
+        # postgres://user:password@host/db -> postgres://WRITER_ROLE@host/db
+        sed -E "s#^([a-z]+://)([^@/]*@)?#\\1$WRITER_ROLE@#" <<<"$1"
+    else
+        printf '%s' "$1"
+    fi
+}
+# pin_setup: the postmaster onto CPU 1, so that the backends of prune and psql start there;
+# bench/pin.py moves the inserter's (role WRITER_ROLE) to CPU 0 as each appears.
+pin_setup() {
+    local data_directory
+    data_directory=$(psql_admin -At -c "SHOW data_directory")
+    POSTMASTER_PID=$(head -n 1 "$data_directory/postmaster.pid" 2>/dev/null) ||
+        die "PIN=1 needs the server on this machine (no $data_directory/postmaster.pid here)"
+    [ "$(cat "/proc/$POSTMASTER_PID/comm" 2>/dev/null)" = postgres ] ||
+        die "PIN=1: process $POSTMASTER_PID of $data_directory/postmaster.pid is not the server's"
+    local cpus
+    cpus=$(taskset -pc "$POSTMASTER_PID") || die "PIN=1: cannot read the postmaster's CPUs"
+    POSTMASTER_CPUS=${cpus##*: }
+    psql_admin -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS $WRITER_ROLE" \
+        -c "CREATE ROLE $WRITER_ROLE LOGIN IN ROLE $(psql_admin -At -c "SELECT current_user")"
+    taskset -pc 1 "$POSTMASTER_PID" >/dev/null || die "PIN=1: cannot set the postmaster's CPUs"
+    taskset -c 1 python3 bench/pin.py "$POSTMASTER_PID" "$WRITER_ROLE" 0 "$WORK/pin.ready" &
+    PIN_PID=$!
+    await_ready "$WORK/pin.ready" "$PIN_PID" bench/pin.py
+    INSERTER_ON=(taskset -c 0)
+    DELETER_ON=(taskset -c 1)
+}
+
+# pin_check: every backend of the inserter runs on CPU 0 alone.
+pin_check() {
+    local pid found=0
+    for pid in $(cat "/proc/$POSTMASTER_PID/task/$POSTMASTER_PID/children"); do
+        tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ": $WRITER_ROLE \|^postgres: $WRITER_ROLE " || continue
+        found=1
+        [ "$(taskset -pc "$pid" 2>/dev/null | sed 's/.*: //')" = 0 ] ||
+            die "PIN=1: the inserter's backend $pid is not on CPU 0 alone"
+    done
+    [ "$found" = 1 ] || die "PIN=1: no backend of $WRITER_ROLE found"
+}
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 # ---------------------------------------------------------------------------------------
@@ -209,22 +298,19 @@ start_inserter() {
         chunk=0
         while [ ! -e "$WORK/stop.$name" ] && [ ! -e "$WORK/stop" ] && [ "$(date +%s)" -lt "$deadline" ]; do
             chunk=$((chunk + 1))
-            pgbench -n -c 1 -j 1 -T "$CHUNK_SECONDS" -f "$WORK/insert.sql" \
-                --log --log-prefix="$WORK/$name/chunk$chunk" "$url" \
+            "${INSERTER_ON[@]}" pgbench -n -c 1 -j 1 -T "$CHUNK_SECONDS" -f "$WORK/insert.sql" \
+                --log --log-prefix="$WORK/$name/chunk$chunk" "$(inserter_url "$url")" \
                 >>"$WORK/$name/pgbench.out" 2>&1 || { echo "pgbench failed" >>"$WORK/$name/failed"; break; }
         done
     ) &
     INSERTER_PID=$!
     # Let the first pgbench connect before the phase starts.
     sleep 1
+    [ "$PIN" = 0 ] || pin_check
     if [ "$SCHED" = 1 ]; then
         python3 bench/schedstat.py "$url" "$WORK/$name/schedstat" &
         PROBE_PID=$!
-        for _ in $(seq 1 500); do
-            [ -e "$WORK/$name/schedstat.ready" ] && break
-            kill -0 "$PROBE_PID" 2>/dev/null || die "bench/schedstat.py failed to start"
-            sleep 0.01
-        done
+        await_ready "$WORK/$name/schedstat.ready" "$PROBE_PID" bench/schedstat.py
     fi
 }
 
@@ -312,7 +398,7 @@ phase_prune() {
     local started ended
     wal_before=$(wal_stats)
     started=$(now)
-    DATABASE_URL=$URL_PRUNE "$INBOXCTL" prune --before "$CUTOFF" --yes --format json \
+    DATABASE_URL=$URL_PRUNE "${DELETER_ON[@]}" "$INBOXCTL" prune --before "$CUTOFF" --yes --format json \
         "${batch_args[@]}" >"$WORK/prune.json"
     ended=$(now)
     wal_prune=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
@@ -344,7 +430,7 @@ phase_delete() {
     local started ended output
     wal_before=$(wal_stats)
     started=$(now)
-    output=$(psql "$URL_DELETE" -X -v ON_ERROR_STOP=1 -c '\timing on' \
+    output=$("${DELETER_ON[@]}" psql "$URL_DELETE" -X -v ON_ERROR_STOP=1 -c '\timing on' \
         -c "$REFERENCE_STATEMENT")
     ended=$(now)
     wal_delete=$(wal_between "$wal_before" "$(wal_stats)" "$(elapsed "$started" "$ended")")
@@ -365,11 +451,14 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 vacuum() { psql_on "$1" -c "VACUUM ANALYZE processed_messages" >/dev/null; }
 goal() { awk "BEGIN { exit !($1) }" && echo met || echo "NOT met"; }
 
+[ "$PIN" = 0 ] || pin_setup
+
 batch_label=${batch_args[*]:-default arguments}
 echo "inboxctl prune benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, PostgreSQL $(psql_admin -At -c "SHOW server_version")"
 echo "table: $ROWS rows ($table_size with indexes), 4 consumers; cutoff $CUTOFF; $HALF rows older, deleted by each"
 echo "prune with $batch_label; $ROUNDS rounds, order $ORDER, copies $COPIES"
 echo "reference: $REFERENCE_STATEMENT"
+[ "$PIN" = 0 ] || echo "pinned: the inserter (pgbench and its backends) on CPU 0; prune, psql and their backends on CPU 1"
 echo
 echo "Seconds are wall clock from start to exit (prune: start-up, connecting, counting and"
 echo "deleting; psql: start-up, connecting and the DELETE); in brackets prune's own elapsed_ms"
