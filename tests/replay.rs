@@ -670,6 +670,68 @@ async fn batches_inserted_ahead_apply_each_event_once_on_postgres() {
     );
 }
 
+/// The handler's statements run on connections of their own on PostgreSQL (the pipeline's),
+/// which must be set up as the main one is: in UTC whatever the database's default time
+/// zone, or a handler that turns `:timestamp` into a local time would write another hour
+/// than the same handler run statement by statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handlers_connections_are_in_utc_whatever_the_databases_zone_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    setup(&mut db).await;
+    db.exec(
+        "CREATE TABLE zones (event_id TEXT PRIMARY KEY, zone TEXT NOT NULL, \
+         local_time TEXT NOT NULL, utc_time TEXT NOT NULL)",
+    )
+    .await;
+    db.exec_and_disconnect(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
+         current_database(), 'Pacific/Chatham'); END $$",
+    )
+    .await;
+    // A new session of this database starts in that zone, unless its client asks for
+    // another (sqlx asks for UTC, so this asks with tokio-postgres, as the pipeline does).
+    let (client, connection) = tokio_postgres::connect(&db.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let connection = tokio::spawn(connection);
+    let zone: String = client.query_one("SHOW TimeZone", &[]).await.unwrap().get(0);
+    assert_eq!(zone, "Pacific/Chatham");
+    drop(client);
+    connection.await.unwrap().unwrap();
+    let topic = topic(2).await;
+    let landed = produce(&topic, &deposits("z", 2, 20)).await;
+    let handler = write(
+        &db,
+        "zones.sql",
+        "INSERT INTO zones (event_id, zone, local_time, utc_time) VALUES (:event_id, \
+         current_setting('TimeZone'), \
+         to_char(to_timestamp(:timestamp / 1000.0)::timestamp, 'YYYY-MM-DD HH24:MI:SS'), \
+         to_char(to_timestamp(:timestamp / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'))",
+    );
+    let run = replay(
+        &db,
+        &topic,
+        "audit",
+        &["--sql", &handler, "--batch-size", "5", "-v"],
+    )
+    .ok();
+    assert_eq!(totals(&run.json()), (40, 40, 0, 0, 0));
+    let pool = db.pool().await;
+    // Each row as the handler saw it: its session's zone, and the message's time in it
+    // against the same time in UTC.
+    let rows: Vec<(String, String, bool)> =
+        sqlx::query_as("SELECT event_id, zone, local_time = utc_time FROM zones ORDER BY event_id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let mut expected: Vec<(String, String, bool)> = landed
+        .iter()
+        .map(|l| (l.event.id.clone().unwrap(), "UTC".to_string(), true))
+        .collect();
+    expected.sort();
+    assert_eq!(rows, expected, "{}", run.stderr);
+}
+
 /// A trigger on the inbox that locks what the handler updates: rows inserted ahead then hold
 /// locks the batch before them waits for, a wait only this process could end (the server
 /// sees no cycle). After a second replay rolls them back, and every batch still applies
