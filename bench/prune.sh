@@ -164,6 +164,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 # await_ready FILE PID NAME: waits up to 5 s for the helper PID (NAME) to create FILE.
 await_ready() {
@@ -223,7 +224,6 @@ pin_check() {
     done
     [ "$found" = 1 ] || die "PIN=1: no backend of $WRITER_ROLE found"
 }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 # ---------------------------------------------------------------------------------------
 # Databases: one seeded, migrated and vacuumed; each round's two are copies of it.
