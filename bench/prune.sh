@@ -291,7 +291,8 @@ SQL
 
 # start_inserter URL NAME: pgbench runs back to back until $WORK/stop.NAME exists.
 start_inserter() {
-    local url=$1 name=$2
+    local url=$1 name=$2 inserter
+    inserter=$(inserter_url "$url")
     mkdir -p "$WORK/$name"
     (
         deadline=$(($(date +%s) + MAX_PHASE_SECONDS))
@@ -299,7 +300,7 @@ start_inserter() {
         while [ ! -e "$WORK/stop.$name" ] && [ ! -e "$WORK/stop" ] && [ "$(date +%s)" -lt "$deadline" ]; do
             chunk=$((chunk + 1))
             "${INSERTER_ON[@]}" pgbench -n -c 1 -j 1 -T "$CHUNK_SECONDS" -f "$WORK/insert.sql" \
-                --log --log-prefix="$WORK/$name/chunk$chunk" "$(inserter_url "$url")" \
+                --log --log-prefix="$WORK/$name/chunk$chunk" "$inserter" \
                 >>"$WORK/$name/pgbench.out" 2>&1 || { echo "pgbench failed" >>"$WORK/$name/failed"; break; }
         done
     ) &
