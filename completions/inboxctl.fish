@@ -180,7 +180,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l kafka-time
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s g -l group -d 'The consumer group whose committed offsets are compared' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s t -l topic -d 'The topic' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -s t -l topic -d 'Only these topics (repeatable); default: every topic the group has offsets for' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l consumer -d 'The inbox consumer (default: the group name)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l event-id-from -d 'Where a message\'s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand compare" -l pruned-before -d 'Rows processed before WHEN may be gone, deleted by a prune inboxctl did not record (an application\'s own DELETE): a timestamp or -DURATION (ago). Offsets are then checked as after a recorded prune; the later of the two cutoffs counts' -r

@@ -366,9 +366,9 @@ pub struct CompareArgs {
     #[arg(long, short = 'g', value_name = "GROUP")]
     pub group: String,
 
-    /// The topic
+    /// Only these topics (repeatable); default: every topic the group has offsets for
     #[arg(long, short = 't', value_name = "TOPIC")]
-    pub topic: String,
+    pub topic: Vec<String>,
 
     /// The inbox consumer (default: the group name)
     #[arg(long, value_name = "CONSUMER")]

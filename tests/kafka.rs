@@ -366,7 +366,7 @@ async fn compare_scan_finds_producer_duplicates(backend: Backend) {
     assert_eq!(json["lost_total"], 0);
     assert_eq!(
         json["duplicates"],
-        serde_json::json!([{"event_id": first, "positions": [[0, 2], [0, 8], [1, 8]]}])
+        serde_json::json!([{"topic": topic, "event_id": first, "positions": [[0, 2], [0, 8], [1, 8]]}])
     );
     // Without --scan, the offsets the inbox absorbed have no row of their own; reading them
     // finds an event the inbox has: not lost.
@@ -834,6 +834,172 @@ async fn compare_finds_orphans_in_partitions_the_topic_lacks(backend: Backend) {
     ] {
         assert!(table.stdout.contains(line), "{line}\n{}", table.stdout);
     }
+}
+
+/// Without --topic, compare takes every topic the group has committed offsets for, each in
+/// a section of its own, and sums the findings; --topic narrows it to those named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_takes_every_topic_the_group_committed_on() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let group = unique("billing");
+    // Names in the order compare reports them.
+    let (orders, payments, audit) = (unique("a-orders"), unique("b-payments"), unique("c-audit"));
+    for (topic, partitions) in [(&orders, 2), (&payments, 1), (&audit, 1)] {
+        broker.create_topic(topic, partitions).await;
+        broker.produce(topic, &events(topic, partitions, 4)).await;
+    }
+    // orders: everything committed, offset 2 of partition 1 never processed. payments:
+    // committed up to 2, offset 2 processed all the same (pending). audit: processed, never
+    // committed by the group, so not one of its topics.
+    let mut rows = vec![];
+    for n in 0..4 {
+        rows.push((&orders, 0, n));
+        if n != 2 {
+            rows.push((&orders, 1, n));
+        }
+        if n <= 2 {
+            rows.push((&payments, 0, n));
+        }
+        rows.push((&audit, 0, n));
+    }
+    for (topic, partition, offset) in rows {
+        let event_id = format!("{topic}-p{partition}-{offset}");
+        extra_row(&mut db, &group, topic, &event_id, (partition, offset)).await;
+    }
+    broker.commit(&group, &orders, &[(0, 4), (1, 4)]);
+    broker.commit(&group, &payments, &[(0, 2)]);
+
+    let summary = |json: &serde_json::Value| {
+        let partitions: Vec<(String, i64, i64, serde_json::Value, serde_json::Value)> = json
+            ["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["topic"].as_str().unwrap().to_string(),
+                    p["partition"].as_i64().unwrap(),
+                    p["inbox_rows"].as_i64().unwrap(),
+                    p["lost"].clone(),
+                    p["pending_redelivery"].clone(),
+                )
+            })
+            .collect();
+        (
+            json["topics"].clone(),
+            partitions,
+            json["lost_total"].clone(),
+            json["pending_total"].clone(),
+        )
+    };
+    let lost =
+        serde_json::json!([{"partition": 1, "offset": 2, "event_id": format!("{orders}-p1-2")}]);
+    let none = serde_json::json!([]);
+    let both = (
+        serde_json::json!([orders, payments]),
+        vec![
+            (orders.clone(), 0, 4, none.clone(), none.clone()),
+            (orders.clone(), 1, 3, lost.clone(), none.clone()),
+            (payments.clone(), 0, 3, none.clone(), serde_json::json!([2])),
+        ],
+        serde_json::json!(1),
+        serde_json::json!(1),
+    );
+    for scan in [false, true] {
+        let mut args = vec!["compare", "-g", &group, "--format", "json"];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker, &args).code(3).json();
+        assert_eq!(summary(&json), both, "scan: {scan}");
+        let expected_scanned = if scan { 12 } else { 0 };
+        assert_eq!(json["messages_scanned"], expected_scanned, "scan: {scan}");
+        let named = inboxctl(
+            &db,
+            broker,
+            &[
+                &args[..],
+                &["-t", &payments, "-t", &orders, "-t", &payments],
+            ]
+            .concat(),
+        )
+        .code(3)
+        .json();
+        assert_eq!(summary(&named), both, "scan: {scan}");
+    }
+    let payments_only = compare_json(&db, broker, &group, &payments, false, 0);
+    assert_eq!(
+        summary(&payments_only),
+        (
+            serde_json::json!([payments]),
+            vec![(payments.clone(), 0, 3, none.clone(), serde_json::json!([2]))],
+            serde_json::json!(0),
+            serde_json::json!(1),
+        )
+    );
+
+    // A topic named where the group committed nothing: all its rows are pending.
+    let audit_only = compare_json(&db, broker, &group, &audit, false, 0);
+    assert_eq!(
+        summary(&audit_only),
+        (
+            serde_json::json!([audit]),
+            vec![(
+                audit.clone(),
+                0,
+                4,
+                none.clone(),
+                serde_json::json!([0, 1, 2, 3])
+            )],
+            serde_json::json!(0),
+            serde_json::json!(4),
+        )
+    );
+    // A group the coordinator knows that never committed has no topic to compare.
+    let idle = unique("idle");
+    run_service(
+        broker,
+        &idle,
+        &audit,
+        4,
+        |_| Step::ProcessNoCommit,
+        |_| async {},
+    )
+    .await;
+    let refused = inboxctl(&db, broker, &["compare", "-g", &idle]).code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "error: consumer group '{idle}' has no committed offsets on {}: there is nothing to compare; name the topic with --topic",
+            broker.address
+        )),
+        "{}",
+        refused.stderr
+    );
+
+    // The table: one section per topic, in order, and one verdict for all.
+    let table = inboxctl(&db, broker, &["compare", "-g", &group, "--scan"]).code(3);
+    let at = |line: &str| {
+        table
+            .stdout
+            .find(line)
+            .unwrap_or_else(|| panic!("{line}\n{}", table.stdout))
+    };
+    let sections = [
+        at(&format!("Group '{group}' (Empty) against inbox consumer '{group}' on topic '{orders}', 8 messages scanned\n")),
+        at(&format!("Lost in partition 1 (committed, never processed): 2 ({orders}-p1-2)\n\nGroup")),
+        at(&format!("Group '{group}' (Empty) against inbox consumer '{group}' on topic '{payments}', 4 messages scanned\n")),
+        at("Pending redelivery in partition 0 (processed, not committed): offsets 2\n"),
+        at("FINDINGS: 1 lost, 0 orphaned; 1 pending redelivery; 0 duplicate event id(s)\n"),
+    ];
+    assert!(sections.is_sorted(), "{sections:?}\n{}", table.stdout);
+    assert_eq!(
+        table.stdout.matches("Group '").count(),
+        2,
+        "{}",
+        table.stdout
+    );
 }
 
 /// Rows pruned from the inbox leave their offsets without a row, like lost messages. prune

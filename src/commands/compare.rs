@@ -30,7 +30,7 @@ use crate::cli::{CompareArgs, Format};
 use crate::commands::offsets::{group_offsets, GroupOffsets, PartitionOffsets};
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
-use crate::kafka::{read_range, Kafka, KafkaClient};
+use crate::kafka::{read_range, GroupState, Kafka, KafkaClient};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline;
 use crate::store::{Backend, CreateMode, HeapExtent, InboxLayout, Store, INBOX_TABLE};
@@ -76,6 +76,7 @@ pub struct LostEvent {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PartitionComparison {
+    pub topic: String,
     pub partition: i32,
     pub committed: Option<i64>,
     pub log_start: i64,
@@ -112,12 +113,14 @@ pub struct PartitionComparison {
 impl PartitionComparison {
     /// A partition with its group's offset and log, and no findings yet.
     fn new(
+        topic: &str,
         partition: i32,
         committed: Option<i64>,
         (log_start, log_end): (i64, i64),
         in_topic: bool,
     ) -> PartitionComparison {
         PartitionComparison {
+            topic: topic.to_string(),
             partition,
             committed,
             log_start,
@@ -140,6 +143,7 @@ impl PartitionComparison {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Duplicate {
+    pub topic: String,
     pub event_id: String,
     /// (partition, offset) of every delivery, in the order read.
     pub positions: Vec<(i32, i64)>,
@@ -150,17 +154,29 @@ pub struct Comparison {
     pub group: String,
     pub group_state: String,
     pub consumer: String,
-    pub topic: String,
+    /// The topics compared, in name order.
+    pub topics: Vec<String>,
     pub scan: bool,
     /// The latest cutoff a prune of the consumer's rows recorded (rows processed before it
     /// may be gone), in UTC; `None` when it was never pruned.
     pub pruned_before: Option<DateTime<Utc>>,
+    /// Every topic's partitions, by topic, then partition.
     pub partitions: Vec<PartitionComparison>,
     pub duplicates: Vec<Duplicate>,
     pub lost_total: i64,
     pub pending_total: usize,
     pub orphans_total: usize,
     pub messages_scanned: u64,
+    /// `messages_scanned` topic by topic, in the order of `topics`.
+    #[serde(skip)]
+    pub scanned_per_topic: Vec<u64>,
+}
+
+/// What one topic's comparison found.
+struct TopicComparison {
+    partitions: Vec<PartitionComparison>,
+    duplicates: Vec<Duplicate>,
+    messages_scanned: u64,
 }
 
 pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -169,16 +185,16 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     // The group's offsets come from Kafka and the inbox from the database: both at once.
     let group = {
         let kafka = Kafka::new(&args.kafka);
-        let (group, topic) = (args.group.clone(), args.topic.clone());
+        let (group, topics) = (args.group.clone(), args.topic.clone());
         tokio::task::spawn_blocking(move || {
             let client = kafka.group_client(&group)?;
-            let offsets = group_offsets(&kafka, &client, &group, &[topic])?;
+            let offsets = group_offsets(&kafka, &client, &group, &topics)?;
             Ok::<_, anyhow::Error>((offsets, client))
         })
     };
     // The scan's consumer is made now: librdkafka connects to the brokers and reads their
     // metadata in the background while the offsets and the database are on their way.
-    let mut reader_client = if args.scan {
+    let reader_client = if args.scan {
         Some(kafka.reader(&[])?)
     } else {
         None
@@ -190,231 +206,73 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     // cores busy: parallel workers would only add their start-up to the same cores.
     let store =
         super::connect_pooled(&args.database, CreateMode::MustExist, &output, 2, args.scan).await?;
-    let started = Instant::now();
     // The store is closed on every path, an error's too: a connection dropped at exit is a
     // lost client to the server.
-    let checked = async {
-        let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
-        let pruned_before = store
-            .last_prune_cutoff(&consumer)
-            .await?
-            .max(args.pruned_before);
-        if !has_coordinates && !args.scan {
-            bail!(
-                "{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan"
-            );
-        }
-        // With --scan and few enough rows, the inbox's ids stream in from the database while
-        // the topic is read and classified; otherwise the scan asks the database chunk by
-        // chunk.
-        let ids_to_load = match args.scan {
-            true => ids_to_load(&store, &consumer).await?,
-            false => None,
-        };
-        Ok((has_coordinates, pruned_before, ids_to_load))
-    };
-    let (has_coordinates, pruned_before, ids_to_load) = match checked.await {
-        Ok(checked) => checked,
-        Err(error) => {
-            store.close().await;
-            return Err(error);
-        }
-    };
-    let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
-    let loading = async {
-        if ids_to_load.is_some() {
-            load_inbox_ids(&store, &consumer, id_sender, &output).await
-        } else {
-            Ok(())
-        }
-    };
-    // The topic's reader starts as soon as the offsets are known.
-    let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
-    let comparing = async {
-        let (
-            GroupOffsets {
-                state,
-                partitions: offsets,
-                ..
-            },
-            group_client,
-        ) = group
-            .await
-            .context("reading the group's offsets stopped unexpectedly")??;
-        // After a prune, where each partition's offsets can be checked: the first message
-        // late enough that its row could not have been pruned, by Kafka's timestamps.
-        let (group_client, late_enough) = match pruned_before {
-            Some(cutoff) => {
-                let kafka = Kafka::new(&args.kafka);
-                let topic = args.topic.clone();
-                let partitions: Vec<i32> = offsets.iter().map(|p| p.partition).collect();
-                let at = (cutoff + PRUNE_MARGIN).timestamp_millis();
-                tokio::task::spawn_blocking(move || {
-                    let found = kafka.offsets_for_time(&group_client, &topic, &partitions, at);
-                    (group_client, found)
-                })
-                .await
-                .context("looking up offsets by time stopped unexpectedly")?
-            }
-            None => (group_client, Ok(BTreeMap::new())),
-        };
-        let late_enough = late_enough?;
-        // The group's client closes beside the scan, awaited only at the end.
-        let closing = tokio::task::spawn_blocking(move || drop(group_client));
-        let mut checked_from = BTreeMap::new();
-        if pruned_before.is_some() {
-            for p in &offsets {
-                let lowest_row = match has_coordinates {
-                    true => {
-                        store
-                            .lowest_offset(&consumer, &args.topic, p.partition)
-                            .await?
-                    }
-                    false => None,
-                };
-                let by_time = late_enough.get(&p.partition).copied().flatten();
-                checked_from.insert(p.partition, checked_from_offset(p, by_time, lowest_row));
-            }
-        }
-        let reader = reader_client.take().map(|client| {
-            let whole: Vec<(i32, i64, i64)> = offsets
-                .iter()
-                .map(|p| (p.partition, p.log_start, p.log_end))
-                .collect();
-            start_reader(
-                client,
-                kafka.timeout(),
-                &args.topic,
-                vec![whole],
-                None,
-                &source,
-            )
-        });
-        // The inbox's per-partition figures and the topic scan run side by side.
-        let by_offsets = async {
-            // Without a scan nothing else queries the store meanwhile: two partitions at a
-            // time, one on each connection of the pool.
-            let at_once = if args.scan { 1 } else { 2 };
-            let compared: Vec<_> = futures_util::stream::iter(&offsets)
-                .map(|p| {
-                    compare_by_offsets(
-                        &store,
-                        &consumer,
-                        &args.topic,
-                        p,
-                        checked_from.get(&p.partition).copied(),
-                        has_coordinates,
-                        args.scan,
-                    )
-                })
-                .buffered(at_once)
-                .try_collect()
-                .await?;
-            let mut partitions = Vec::new();
-            let mut candidates = BTreeMap::new();
-            for (partition, gaps) in compared {
-                if !gaps.is_empty() {
-                    candidates.insert(partition.partition, gaps);
-                }
-                partitions.push(partition);
-            }
-            if has_coordinates {
-                partitions
-                    .extend(outside_partitions(&store, &consumer, &args.topic, &offsets).await?);
-                partitions.sort_by_key(|p| p.partition);
-            }
-            Ok::<_, anyhow::Error>((partitions, candidates))
-        };
-        let scanning = async {
-            match reader {
-                Some(reader) => {
-                    let inbox = if let Some(rows) = ids_to_load {
-                        InboxIds::Streaming(id_receiver, rows)
-                    } else {
-                        InboxIds::AskPerChunk(&store)
-                    };
-                    classify(reader, inbox, &consumer, &offsets, &checked_from, &output)
-                        .await
-                        .map(Some)
-                }
-                None => Ok(None),
-            }
-        };
-        let ((mut partitions, candidates), scan) = tokio::try_join!(by_offsets, scanning)?;
-        if !candidates.is_empty() {
-            let checking = Checking {
-                topic: &args.topic,
-                store: &store,
-                consumer: &consumer,
-                source: &source,
-                output: &output,
-            };
-            checking.check(&kafka, candidates, &mut partitions).await?;
-        }
-        let _ = closing.await;
-        Ok::<_, anyhow::Error>((state, partitions, scan))
-    };
-    // An error of either side ends both (the load's is never taken for the end of the ids).
-    let compared = tokio::try_join!(loading, comparing);
+    let compared = compare_topics(
+        &args,
+        &kafka,
+        &store,
+        &consumer,
+        group,
+        reader_client,
+        &output,
+    )
+    .await;
     store.close().await;
-    let ((), (state, mut partitions, scan)) = compared?;
-    let mut duplicates = Vec::new();
-    let mut messages_scanned = 0;
-    if let Some(scan) = scan {
-        messages_scanned = scan.messages;
-        duplicates = scan.duplicates;
-        for partition in &mut partitions {
-            let found = scan.partitions.get(&partition.partition);
-            partition.pending_redelivery = found.map(|f| f.pending.clone()).unwrap_or_default();
-            partition.lost = found.map(|f| f.lost.clone()).unwrap_or_default();
-            partition.lost_count = partition.lost.len() as i64;
-            partition.missing_event_id = found.map_or(0, |f| f.missing_event_id);
-            partition.not_checked = found.map_or(0, |f| f.not_checked);
-        }
-    }
-    output.debug(format!(
-        "compared in {:.2}s",
-        started.elapsed().as_secs_f64()
-    ));
+    let (state, pruned_before, topics) = compared?;
 
-    let comparison = Comparison {
+    let mut comparison = Comparison {
         group: args.group.clone(),
         group_state: state.state.clone(),
         consumer,
-        topic: args.topic.clone(),
+        topics: topics.iter().map(|(topic, _)| topic.clone()).collect(),
         scan: args.scan,
         pruned_before,
-        lost_total: partitions.iter().map(|p| p.lost_count).sum(),
-        pending_total: partitions.iter().map(|p| p.pending_redelivery.len()).sum(),
-        orphans_total: partitions.iter().map(|p| p.orphans.len()).sum(),
-        partitions,
-        duplicates,
-        messages_scanned,
+        partitions: Vec::new(),
+        duplicates: Vec::new(),
+        lost_total: 0,
+        pending_total: 0,
+        orphans_total: 0,
+        messages_scanned: 0,
+        scanned_per_topic: Vec::new(),
     };
+    let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+    for (topic, found) in topics {
+        // Named only when there are several: one topic's warnings read as before.
+        let of_topic = match comparison.topics.len() {
+            1 => String::new(),
+            _ => format!(" of topic '{topic}'"),
+        };
+        let without_id: i64 = found.partitions.iter().map(|p| p.missing_event_id).sum();
+        // Messages without an id cannot be checked, so they are not counted lost; when no
+        // message has one, the extraction is the likelier mistake than the topic.
+        let scanned = found.messages_scanned;
+        if scanned > 0 && without_id as u64 == scanned {
+            output.warn(format!(
+                "none of the {scanned} messages scanned{of_topic} carries an event id where --event-id-from ({source}) looks, so none could be checked against the inbox"
+            ));
+        }
+        // Without --scan they are lost all the same (their offsets have no row), but unnamed.
+        let read: i64 = found
+            .partitions
+            .iter()
+            .map(|p| p.lost_count + p.found_by_event_id)
+            .sum();
+        if !args.scan && read > 0 && without_id == read {
+            output.warn(format!(
+                "none of the {read} messages read{of_topic} at offsets without an inbox row carries an event id where --event-id-from ({source}) looks, so none could be looked up in the inbox by id"
+            ));
+        }
+        comparison.messages_scanned += scanned;
+        comparison.scanned_per_topic.push(scanned);
+        comparison.partitions.extend(found.partitions);
+        comparison.duplicates.extend(found.duplicates);
+    }
+    let partitions = &comparison.partitions;
+    comparison.lost_total = partitions.iter().map(|p| p.lost_count).sum();
+    comparison.pending_total = partitions.iter().map(|p| p.pending_redelivery.len()).sum();
+    comparison.orphans_total = partitions.iter().map(|p| p.orphans.len()).sum();
     print(&comparison, args.show, &output)?;
-    let without_id: i64 = comparison
-        .partitions
-        .iter()
-        .map(|p| p.missing_event_id)
-        .sum();
-    // Messages without an id cannot be checked, so they are not counted lost; when no
-    // message has one, the extraction is the likelier mistake than the topic.
-    if messages_scanned > 0 && without_id as u64 == messages_scanned {
-        output.warn(format!(
-            "none of the {messages_scanned} messages scanned carries an event id where --event-id-from ({source}) looks, so none could be checked against the inbox"
-        ));
-    }
-    // Without --scan they are lost all the same (their offsets have no row), but unnamed.
-    let read: i64 = comparison
-        .partitions
-        .iter()
-        .map(|p| p.lost_count + p.found_by_event_id)
-        .sum();
-    if !comparison.scan && read > 0 && without_id == read {
-        output.warn(format!(
-            "none of the {read} messages read at offsets without an inbox row carries an event id where --event-id-from ({source}) looks, so none could be looked up in the inbox by id"
-        ));
-    }
     if comparison.lost_total > 0 || comparison.orphans_total > 0 {
         Ok(ExitStatus::Findings)
     } else {
@@ -422,18 +280,300 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     }
 }
 
+type GroupRead = tokio::task::JoinHandle<anyhow::Result<(GroupOffsets, KafkaClient)>>;
+
+/// Checks the inbox, waits for the group's offsets, then compares topic by topic: the
+/// group's state, the prune cutoff that applies, and each topic's findings.
+async fn compare_topics(
+    args: &CompareArgs,
+    kafka: &Kafka,
+    store: &Store,
+    consumer: &str,
+    group: GroupRead,
+    mut reader_client: Option<KafkaClient>,
+    output: &Output,
+) -> anyhow::Result<(
+    GroupState,
+    Option<DateTime<Utc>>,
+    Vec<(String, TopicComparison)>,
+)> {
+    let started = Instant::now();
+    let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
+    let pruned_before = store
+        .last_prune_cutoff(consumer)
+        .await?
+        .max(args.pruned_before);
+    if !has_coordinates && !args.scan {
+        bail!(
+            "{INBOX_TABLE} has no topic/partition/offset columns: compare by event id with --scan"
+        );
+    }
+    // With --scan and few enough rows, the inbox's ids stream in from the database while
+    // the topic is read and classified; otherwise the scan asks the database chunk by chunk.
+    let ids_to_load = match args.scan {
+        true => ids_to_load(store, consumer).await?,
+        false => None,
+    };
+    let (
+        GroupOffsets {
+            state,
+            partitions: offsets,
+            unlisted,
+        },
+        group_client,
+    ) = group
+        .await
+        .context("reading the group's offsets stopped unexpectedly")??;
+    for (topic, error) in &unlisted {
+        output.warn(format!(
+            "topic '{topic}' is not compared: the brokers answered its metadata with an error ({error}), \
+             so the group's offsets there cannot be read; try again, or name it with --topic"
+        ));
+    }
+    let mut by_topic: BTreeMap<String, Vec<PartitionOffsets>> = BTreeMap::new();
+    for p in offsets {
+        by_topic.entry(p.topic.clone()).or_default().push(p);
+    }
+    if by_topic.is_empty() {
+        bail!(
+            "consumer group '{}' has no committed offsets on {}: there is nothing to compare; name the topic with --topic",
+            args.group,
+            kafka.brokers()
+        );
+    }
+    // After a prune, where each partition's offsets can be checked: the first message late
+    // enough that its row could not have been pruned, by Kafka's timestamps.
+    let (group_client, late_enough) = match pruned_before {
+        Some(cutoff) => {
+            let kafka = Kafka::new(&args.kafka);
+            let wanted: Vec<(String, Vec<i32>)> = by_topic
+                .iter()
+                .map(|(topic, offsets)| {
+                    (topic.clone(), offsets.iter().map(|p| p.partition).collect())
+                })
+                .collect();
+            let at = (cutoff + PRUNE_MARGIN).timestamp_millis();
+            tokio::task::spawn_blocking(move || {
+                let found: anyhow::Result<BTreeMap<String, BTreeMap<i32, Option<i64>>>> = wanted
+                    .into_iter()
+                    .map(|(topic, partitions)| {
+                        let found =
+                            kafka.offsets_for_time(&group_client, &topic, &partitions, at)?;
+                        Ok((topic, found))
+                    })
+                    .collect();
+                (group_client, found)
+            })
+            .await
+            .context("looking up offsets by time stopped unexpectedly")?
+        }
+        None => (group_client, Ok(BTreeMap::new())),
+    };
+    let mut late_enough = late_enough?;
+    // The group's client closes beside the comparison, awaited only at the end.
+    let closing = tokio::task::spawn_blocking(move || drop(group_client));
+    let comparing = TopicCheck {
+        args,
+        kafka,
+        store,
+        consumer,
+        has_coordinates,
+        pruned_before,
+        ids_to_load,
+        output,
+    };
+    let mut topics = Vec::new();
+    for (topic, offsets) in by_topic {
+        let late_enough = late_enough.remove(&topic).unwrap_or_default();
+        let reader_client = match (args.scan, reader_client.take()) {
+            (true, None) => Some(kafka.reader(&[])?),
+            (_, made) => made,
+        };
+        let found = comparing
+            .compare(&topic, offsets, late_enough, reader_client)
+            .await?;
+        topics.push((topic, found));
+    }
+    let _ = closing.await;
+    output.debug(format!(
+        "compared in {:.2}s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok((state, pruned_before, topics))
+}
+
+/// What comparing a topic needs, the same for every topic.
+struct TopicCheck<'a> {
+    args: &'a CompareArgs,
+    kafka: &'a Kafka,
+    store: &'a Store,
+    consumer: &'a str,
+    has_coordinates: bool,
+    pruned_before: Option<DateTime<Utc>>,
+    ids_to_load: Option<i64>,
+    output: &'a Output,
+}
+
+impl TopicCheck<'_> {
+    /// One topic against the inbox: its partitions' offsets (`offsets`), the first offset
+    /// by time that a prune left each (`late_enough`), and with --scan the reader's client.
+    async fn compare(
+        &self,
+        topic: &str,
+        offsets: Vec<PartitionOffsets>,
+        late_enough: BTreeMap<i32, Option<i64>>,
+        reader_client: Option<KafkaClient>,
+    ) -> anyhow::Result<TopicComparison> {
+        let (args, store, consumer, output) = (self.args, self.store, self.consumer, self.output);
+        let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+        let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
+        let loading = async {
+            if self.ids_to_load.is_some() {
+                load_inbox_ids(store, consumer, id_sender, output).await
+            } else {
+                Ok(())
+            }
+        };
+        let comparing = async {
+            let mut checked_from = BTreeMap::new();
+            if self.pruned_before.is_some() {
+                for p in &offsets {
+                    let lowest_row = match self.has_coordinates {
+                        true => store.lowest_offset(consumer, topic, p.partition).await?,
+                        false => None,
+                    };
+                    let by_time = late_enough.get(&p.partition).copied().flatten();
+                    checked_from.insert(p.partition, checked_from_offset(p, by_time, lowest_row));
+                }
+            }
+            // The topic's reader starts as soon as the offsets are known.
+            let reader = reader_client.map(|client| {
+                let whole: Vec<(i32, i64, i64)> = offsets
+                    .iter()
+                    .map(|p| (p.partition, p.log_start, p.log_end))
+                    .collect();
+                start_reader(
+                    client,
+                    self.kafka.timeout(),
+                    topic,
+                    vec![whole],
+                    None,
+                    &source,
+                )
+            });
+            // The inbox's per-partition figures and the topic scan run side by side.
+            let by_offsets = async {
+                // Without a scan nothing else queries the store meanwhile: two partitions at a
+                // time, one on each connection of the pool.
+                let at_once = if args.scan { 1 } else { 2 };
+                let compared: Vec<_> = futures_util::stream::iter(&offsets)
+                    .map(|p| {
+                        compare_by_offsets(
+                            store,
+                            consumer,
+                            p,
+                            checked_from.get(&p.partition).copied(),
+                            self.has_coordinates,
+                            args.scan,
+                        )
+                    })
+                    .buffered(at_once)
+                    .try_collect()
+                    .await?;
+                let mut partitions = Vec::new();
+                let mut candidates = BTreeMap::new();
+                for (partition, gaps) in compared {
+                    if !gaps.is_empty() {
+                        candidates.insert(partition.partition, gaps);
+                    }
+                    partitions.push(partition);
+                }
+                if self.has_coordinates {
+                    partitions.extend(outside_partitions(store, consumer, topic, &offsets).await?);
+                    partitions.sort_by_key(|p| p.partition);
+                }
+                Ok::<_, anyhow::Error>((partitions, candidates))
+            };
+            let scanning = async {
+                match reader {
+                    Some(reader) => {
+                        let inbox = if let Some(rows) = self.ids_to_load {
+                            InboxIds::Streaming(id_receiver, rows)
+                        } else {
+                            InboxIds::AskPerChunk(store)
+                        };
+                        classify(
+                            reader,
+                            inbox,
+                            consumer,
+                            topic,
+                            &offsets,
+                            &checked_from,
+                            output,
+                        )
+                        .await
+                        .map(Some)
+                    }
+                    None => Ok(None),
+                }
+            };
+            let ((mut partitions, candidates), scan) = tokio::try_join!(by_offsets, scanning)?;
+            if !candidates.is_empty() {
+                let checking = Checking {
+                    topic,
+                    store,
+                    consumer,
+                    source: &source,
+                    output,
+                };
+                checking
+                    .check(self.kafka, candidates, &mut partitions)
+                    .await?;
+            }
+            Ok::<_, anyhow::Error>((partitions, scan))
+        };
+        // An error of either side ends both (the load's is never taken for the end of the ids).
+        let ((), (mut partitions, scan)) = tokio::try_join!(loading, comparing)?;
+        let mut found = TopicComparison {
+            partitions: Vec::new(),
+            duplicates: Vec::new(),
+            messages_scanned: 0,
+        };
+        if let Some(scan) = scan {
+            found.messages_scanned = scan.messages;
+            found.duplicates = scan.duplicates;
+            for partition in &mut partitions {
+                let scanned = scan.partitions.get(&partition.partition);
+                partition.pending_redelivery =
+                    scanned.map(|f| f.pending.clone()).unwrap_or_default();
+                partition.lost = scanned.map(|f| f.lost.clone()).unwrap_or_default();
+                partition.lost_count = partition.lost.len() as i64;
+                partition.missing_event_id = scanned.map_or(0, |f| f.missing_event_id);
+                partition.not_checked = scanned.map_or(0, |f| f.not_checked);
+            }
+        }
+        found.partitions = partitions;
+        Ok(found)
+    }
+}
+
 /// What the inbox's coordinates say about one partition.
 async fn compare_by_offsets(
     store: &Store,
     consumer: &str,
-    topic: &str,
     p: &PartitionOffsets,
     checked_from: Option<i64>,
     has_coordinates: bool,
     scan: bool,
 ) -> anyhow::Result<(PartitionComparison, Vec<(i64, i64)>)> {
-    let mut comparison =
-        PartitionComparison::new(p.partition, p.committed, (p.log_start, p.log_end), true);
+    let topic = p.topic.as_str();
+    let mut comparison = PartitionComparison::new(
+        topic,
+        p.partition,
+        p.committed,
+        (p.log_start, p.log_end),
+        true,
+    );
     comparison.checked_from = checked_from;
     if !has_coordinates {
         return Ok((comparison, Vec::new()));
@@ -491,7 +631,13 @@ async fn outside_partitions(
     for (partition, offset) in rows {
         let partition = partition as i32;
         if partitions.last().map(|p| p.partition) != Some(partition) {
-            partitions.push(PartitionComparison::new(partition, None, (0, 0), false));
+            partitions.push(PartitionComparison::new(
+                topic,
+                partition,
+                None,
+                (0, 0),
+                false,
+            ));
         }
         let p = partitions.last_mut().expect("pushed above");
         p.inbox_rows += 1;
@@ -969,6 +1115,7 @@ async fn classify(
     mut reader: Reader,
     mut inbox: InboxIds<'_>,
     consumer: &str,
+    topic: &str,
     offsets: &[PartitionOffsets],
     checked_from: &BTreeMap<i32, i64>,
     output: &Output,
@@ -1088,6 +1235,7 @@ async fn classify(
             // Read order interleaves the partitions, which the reader reads side by side.
             positions.sort_unstable();
             Duplicate {
+                topic: topic.to_string(),
                 event_id,
                 positions,
             }
@@ -1248,6 +1396,37 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
     if output.format == Format::Json {
         return output.print_json(c);
     }
+    for n in 0..c.topics.len() {
+        if n > 0 {
+            output.print("");
+        }
+        print_topic(c, n, show, output);
+    }
+    let verdict = if c.lost_total > 0 || c.orphans_total > 0 {
+        format!(
+            "FINDINGS: {} lost, {} orphaned",
+            c.lost_total, c.orphans_total
+        )
+    } else {
+        "OK: nothing lost".to_string()
+    };
+    output.print(format!(
+        "{verdict}; {} pending redelivery; {} duplicate event id(s){}",
+        c.pending_total,
+        c.duplicates.len(),
+        if c.scan {
+            ""
+        } else {
+            " (duplicate event ids need --scan)"
+        }
+    ));
+    Ok(())
+}
+
+/// The table output's section for the `n`th topic: its partitions and what was found in
+/// each.
+fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
+    let topic = c.topics[n].as_str();
     // The first `show` items, and how many of `total` are not shown (the list may hold
     // only the first of very many).
     let limited_of = |items: Vec<String>, total: usize| -> String {
@@ -1261,17 +1440,17 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
         let total = items.len();
         limited_of(items, total)
     };
+    let partitions: Vec<&PartitionComparison> =
+        c.partitions.iter().filter(|p| p.topic == topic).collect();
+    let duplicates: Vec<&Duplicate> = c.duplicates.iter().filter(|d| d.topic == topic).collect();
+    let scanned_note = if c.scan {
+        format!(", {} messages scanned", c.scanned_per_topic[n])
+    } else {
+        String::new()
+    };
     output.print(format!(
-        "Group '{}' ({}) against inbox consumer '{}' on topic '{}'{}",
-        c.group,
-        c.group_state,
-        c.consumer,
-        c.topic,
-        if c.scan {
-            format!(", {} messages scanned", c.messages_scanned)
-        } else {
-            String::new()
-        }
+        "Group '{}' ({}) against inbox consumer '{}' on topic '{topic}'{scanned_note}",
+        c.group, c.group_state, c.consumer,
     ));
     let mut t = table(
         &[
@@ -1287,7 +1466,7 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
         ],
         &[0, 1, 2, 3, 4, 5, 6, 7, 8],
     );
-    for p in &c.partitions {
+    for p in &partitions {
         t.add_row(vec![
             p.partition.to_string(),
             or_dash(p.committed),
@@ -1301,7 +1480,7 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
         ]);
     }
     output.print(t.to_string());
-    for p in &c.partitions {
+    for p in &partitions {
         if !p.lost.is_empty() || p.lost_count > 0 {
             let items = p
                 .lost
@@ -1382,9 +1561,8 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
             ));
         }
     }
-    if !c.duplicates.is_empty() {
-        let items = c
-            .duplicates
+    if !duplicates.is_empty() {
+        let items = duplicates
             .iter()
             .map(|d| {
                 let at: Vec<String> = d
@@ -1397,29 +1575,10 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
             .collect();
         output.print(format!(
             "Duplicate deliveries ({}): {}",
-            c.duplicates.len(),
+            duplicates.len(),
             limited(items)
         ));
     }
-    let verdict = if c.lost_total > 0 || c.orphans_total > 0 {
-        format!(
-            "FINDINGS: {} lost, {} orphaned",
-            c.lost_total, c.orphans_total
-        )
-    } else {
-        "OK: nothing lost".to_string()
-    };
-    output.print(format!(
-        "{verdict}; {} pending redelivery; {} duplicate event id(s){}",
-        c.pending_total,
-        c.duplicates.len(),
-        if c.scan {
-            ""
-        } else {
-            " (duplicate event ids need --scan)"
-        }
-    ));
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1582,6 +1741,7 @@ mod tests {
                 reader,
                 InboxIds::Streaming(id_receiver, 7),
                 "billing",
+                "orders",
                 &offsets,
                 &no_prune,
                 &output

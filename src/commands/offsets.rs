@@ -59,7 +59,9 @@ pub fn group_offsets(
         (listed.partitions, listed.failed)
     } else {
         let mut list = Vec::new();
-        for topic in topics {
+        let mut named = std::collections::BTreeSet::new();
+        // A topic named twice is read once.
+        for topic in topics.iter().filter(|topic| named.insert(*topic)) {
             for partition in kafka.partitions(client, topic)? {
                 list.push((topic.clone(), partition));
             }
