@@ -237,6 +237,8 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         scanned_per_topic: Vec::new(),
     };
     let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+    // Said after the report, which they qualify.
+    let mut warnings = Vec::new();
     for (topic, found) in topics {
         // Named only when there are several: one topic's warnings read as before.
         let of_topic = match comparison.topics.len() {
@@ -248,7 +250,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         // message has one, the extraction is the likelier mistake than the topic.
         let scanned = found.messages_scanned;
         if scanned > 0 && without_id as u64 == scanned {
-            output.warn(format!(
+            warnings.push(format!(
                 "none of the {scanned} messages scanned{of_topic} carries an event id where --event-id-from ({source}) looks, so none could be checked against the inbox"
             ));
         }
@@ -259,7 +261,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             .map(|p| p.lost_count + p.found_by_event_id)
             .sum();
         if !args.scan && read > 0 && without_id == read {
-            output.warn(format!(
+            warnings.push(format!(
                 "none of the {read} messages read{of_topic} at offsets without an inbox row carries an event id where --event-id-from ({source}) looks, so none could be looked up in the inbox by id"
             ));
         }
@@ -273,6 +275,9 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     comparison.pending_total = partitions.iter().map(|p| p.pending_redelivery.len()).sum();
     comparison.orphans_total = partitions.iter().map(|p| p.orphans.len()).sum();
     print(&comparison, args.show, &output)?;
+    for warning in warnings {
+        output.warn(warning);
+    }
     if comparison.lost_total > 0 || comparison.orphans_total > 0 {
         Ok(ExitStatus::Findings)
     } else {
