@@ -213,16 +213,28 @@ pin_setup() {
     DELETER_ON=(taskset -c 1)
 }
 
-# pin_check: every backend of the inserter runs on CPU 0 alone.
+# pin_check: every backend of the inserter runs on CPU 0 alone; otherwise says which does
+# not and fails. A backend that has only just connected (pgbench between two of its runs)
+# may not have been moved yet, so it is looked at again for up to 100 ms.
 pin_check() {
-    local pid found=0
-    for pid in $(cat "/proc/$POSTMASTER_PID/task/$POSTMASTER_PID/children"); do
-        tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ": $WRITER_ROLE \|^postgres: $WRITER_ROLE " || continue
-        found=1
-        [ "$(taskset -pc "$pid" 2>/dev/null | sed 's/.*: //')" = 0 ] ||
-            die "PIN=1: the inserter's backend $pid is not on CPU 0 alone"
+    local pid found stray _
+    for _ in $(seq 1 10); do
+        found=0
+        stray=
+        for pid in $(cat "/proc/$POSTMASTER_PID/task/$POSTMASTER_PID/children"); do
+            tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ": $WRITER_ROLE \|^postgres: $WRITER_ROLE " || continue
+            found=1
+            [ "$(taskset -pc "$pid" 2>/dev/null | sed 's/.*: //')" = 0 ] || stray=$pid
+        done
+        [ "$found" = 1 ] && [ -z "$stray" ] && return 0
+        sleep 0.01
     done
-    [ "$found" = 1 ] || die "PIN=1: no backend of $WRITER_ROLE found"
+    if [ -n "$stray" ]; then
+        echo "the inserter's backend $stray is not on CPU 0 alone"
+    else
+        echo "no backend of $WRITER_ROLE found"
+    fi
+    return 1
 }
 
 # ---------------------------------------------------------------------------------------
@@ -289,9 +301,11 @@ cat >"$WORK/insert.sql" <<'SQL'
 INSERT INTO processed_messages (consumer, event_id) VALUES ('bench-writer', md5(random()::text || clock_timestamp()::text));
 SQL
 
-# start_inserter URL NAME: pgbench runs back to back until $WORK/stop.NAME exists.
+# start_inserter URL NAME: pgbench runs back to back until $WORK/stop.NAME exists. Its
+# output goes to files, never to the caller's stdout: `idle` runs inside $(…), which would
+# otherwise wait for the inserter to end.
 start_inserter() {
-    local url=$1 name=$2 inserter
+    local url=$1 name=$2 inserter problem
     inserter=$(inserter_url "$url")
     mkdir -p "$WORK/$name"
     (
@@ -303,11 +317,16 @@ start_inserter() {
                 --log --log-prefix="$WORK/$name/chunk$chunk" "$inserter" \
                 >>"$WORK/$name/pgbench.out" 2>&1 || { echo "pgbench failed" >>"$WORK/$name/failed"; break; }
         done
-    ) &
+    ) >/dev/null &
     INSERTER_PID=$!
     # Let the first pgbench connect before the phase starts.
     sleep 1
-    [ "$PIN" = 0 ] || pin_check
+    if [ "$PIN" = 1 ] && ! problem=$(pin_check); then
+        # Stopped first: its sessions would keep cleanup from dropping the database.
+        touch "$WORK/stop.$name"
+        wait "$INSERTER_PID" || true
+        die "PIN=1: $problem"
+    fi
     if [ "$SCHED" = 1 ]; then
         python3 bench/schedstat.py "$url" "$WORK/$name/schedstat" &
         PROBE_PID=$!
