@@ -1002,6 +1002,82 @@ async fn compare_takes_every_topic_the_group_committed_on() {
     );
 }
 
+/// After a prune, each topic is checked from its own first offset that the prune could not
+/// have reached: here `old`'s first four messages are ten days old, `new`'s are all recent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_checks_each_topic_from_where_the_prune_left_it() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let group = unique("billing");
+    let (old, new) = (unique("a-old"), unique("b-new"));
+    let ids = |topic: &str, offsets: std::ops::Range<i64>| -> Vec<(i32, String)> {
+        offsets.map(|n| (0, format!("{topic}-p0-{n}"))).collect()
+    };
+    let ten_days_ago = chrono::Utc::now() - chrono::Duration::days(10);
+    broker.create_topic(&old, 1).await;
+    broker
+        .produce_at(
+            &old,
+            &ids(&old, 0..4),
+            Some(ten_days_ago.timestamp_millis()),
+        )
+        .await;
+    broker.produce(&old, &ids(&old, 4..6)).await;
+    broker.create_topic(&new, 1).await;
+    broker.produce(&new, &ids(&new, 0..6)).await;
+    // The rows of old's 0-3 were pruned (7 days' retention); new's 2 was never processed.
+    for (topic, offset) in [
+        (&old, 4),
+        (&old, 5),
+        (&new, 0),
+        (&new, 1),
+        (&new, 3),
+        (&new, 4),
+        (&new, 5),
+    ] {
+        let event_id = format!("{topic}-p0-{offset}");
+        extra_row(&mut db, &group, topic, &event_id, (0, offset)).await;
+    }
+    broker.commit(&group, &old, &[(0, 6)]);
+    broker.commit(&group, &new, &[(0, 6)]);
+
+    for scan in [false, true] {
+        let mut args = vec![
+            "compare",
+            "-g",
+            &group,
+            "--pruned-before",
+            "-7d",
+            "--format",
+            "json",
+        ];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker, &args).code(3).json();
+        let found: Vec<(String, i64, i64, Vec<i64>)> = json["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let lost = p["lost"].as_array().unwrap();
+                (
+                    p["topic"].as_str().unwrap().to_string(),
+                    p["checked_from"].as_i64().unwrap(),
+                    p["not_checked"].as_i64().unwrap(),
+                    lost.iter().map(|l| l["offset"].as_i64().unwrap()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![(old.clone(), 4, 4, vec![]), (new.clone(), 0, 0, vec![2])],
+            "scan: {scan}"
+        );
+    }
+}
+
 /// Rows pruned from the inbox leave their offsets without a row, like lost messages. prune
 /// records its cutoff, and compare then checks each partition only from the first offset
 /// whose row could not have been pruned: here the first message produced after the cutoff
