@@ -121,6 +121,17 @@ pub fn group_offsets(
     })
 }
 
+/// Warns of each topic of [`GroupOffsets::unlisted`]: the report (`shown`, `compared`)
+/// leaves it out.
+pub fn warn_unlisted(output: &Output, unlisted: &[(String, String)], left_out_of: &str) {
+    for (topic, error) in unlisted {
+        output.warn(format!(
+            "topic '{topic}' is not {left_out_of}: the brokers answered its metadata with an error ({error}), \
+             so the group's offsets there cannot be read; try again, or name it with --topic"
+        ));
+    }
+}
+
 fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
     let kafka = Kafka::new(&args.kafka);
     let Some(group) = &args.group else {
@@ -134,12 +145,7 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
         let client = kafka.group_client(group)?;
         group_offsets(&kafka, &client, group, &args.topic)
     })?;
-    for (topic, error) in &unlisted {
-        output.warn(format!(
-            "topic '{topic}' is not shown: the brokers answered its metadata with an error ({error}), \
-             so the group's offsets there cannot be read; try again, or name it with --topic"
-        ));
-    }
+    warn_unlisted(&output, &unlisted, "shown");
     let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
     for row in &rows {
         *totals.entry(&row.topic).or_default() += row.lag.unwrap_or(0);
