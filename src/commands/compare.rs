@@ -27,7 +27,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
-use crate::commands::offsets::{group_offsets, GroupOffsets, PartitionOffsets};
+use crate::commands::offsets::{group_offsets, warn_unlisted, GroupOffsets, PartitionOffsets};
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::kafka::{read_range, GroupState, Kafka, KafkaClient};
@@ -329,12 +329,7 @@ async fn compare_topics(
     ) = group
         .await
         .context("reading the group's offsets stopped unexpectedly")??;
-    for (topic, error) in &unlisted {
-        output.warn(format!(
-            "topic '{topic}' is not compared: the brokers answered its metadata with an error ({error}), \
-             so the group's offsets there cannot be read; try again, or name it with --topic"
-        ));
-    }
+    warn_unlisted(output, &unlisted, "compared");
     let mut by_topic: BTreeMap<String, Vec<PartitionOffsets>> = BTreeMap::new();
     for p in offsets {
         by_topic.entry(p.topic.clone()).or_default().push(p);
@@ -377,11 +372,14 @@ async fn compare_topics(
     let mut late_enough = late_enough?;
     // The group's client closes beside the comparison, awaited only at the end.
     let closing = tokio::task::spawn_blocking(move || drop(group_client));
+    // Where the event ids are, worked out once for every topic.
+    let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
     let comparing = TopicCheck {
         args,
         kafka,
         store,
         consumer,
+        source: &source,
         has_coordinates,
         pruned_before,
         ids_to_load,
@@ -413,6 +411,7 @@ struct TopicCheck<'a> {
     kafka: &'a Kafka,
     store: &'a Store,
     consumer: &'a str,
+    source: &'a EventIdSource,
     has_coordinates: bool,
     pruned_before: Option<DateTime<Utc>>,
     ids_to_load: Option<i64>,
@@ -430,7 +429,7 @@ impl TopicCheck<'_> {
         reader_client: Option<KafkaClient>,
     ) -> anyhow::Result<TopicComparison> {
         let (args, store, consumer, output) = (self.args, self.store, self.consumer, self.output);
-        let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+        let source = self.source;
         let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
         let loading = async {
             if self.ids_to_load.is_some() {
@@ -463,7 +462,7 @@ impl TopicCheck<'_> {
                     topic,
                     vec![whole],
                     None,
-                    &source,
+                    source,
                 )
             });
             // The inbox's per-partition figures and the topic scan run side by side.
@@ -528,7 +527,7 @@ impl TopicCheck<'_> {
                     topic,
                     store,
                     consumer,
-                    source: &source,
+                    source,
                     output,
                 };
                 checking
