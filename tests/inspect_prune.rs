@@ -1204,7 +1204,35 @@ async fn distinct_offsets_count_each_offset_once(backend: Backend) {
     );
 }
 
+/// compare's list of the topics a consumer has rows of: each once, case and all, without
+/// the rows that have no coordinates and without other consumers' topics.
+async fn consumer_topics_names_each_topic_once(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    let mut rows = Vec::new();
+    for (n, topic) in ["orders", "orders", "Orders", "audit", "orders-eu", "orders"]
+        .iter()
+        .enumerate()
+    {
+        rows.push(row("c", &format!("e{n}"), Some((*topic, n as i32, 1)), now));
+    }
+    rows.push(row("c", "no-coordinates", None, now));
+    rows.push(row("cc", "prefix-consumer", Some(("payments", 0, 1)), now));
+    rows.push(row("d", "other-consumer", Some(("zz", 0, 1)), now));
+    db.insert_rows(&rows).await;
+    let store = db.store().await;
+    let mut topics = store.consumer_topics("c").await.unwrap();
+    // The database's collation orders them; compare sorts them itself.
+    topics.sort();
+    assert_eq!(topics, ["Orders", "audit", "orders", "orders-eu"]);
+    assert_eq!(store.consumer_topics("d").await.unwrap(), ["zz"]);
+    assert!(store.consumer_topics("C").await.unwrap().is_empty());
+    assert!(store.consumer_topics("nobody").await.unwrap().is_empty());
+}
+
 each_backend!(
+    consumer_topics_names_each_topic_once,
     distinct_offsets_count_each_offset_once,
     partition_summary_counts_exactly_the_rows_from_an_offset,
     inspect_reports_exact_numbers,

@@ -916,6 +916,8 @@ async fn compare_takes_every_topic_the_group_committed_on() {
         assert_eq!(summary(&json), both, "scan: {scan}");
         let expected_scanned = if scan { 12 } else { 0 };
         assert_eq!(json["messages_scanned"], expected_scanned, "scan: {scan}");
+        // The inbox's topic where the group never committed is named, not compared.
+        assert_eq!(json["uncompared_topics"], serde_json::json!([audit]));
         let named = inboxctl(
             &db,
             broker,
@@ -928,6 +930,8 @@ async fn compare_takes_every_topic_the_group_committed_on() {
         .code(3)
         .json();
         assert_eq!(summary(&named), both, "scan: {scan}");
+        // Topics named are what was asked for: no others are looked for.
+        assert_eq!(named["uncompared_topics"], serde_json::json!([]));
     }
     let payments_only = compare_json(&db, broker, &group, &payments, false, 0);
     assert_eq!(
@@ -969,13 +973,21 @@ async fn compare_takes_every_topic_the_group_committed_on() {
     )
     .await;
     let refused = inboxctl(&db, broker, &["compare", "-g", &idle]).code(1);
-    assert!(
-        refused.stderr.contains(&format!(
-            "error: consumer group '{idle}' has no committed offsets on {}: there is nothing to compare; name the topic with --topic",
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: consumer group '{idle}' has no committed offsets on {}: there is nothing to compare; name the topic with --topic\n",
             broker.address
-        )),
-        "{}",
-        refused.stderr
+        )
+    );
+    // The same, for an inbox consumer with rows: its topics are named.
+    let refused = inboxctl(&db, broker, &["compare", "-g", &idle, "--consumer", &group]).code(1);
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: consumer group '{idle}' has no committed offsets on {}: there is nothing to compare; name the topic with --topic (the inbox of consumer '{group}' holds rows of topics '{orders}', '{payments}', '{audit}')\n",
+            broker.address
+        )
     );
 
     // The table: one section per topic, in order, and one verdict for all.
@@ -999,6 +1011,12 @@ async fn compare_takes_every_topic_the_group_committed_on() {
         2,
         "{}",
         table.stdout
+    );
+    assert_eq!(
+        table.stderr,
+        format!(
+            "warning: the inbox of consumer '{group}' holds rows of topic '{audit}', where group '{group}' has no committed offsets, so they were not compared (the group never committed there, or its offsets expired); name them with --topic to compare them\n"
+        )
     );
 }
 

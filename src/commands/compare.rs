@@ -170,6 +170,26 @@ pub struct Comparison {
     /// `messages_scanned` topic by topic, in the order of `topics`.
     #[serde(skip)]
     pub scanned_per_topic: Vec<u64>,
+    /// Without `--topic`: the topics the consumer has inbox rows of where the group has no
+    /// committed offsets, which were not compared; in name order.
+    pub uncompared_topics: Vec<String>,
+}
+
+/// What `compare_topics` found, before the totals.
+struct Compared {
+    state: GroupState,
+    pruned_before: Option<DateTime<Utc>>,
+    topics: Vec<(String, TopicComparison)>,
+    uncompared: Vec<String>,
+}
+
+/// `topic 'a'` or `topics 'a', 'b'`.
+fn quoted_list(topics: &[String]) -> String {
+    let quoted: Vec<String> = topics.iter().map(|topic| format!("'{topic}'")).collect();
+    match quoted.len() {
+        1 => format!("topic {}", quoted[0]),
+        _ => format!("topics {}", quoted.join(", ")),
+    }
 }
 
 /// What one topic's comparison found.
@@ -219,7 +239,12 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     )
     .await;
     store.close().await;
-    let (state, pruned_before, topics) = compared?;
+    let Compared {
+        state,
+        pruned_before,
+        topics,
+        uncompared,
+    } = compared?;
 
     let mut comparison = Comparison {
         group: args.group.clone(),
@@ -235,10 +260,19 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         orphans_total: 0,
         messages_scanned: 0,
         scanned_per_topic: Vec::new(),
+        uncompared_topics: uncompared,
     };
     let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
     // Said after the report, which they qualify.
     let mut warnings = Vec::new();
+    if !comparison.uncompared_topics.is_empty() {
+        warnings.push(format!(
+            "the inbox of consumer '{}' holds rows of {}, where group '{}' has no committed offsets, so they were not compared (the group never committed there, or its offsets expired); name them with --topic to compare them",
+            comparison.consumer,
+            quoted_list(&comparison.uncompared_topics),
+            comparison.group
+        ));
+    }
     for (topic, found) in topics {
         // Named only when there are several: one topic's warnings read as before.
         let of_topic = match comparison.topics.len() {
@@ -288,7 +322,8 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
 type GroupRead = tokio::task::JoinHandle<anyhow::Result<(GroupOffsets, KafkaClient)>>;
 
 /// Checks the inbox, waits for the group's offsets, then compares topic by topic: the
-/// group's state, the prune cutoff that applies, and each topic's findings.
+/// group's state, the prune cutoff that applies, each topic's findings, and without
+/// `--topic` the inbox's topics the group has no offsets on.
 async fn compare_topics(
     args: &CompareArgs,
     kafka: &Kafka,
@@ -297,11 +332,7 @@ async fn compare_topics(
     group: GroupRead,
     mut reader_client: Option<KafkaClient>,
     output: &Output,
-) -> anyhow::Result<(
-    GroupState,
-    Option<DateTime<Utc>>,
-    Vec<(String, TopicComparison)>,
-)> {
+) -> anyhow::Result<Compared> {
     let started = Instant::now();
     let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
     let pruned_before = store
@@ -319,6 +350,13 @@ async fn compare_topics(
         true => ids_to_load(store, consumer).await?,
         false => None,
     };
+    // Without --topic, the inbox's own topics tell which of them the group has no offsets
+    // on (it never committed there, or its offsets expired), so that they are not passed
+    // over in silence.
+    let inbox_topics = match args.topic.is_empty() && has_coordinates {
+        true => store.consumer_topics(consumer).await?,
+        false => Vec::new(),
+    };
     let (
         GroupOffsets {
             state,
@@ -334,9 +372,22 @@ async fn compare_topics(
     for p in offsets {
         by_topic.entry(p.topic.clone()).or_default().push(p);
     }
+    // In the order of `by_topic`'s names, whatever the database's collation.
+    let mut uncompared: Vec<String> = inbox_topics
+        .into_iter()
+        .filter(|topic| !by_topic.contains_key(topic))
+        .collect();
+    uncompared.sort_unstable();
     if by_topic.is_empty() {
+        let held = match uncompared.is_empty() {
+            true => String::new(),
+            false => format!(
+                " (the inbox of consumer '{consumer}' holds rows of {})",
+                quoted_list(&uncompared)
+            ),
+        };
         bail!(
-            "consumer group '{}' has no committed offsets on {}: there is nothing to compare; name the topic with --topic",
+            "consumer group '{}' has no committed offsets on {}: there is nothing to compare; name the topic with --topic{held}",
             args.group,
             kafka.brokers()
         );
@@ -402,7 +453,12 @@ async fn compare_topics(
         "compared in {:.2}s",
         started.elapsed().as_secs_f64()
     ));
-    Ok((state, pruned_before, topics))
+    Ok(Compared {
+        state,
+        pruned_before,
+        topics,
+        uncompared,
+    })
 }
 
 /// What comparing a topic needs, the same for every topic.
