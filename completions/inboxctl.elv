@@ -131,7 +131,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --older-than 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)'
             cand --before 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)'
             cand --consumer 'Only this consumer''s rows'
-            cand --batch-size 'Rows deleted per transaction [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]'
+            cand --batch-size 'Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]'
             cand --max-rows 'Stop after deleting this many rows in all'
             cand --pause 'Wait this long after each batch (e.g. 2ms), leaving the server to the application''s own writes: a slower prune for steadier latency'
             cand --strategy 'How batches find their rows: `index` takes the oldest first through the (consumer, processed_at) index; `blocks` (PostgreSQL) reads the table''s pages in physical order, one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when at least a tenth of the table goes and no --max-rows is given, index otherwise'

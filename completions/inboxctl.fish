@@ -102,7 +102,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l connect-time
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l older-than -d 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l consumer -d 'Only this consumer\'s rows' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l max-rows -d 'Stop after deleting this many rows in all' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l pause -d 'Wait this long after each batch (e.g. 2ms), leaving the server to the application\'s own writes: a slower prune for steadier latency' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l strategy -d 'How batches find their rows: `index` takes the oldest first through the (consumer, processed_at) index; `blocks` (PostgreSQL) reads the table\'s pages in physical order, one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when at least a tenth of the table goes and no --max-rows is given, index otherwise' -r -f -a "auto\t''

@@ -17,6 +17,17 @@ fn parse_count(text: &str) -> Result<u64, String> {
     }
 }
 
+/// prune's batch size: 1 to 10,000,000. Each batch is one transaction, and a larger one is
+/// one unbounded DELETE by another name.
+fn parse_prune_batch_size(text: &str) -> Result<u64, String> {
+    match parse_count(text)? {
+        count if count > 10_000_000 => Err(format!(
+            "{count} is more than 10000000 (each batch is one transaction)"
+        )),
+        count => Ok(count),
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "inboxctl",
@@ -168,8 +179,9 @@ pub struct PruneArgs {
     #[arg(long, value_name = "CONSUMER")]
     pub consumer: Option<String>,
 
-    /// Rows deleted per transaction [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    /// Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on
+    /// SQLite and MySQL]
+    #[arg(long, value_name = "N", value_parser = parse_prune_batch_size)]
     pub batch_size: Option<u64>,
 
     /// Stop after deleting this many rows in all
@@ -248,7 +260,7 @@ pub struct OffsetsShowArgs {
     pub group: Option<String>,
 
     /// Only these topics (repeatable); default: every topic the group has offsets for
-    #[arg(long, short = 't', value_name = "TOPIC", requires = "group")]
+    #[arg(long, short = 't', value_name = "TOPIC", value_parser = parse_topic, requires = "group")]
     pub topic: Vec<String>,
 }
 
@@ -349,9 +361,35 @@ pub fn parse_topic_partitions(text: &str) -> Result<TopicPartitions, String> {
         return Err("the topic name is empty (expected TOPIC or TOPIC:P,P,…)".to_string());
     }
     Ok(TopicPartitions {
-        topic: topic.trim().to_string(),
+        topic: parse_topic(topic)?,
         partitions,
     })
+}
+
+/// A name Kafka accepts for a topic: 1 to 249 of ASCII letters, digits, '.', '_' and '-'.
+/// Anything else cannot name a topic, and the broker would only answer InvalidTopic.
+pub fn parse_topic(text: &str) -> Result<String, String> {
+    let topic = text.trim();
+    let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if topic.is_empty() {
+        return Err("the topic name is empty".to_string());
+    }
+    if let Some(bad) = topic.chars().find(|c| !legal(*c)) {
+        let hint = match bad {
+            ':' => "; partitions are chosen with TOPIC:P,P only by offsets reset",
+            _ => "",
+        };
+        return Err(format!(
+            "'{topic}' is not a Kafka topic name: '{bad}' is not allowed (letters, digits, '.', '_' and '-' are){hint}"
+        ));
+    }
+    if topic.len() > 249 {
+        return Err(format!(
+            "the topic name is {} characters long; Kafka allows at most 249",
+            topic.len()
+        ));
+    }
+    Ok(topic.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -367,7 +405,7 @@ pub struct CompareArgs {
     pub group: String,
 
     /// Only these topics (repeatable); default: every topic the group has offsets for
-    #[arg(long, short = 't', value_name = "TOPIC")]
+    #[arg(long, short = 't', value_name = "TOPIC", value_parser = parse_topic)]
     pub topic: Vec<String>,
 
     /// The inbox consumer (default: the group name)
@@ -406,7 +444,7 @@ pub struct ReplayArgs {
     pub database: DatabaseOpts,
 
     /// The topic to replay
-    #[arg(long, short = 't', value_name = "TOPIC")]
+    #[arg(long, short = 't', value_name = "TOPIC", value_parser = parse_topic)]
     pub topic: String,
 
     /// Only these partitions (repeatable); default: all

@@ -48,7 +48,8 @@ pub struct KafkaOpts {
         long,
         env = "KAFKA_BROKERS",
         default_value = "localhost:9092",
-        hide_env_values = true
+        hide_env_values = true,
+        value_parser = parse_brokers
     )]
     pub brokers: String,
 
@@ -65,11 +66,27 @@ pub struct KafkaOpts {
 pub fn parse_property(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        None if !text.trim().is_empty() => Err(format!(
+            "'{text}' has no value; expected KEY=VALUE, e.g. -X {}=VALUE",
+            text.trim()
+        )),
         _ => Err(format!(
             "'{text}' is not a librdkafka property; expected KEY=VALUE, e.g. -X security.protocol=SASL_SSL"
         )),
     }
 }
+
+/// A broker list that names at least one broker.
+fn parse_brokers(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("names no broker; expected host:port[,host:port…]".to_string()),
+        brokers => Ok(brokers.to_string()),
+    }
+}
+
+/// librdkafka's socket timeout takes at most 5 minutes; a longer --kafka-timeout still
+/// bounds each call, through the calls' own timeouts.
+const MAX_SOCKET_TIMEOUT_MS: u128 = 300_000;
 
 /// A consumer group's state as the coordinator reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -138,8 +155,15 @@ impl Kafka {
         }
     }
 
+    /// The brokers the clients start from: `--brokers`, unless `-X bootstrap.servers` (or
+    /// its older name) overrides it, as it does in [`Kafka::config`].
     pub fn brokers(&self) -> &str {
-        &self.options.brokers
+        self.options
+            .properties
+            .iter()
+            .rev()
+            .find(|(key, _)| key == "bootstrap.servers" || key == "metadata.broker.list")
+            .map_or(&self.options.brokers, |(_, brokers)| brokers)
     }
 
     pub fn timeout(&self) -> Duration {
@@ -153,7 +177,10 @@ impl Kafka {
             .set("bootstrap.servers", &self.options.brokers)
             .set(
                 "socket.timeout.ms",
-                self.timeout().as_millis().max(10).to_string(),
+                self.timeout()
+                    .as_millis()
+                    .clamp(10, MAX_SOCKET_TIMEOUT_MS)
+                    .to_string(),
             )
             .set("enable.auto.commit", "false")
             .set("enable.partition.eof", "false")
@@ -235,7 +262,7 @@ impl Kafka {
         };
         anyhow::Error::new(error).context(format!(
             "could not reach the Kafka brokers {} within {} (see --brokers / KAFKA_BROKERS, --kafka-timeout){hint}",
-            self.options.brokers,
+            self.brokers(),
             humantime::format_duration(self.timeout())
         ))
     }
@@ -246,21 +273,21 @@ impl Kafka {
             .fetch_metadata(Some(topic), self.timeout())
             .map_err(|error| self.unreachable(error))?;
         let Some(found) = metadata.topics().iter().find(|t| t.name() == topic) else {
-            bail!("topic '{topic}' does not exist on {}", self.options.brokers);
+            bail!("topic '{topic}' does not exist on {}", self.brokers());
         };
         if let Some(error) = found.error() {
             let code = RDKafkaErrorCode::from(error);
             if code == RDKafkaErrorCode::UnknownTopicOrPartition
                 || code == RDKafkaErrorCode::UnknownTopic
             {
-                bail!("topic '{topic}' does not exist on {}", self.options.brokers);
+                bail!("topic '{topic}' does not exist on {}", self.brokers());
             }
             bail!("the brokers report an error for topic '{topic}': {code}");
         }
         let mut partitions: Vec<i32> = found.partitions().iter().map(|p| p.id()).collect();
         partitions.sort_unstable();
         if partitions.is_empty() {
-            bail!("topic '{topic}' does not exist on {}", self.options.brokers);
+            bail!("topic '{topic}' does not exist on {}", self.brokers());
         }
         Ok(partitions)
     }
@@ -680,6 +707,42 @@ mod tests {
             .unwrap_err()
             .contains("expected KEY=VALUE"));
         assert!(parse_property("=x").is_err());
+        assert!(parse_property(" ")
+            .unwrap_err()
+            .contains("expected KEY=VALUE"));
+    }
+
+    #[test]
+    fn the_socket_timeout_stays_within_what_librdkafka_takes() {
+        let kafka = |timeout: &str, properties: &[(&str, &str)]| {
+            Kafka::new(&KafkaOpts {
+                brokers: "a:9092".into(),
+                properties: properties
+                    .iter()
+                    .map(|(key, value)| (key.to_string(), value.to_string()))
+                    .collect(),
+                kafka_timeout: humantime::parse_duration(timeout).unwrap(),
+            })
+        };
+        let socket_timeout =
+            |kafka: Kafka| kafka.config().get("socket.timeout.ms").map(String::from);
+        assert_eq!(socket_timeout(kafka("6m", &[])).as_deref(), Some("300000"));
+        assert_eq!(socket_timeout(kafka("10s", &[])).as_deref(), Some("10000"));
+        assert_eq!(socket_timeout(kafka("1ms", &[])).as_deref(), Some("10"));
+        // The brokers named are those the clients are given: -X overrides --brokers.
+        assert_eq!(kafka("1s", &[]).brokers(), "a:9092");
+        let overridden = kafka(
+            "1s",
+            &[
+                ("bootstrap.servers", "b:9092"),
+                ("metadata.broker.list", "c:9092"),
+            ],
+        );
+        assert_eq!(overridden.brokers(), "c:9092");
+        assert_eq!(
+            overridden.config().get("metadata.broker.list"),
+            Some("c:9092")
+        );
     }
 
     #[test]

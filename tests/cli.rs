@@ -155,6 +155,63 @@ async fn prune_opens_one_connection_to_the_server() {
 }
 
 #[test]
+fn a_libpq_connection_string_is_refused_with_its_password_hidden() {
+    let run = inboxctl(&[
+        "inspect",
+        "--database-url",
+        "host=127.0.0.1 user=postgres password=topsecret dbname=x",
+    ])
+    .code(2);
+    assert_eq!(
+        run.stderr,
+        "error: unsupported database URL 'host=127.0.0.1 user=postgres password=*** dbname=x': the scheme must be one of sqlite://, postgres:// (postgresql://), mysql:// (mariadb://)\n"
+    );
+}
+
+#[test]
+fn a_sqlite_url_works_whatever_the_case_of_its_scheme() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("SQLite://{}/inbox.db", dir.path().display());
+    inboxctl(&["migrate", "run", "-q", "--database-url", &url]).code(0);
+    assert!(dir.path().join("inbox.db").exists());
+    let run = inboxctl(&["inspect", "--database-url", &url]).code(0);
+    assert!(run.stdout.contains("0 rows"), "{}", run.stdout);
+}
+
+#[test]
+fn an_in_memory_sqlite_database_is_refused() {
+    for url in ["sqlite::memory:", "sqlite://file.db?mode=memory"] {
+        let run = inboxctl(&["migrate", "run", "--database-url", url]).code(2);
+        assert_eq!(
+            run.stderr,
+            format!("error: database URL '{url}' names an in-memory SQLite database, which is gone when the command exits; expected a file, e.g. sqlite://inbox.db\n")
+        );
+    }
+}
+
+#[test]
+fn a_broker_error_names_the_brokers_that_were_asked() {
+    // -X bootstrap.servers overrides --brokers, and the error says which were tried.
+    let run = inboxctl(&[
+        "offsets",
+        "show",
+        "--brokers",
+        "127.0.0.1:1",
+        "-X",
+        "bootstrap.servers=127.0.0.1:2",
+        "--kafka-timeout",
+        "1s",
+    ])
+    .code(1);
+    assert!(
+        run.stderr
+            .contains("could not reach the Kafka brokers 127.0.0.1:2 within 1s"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/nope.db", dir.path().display());
@@ -174,7 +231,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 17] = [
         (
             &["prune", "--older-than", "7x"],
             "invalid value '7x' for '--older-than <DURATION>'",
@@ -201,6 +258,42 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
             "invalid value 'fast' for '--strategy <STRATEGY>'",
         ),
         (&["prune"], "--older-than <DURATION>"),
+        (
+            &["prune", "--older-than", "1d", "--batch-size", "18446744073709551615"],
+            "invalid value '18446744073709551615' for '--batch-size <N>': 18446744073709551615 is more than 10000000 (each batch is one transaction)",
+        ),
+        (
+            &["prune", "--older-than", "1000000d"],
+            "error: --older-than reaches back before the year 1000; expected a retention such as 7d or 2w",
+        ),
+        (
+            &["prune", "--before", "2099-01-01"],
+            "error: --before 2099-01-01 00:00:00.000 UTC is in the future: every row would be deleted, and with them the deduplication of any redelivery; expected a time in the past",
+        ),
+        (
+            &["compare", "-g", "g", "-t", "t", "--pruned-before", "2099-01-01"],
+            "error: --pruned-before 2099-01-01 00:00:00.000 UTC is in the future",
+        ),
+        (
+            &["offsets", "show", "-g", "g", "-t", "orders:1"],
+            "invalid value 'orders:1' for '--topic <TOPIC>': 'orders:1' is not a Kafka topic name: ':' is not allowed (letters, digits, '.', '_' and '-' are); partitions are chosen with TOPIC:P,P only by offsets reset",
+        ),
+        (
+            &["compare", "-g", "g", "-t", "ord ers"],
+            "'ord ers' is not a Kafka topic name: ' ' is not allowed",
+        ),
+        (
+            &["offsets", "reset", "-g", "g", "-t", "orders/x:1", "--to-earliest"],
+            "'orders/x' is not a Kafka topic name: '/' is not allowed",
+        ),
+        (
+            &["offsets", "show", "-X", "sasl.password"],
+            "invalid value 'sasl.password' for '-X <KEY=VALUE>': 'sasl.password' has no value; expected KEY=VALUE, e.g. -X sasl.password=VALUE",
+        ),
+        (
+            &["offsets", "show", "--brokers", " "],
+            "names no broker; expected host:port[,host:port…]",
+        ),
     ];
     for (args, expected) in cases {
         let run = inboxctl(args).code(2);

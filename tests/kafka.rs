@@ -1259,6 +1259,36 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
     // prunes the group's own consumer only.
     db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('other', 'x')")
         .await;
+    // A group the brokers do not know (a typo) is an error, not a prune that keeps
+    // everything back, and nothing is deleted or recorded.
+    let unknown = unique("no-such-group");
+    let refused = inboxctl(
+        &db,
+        broker(),
+        &[
+            "prune",
+            "--older-than",
+            "0s",
+            "--group",
+            &unknown,
+            "--consumer",
+            &group,
+            "--yes",
+        ],
+    )
+    .code(1);
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: consumer group '{unknown}' does not exist on {} (no committed offsets, unknown to the coordinator), so prune cannot tell what it may redeliver; check --group (`inboxctl offsets show` lists the groups there are)\n",
+            broker().address
+        )
+    );
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages").await,
+        25
+    );
+    assert!(!db.table_exists("inboxctl_prunes").await);
     // Everything is older than the cutoff: "--older-than 0s".
     let run = inboxctl(
         &db,

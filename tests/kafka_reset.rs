@@ -1433,6 +1433,22 @@ async fn export_writes_the_plan_and_from_file_applies_it() {
         "no undo file for an export"
     );
     assert_eq!(files_in(dir.path()), ["plan.csv"]);
+    // A file there may be an earlier reset's undo plan: it is never replaced.
+    let again = reset(
+        &db,
+        &group,
+        &topic,
+        &["--to-earliest", "--export", plan_text],
+    )
+    .code(1);
+    assert_eq!(
+        again.stderr,
+        format!("error: {plan_text} already exists, and may be the undo plan of an earlier reset; give another path, or move that one away first\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&plan).unwrap(),
+        format!("topic,partition,offset\n{topic},0,2\n{topic},1,4\n{topic},2,0\n")
+    );
 
     let both = reset(
         &db,

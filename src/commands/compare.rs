@@ -200,6 +200,13 @@ struct TopicComparison {
 }
 
 pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    // Every offset missing a row would pass as pruned: nothing could be found lost.
+    if let Some(cutoff) = args.pruned_before.filter(|cutoff| *cutoff > Utc::now()) {
+        return Err(crate::error::usage(format!(
+            "--pruned-before {} is in the future: no prune can have deleted rows processed after now, and every offset without a row would pass as pruned; expected a time in the past",
+            cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+        )));
+    }
     let kafka = Kafka::new(&args.kafka);
     let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
     // The group's offsets come from Kafka and the inbox from the database: both at once.

@@ -509,7 +509,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         write_plan(
             path,
             plan.iter().map(|p| (p.topic.as_str(), p.partition, p.new)),
-            Existing::Replace,
+            // The file there may be an undo plan, the only record of an earlier reset's
+            // offsets before.
+            Existing::Refuse,
         )?;
         output.note(format!(
             "Wrote the plan for {} partition(s) to {}",
@@ -968,7 +970,7 @@ pub fn write_plan<'a>(
         .open(path)
         .map_err(|error| match error.kind() {
             std::io::ErrorKind::AlreadyExists => anyhow!(
-                "{} already exists, and may be the undo plan of an earlier reset; give another --undo-file, or move that one away first",
+                "{} already exists, and may be the undo plan of an earlier reset; give another path, or move that one away first",
                 path.display()
             ),
             _ => anyhow!(error).context(format!("could not create {}", path.display())),

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Datelike, SubsecRound, Utc};
 use serde::Serialize;
 
 use crate::cli::{Format, PruneArgs, PruneStrategy};
@@ -57,13 +57,25 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     let cutoff = match (args.older_than, args.before) {
         (Some(age), _) => {
             crate::time::ago(age)
-                .ok_or_else(|| usage("--older-than reaches before the start of the calendar"))?
+                // The years --before takes, which every backend stores and compares.
+                .filter(|cutoff| cutoff.year() >= 1000)
+                .ok_or_else(|| {
+                    usage("--older-than reaches back before the year 1000; expected a retention such as 7d or 2w")
+                })?
                 // Milliseconds: the precision every backend stores and every output shows.
                 .trunc_subsecs(3)
         }
         (None, Some(before)) => before,
         (None, None) => return Err(usage("give --older-than DURATION or --before TIMESTAMP")),
     };
+    // Every row would go, the ones processed a moment ago included, and with them the
+    // deduplication of any message delivered again.
+    if cutoff > Utc::now() {
+        return Err(usage(format!(
+            "--before {} is in the future: every row would be deleted, and with them the deduplication of any redelivery; expected a time in the past",
+            cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+        )));
+    }
     if args.strategy == PruneStrategy::Blocks && args.max_rows.is_some() {
         return Err(usage(
             "--strategy blocks deletes whole page ranges and cannot stop at --max-rows; \
@@ -606,7 +618,18 @@ async fn redeliverable(
     let kafka = Kafka::new(kafka);
     let committed = tokio::task::block_in_place(|| {
         let client = kafka.group_client(group)?;
-        kafka.committed(&client, &partitions)
+        let committed = kafka.committed(&client, &partitions)?;
+        // A group that committed nothing here would keep every row back: say so when the
+        // coordinator does not know it either (a mistyped --group), rather than prune nothing.
+        if committed.values().all(Option::is_none)
+            && kafka.group_state(&client, group)?.is_unknown()
+        {
+            anyhow::bail!(
+                "consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator), so prune cannot tell what it may redeliver; check --group (`inboxctl offsets show` lists the groups there are)",
+                kafka.brokers()
+            );
+        }
+        Ok(committed)
     })?;
     Ok(partitions
         .into_iter()

@@ -250,9 +250,16 @@ impl DatabaseUrl {
                     "database URL '{text}' names no SQLite file; expected sqlite://PATH, e.g. sqlite://inbox.db"
                 )));
             }
+            // The inbox must outlive the command: one in memory is gone when it exits.
+            if path == ":memory:" || text.contains("mode=memory") {
+                return Err(usage(format!(
+                    "database URL '{text}' names an in-memory SQLite database, which is gone when the command exits; expected a file, e.g. sqlite://inbox.db"
+                )));
+            }
             return Ok(DatabaseUrl {
                 backend,
-                connect: text.to_string(),
+                // The scheme in the case the driver expects.
+                connect: format!("sqlite:{}", &text["sqlite:".len()..]),
                 endpoint: format!("SQLite file {path}"),
                 redacted: text.to_string(),
                 tcp_address: None,
@@ -356,19 +363,71 @@ pub fn redact_url(text: &str) -> String {
             false => text.to_string(),
         };
     }
+    let text = redact_key_values(text);
     match (text.find("://"), text.rfind('@')) {
         (Some(start), Some(at)) if at > start + 3 => {
             format!("{}://***@{}", &text[..start], &text[at + 1..])
         }
-        _ => text.to_string(),
+        _ => text,
     }
 }
 
+/// `KEY=VALUE` settings whose key names a secret, as in a libpq connection string
+/// (`host=db password=pw`, values optionally in single quotes) or a query without its URL,
+/// with the value replaced by `***`.
+fn redact_key_values(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(equals) = rest.find('=') {
+        let (before, after) = rest.split_at(equals);
+        let key_start = before
+            .rfind(|c: char| c.is_whitespace() || matches!(c, '&' | ';' | '?'))
+            .map_or(0, |at| at + 1);
+        shown.push_str(before);
+        shown.push('=');
+        let value = &after[1..];
+        if !names_a_secret(before[key_start..].trim()) {
+            rest = value;
+            continue;
+        }
+        // A quoted value ends at its closing quote (an escaped one aside); any
+        // other at the next separator.
+        let end = match value.strip_prefix('\'') {
+            Some(quoted) => {
+                let mut chars = quoted.char_indices();
+                let mut end = quoted.len();
+                while let Some((at, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '\'' => {
+                            end = at;
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                (1 + end + 1).min(value.len())
+            }
+            None => value
+                .find(|c: char| c.is_whitespace() || matches!(c, '&' | ';'))
+                .unwrap_or(value.len()),
+        };
+        shown.push_str("***");
+        rest = &value[end..];
+    }
+    shown.push_str(rest);
+    shown
+}
+
+/// The file of a SQLite URL, whatever the case of its scheme (`SQLITE://inbox.db`).
 fn sqlite_path(text: &str) -> &str {
-    let rest = text
-        .strip_prefix("sqlite://")
-        .or_else(|| text.strip_prefix("sqlite:"))
-        .unwrap_or(text);
+    let rest = match text.get(..7) {
+        Some(scheme) if scheme.eq_ignore_ascii_case("sqlite:") => &text[7..],
+        _ => text,
+    };
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
     rest.split('?').next().unwrap_or(rest)
 }
 
@@ -1904,6 +1963,18 @@ mod tests {
             "mysql://root@db/inbox?password=***"
         );
         assert_eq!(redact_url("not a url://x:y@z"), "not a url://***@z");
+        // libpq's key=value strings, which are not URLs.
+        assert_eq!(
+            redact_url("host=127.0.0.1 user=postgres password=s3cret dbname=x"),
+            "host=127.0.0.1 user=postgres password=*** dbname=x"
+        );
+        assert_eq!(
+            redact_url("host=db password='a b\\' c' sslpassword=k"),
+            "host=db password=*** sslpassword=***"
+        );
+        assert_eq!(redact_url("password='unterminated"), "password=***");
+        assert_eq!(redact_url("user=a;pwd=b&x=1"), "user=a;pwd=***&x=1");
+        assert_eq!(redact_url("a=b=c password=="), "a=b=c password=***");
     }
 
     #[test]
