@@ -395,7 +395,9 @@ async fn replay(
                 break;
             }
         }
-        if failure.is_some() {
+        // --on-missing-id fail: the messages before the one without an id are applied, so
+        // that the run stops exactly there and every message read is accounted for.
+        if failure.is_some() && with_id.is_empty() {
             break;
         }
         // Ids the inbox cannot hold fail on their own; the handler sees the others.
@@ -506,6 +508,9 @@ async fn replay(
             summary.last_offset = Some(summary.last_offset.map_or(offset, |o| o.max(offset)));
         }
         progress.inc(batch_len as u64);
+        if failure.is_some() {
+            break;
+        }
         if let (Some((index, error)), OnError::Stop) = (outcome.failed.first(), args.on_error) {
             let m = &with_id[*index];
             failure = Some(anyhow!(
