@@ -1205,7 +1205,8 @@ async fn distinct_offsets_count_each_offset_once(backend: Backend) {
 }
 
 /// compare's list of the topics a consumer has rows of: each once, case and all, without
-/// the rows that have no coordinates and without other consumers' topics.
+/// the rows that have no coordinates and without other consumers' topics; and whether a
+/// consumer has any row.
 async fn consumer_topics_names_each_topic_once(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
@@ -1218,6 +1219,7 @@ async fn consumer_topics_names_each_topic_once(backend: Backend) {
         rows.push(row("c", &format!("e{n}"), Some((*topic, n as i32, 1)), now));
     }
     rows.push(row("c", "no-coordinates", None, now));
+    rows.push(row("uncoordinated", "x", None, now));
     rows.push(row("cc", "prefix-consumer", Some(("payments", 0, 1)), now));
     rows.push(row("d", "other-consumer", Some(("zz", 0, 1)), now));
     db.insert_rows(&rows).await;
@@ -1229,6 +1231,16 @@ async fn consumer_topics_names_each_topic_once(backend: Backend) {
     assert_eq!(store.consumer_topics("d").await.unwrap(), ["zz"]);
     assert!(store.consumer_topics("C").await.unwrap().is_empty());
     assert!(store.consumer_topics("nobody").await.unwrap().is_empty());
+    // Whether a consumer has rows at all, those without coordinates included.
+    assert!(store
+        .consumer_topics("uncoordinated")
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store.consumer_has_rows("c").await.unwrap());
+    assert!(store.consumer_has_rows("uncoordinated").await.unwrap());
+    assert!(!store.consumer_has_rows("ccc").await.unwrap());
+    assert!(!store.consumer_has_rows("C").await.unwrap());
 }
 
 each_backend!(

@@ -944,6 +944,31 @@ async fn compare_takes_every_topic_the_group_committed_on() {
         )
     );
 
+    // An inbox consumer without rows there: everything committed is lost, and the warning
+    // asks whether the consumer's name is right.
+    let nobody = inboxctl(
+        &db,
+        broker,
+        &[
+            "compare",
+            "-g",
+            &group,
+            "-t",
+            &payments,
+            "--consumer",
+            "nobody",
+        ],
+    )
+    .code(3);
+    assert!(
+        nobody.stdout.contains("FINDINGS: 2 lost, 0 orphaned"),
+        "{}",
+        nobody.stdout
+    );
+    assert_eq!(
+        nobody.stderr,
+        "warning: inbox consumer 'nobody' has no rows; if the application records its rows under another name, give it with --consumer (`inboxctl inspect` lists the consumers)\n"
+    );
     // A topic named where the group committed nothing: all its rows are pending.
     let audit_only = compare_json(&db, broker, &group, &audit, false, 0);
     assert_eq!(
@@ -1094,6 +1119,33 @@ async fn compare_checks_each_topic_from_where_the_prune_left_it() {
             "scan: {scan}"
         );
     }
+    // A group committed below where the prune left off: the offsets not checked are those
+    // below the committed one, and the table says so.
+    let behind = unique("behind");
+    broker.commit(&behind, &old, &[(0, 2)]);
+    let table = inboxctl(
+        &db,
+        broker,
+        &[
+            "compare",
+            "-g",
+            &behind,
+            "--consumer",
+            &group,
+            "-t",
+            &old,
+            "--pruned-before",
+            "-7d",
+        ],
+    )
+    .ok();
+    assert!(
+        table.stdout.contains(
+            "Not checked in partition 0: 2 offset(s) without an inbox row below 2, from before the last prune"
+        ),
+        "{}",
+        table.stdout
+    );
 }
 
 /// Rows pruned from the inbox leave their offsets without a row, like lost messages. prune

@@ -178,6 +178,8 @@ pub struct Comparison {
 /// What `compare_topics` found, before the totals.
 struct Compared {
     state: GroupState,
+    /// The inbox consumer has no rows at all.
+    consumer_without_rows: bool,
     pruned_before: Option<DateTime<Utc>>,
     topics: Vec<(String, TopicComparison)>,
     uncompared: Vec<String>,
@@ -248,6 +250,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     store.close().await;
     let Compared {
         state,
+        consumer_without_rows,
         pruned_before,
         topics,
         uncompared,
@@ -272,6 +275,14 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
     // Said after the report, which they qualify.
     let mut warnings = Vec::new();
+    // Every offset below the committed one then counts as lost: more likely a consumer
+    // name that is not the one the application records than that much loss.
+    if consumer_without_rows {
+        warnings.push(format!(
+            "inbox consumer '{}' has no rows; if the application records its rows under another name, give it with --consumer (`inboxctl inspect` lists the consumers)",
+            comparison.consumer
+        ));
+    }
     if !comparison.uncompared_topics.is_empty() {
         warnings.push(format!(
             "the inbox of consumer '{}' holds rows of {}, where group '{}' has no committed offsets, so they were not compared (the group never committed there, or its offsets expired); name them with --topic to compare them",
@@ -460,8 +471,14 @@ async fn compare_topics(
         "compared in {:.2}s",
         started.elapsed().as_secs_f64()
     ));
+    // Rows on the topics compared show the consumer has some; otherwise it is looked up.
+    let consumer_without_rows = topics
+        .iter()
+        .all(|(_, found)| found.partitions.iter().all(|p| p.inbox_rows == 0))
+        && !store.consumer_has_rows(consumer).await?;
     Ok(Compared {
         state,
+        consumer_without_rows,
         pruned_before,
         topics,
         uncompared,
@@ -1574,7 +1591,11 @@ fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
                 } else {
                     "offset(s) without an inbox row"
                 },
-                or_dash(p.checked_from),
+                // Only offsets below the committed one can be lost, whatever the prune left.
+                or_dash(match (p.checked_from, p.committed) {
+                    (Some(from), Some(committed)) => Some(from.min(committed)),
+                    (from, _) => from,
+                }),
                 c.pruned_before
                     .map(|at| format!(" (of rows processed before {})", at.format("%Y-%m-%d %H:%M:%S%.3f UTC")))
                     .unwrap_or_default()

@@ -1698,6 +1698,22 @@ impl Store {
             .with_context(|| format!("could not read the topics of consumer '{consumer}'"))
     }
 
+    /// Whether the consumer has any row (the first entry of the primary key, if any).
+    pub async fn consumer_has_rows(&self, consumer: &str) -> anyhow::Result<bool> {
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT consumer FROM {INBOX_TABLE} WHERE consumer = "
+        ))
+        .param()
+        .push(" LIMIT 1");
+        let found: Option<String> = sqlx::query_scalar(&sql.build())
+            .bind(consumer)
+            .fetch_optional(&self.pool)
+            .await
+            .with_context(|| format!("could not look for rows of consumer '{consumer}'"))?;
+        Ok(found.is_some())
+    }
+
     /// How many rows the consumer has (read through the primary key).
     pub async fn consumer_rows(&self, consumer: &str) -> anyhow::Result<i64> {
         let mut sql = self.sql();
