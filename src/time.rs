@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
 
 /// `7d`, `36h`, `90s`, `2w 3d`: humantime's grammar, with a message that says what is expected.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -24,6 +24,13 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
 /// UTC; in the years 1000 to 9999, which every backend stores and compares as it should.
 pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
     let parsed = parse_any_timestamp(text)?;
+    // chrono reads a 60th second as a leap second, which no backend stores.
+    if parsed.nanosecond() >= 1_000_000_000 {
+        return Err(format!(
+            "'{}' has a 60th second; expected seconds 00 to 59",
+            text.trim()
+        ));
+    }
     if !(1000..=9999).contains(&parsed.year()) {
         return Err(format!(
             "'{}' is in the year {}; expected a timestamp in the years 1000 to 9999",
@@ -143,6 +150,17 @@ mod tests {
         assert!(parse_time_or_ago("-5000y")
             .unwrap_err()
             .contains("before the year 1000"));
+    }
+
+    #[test]
+    fn a_leap_second_is_refused() {
+        for text in ["2026-11-01 08:00:60", "2026-11-01T08:00:60Z"] {
+            assert_eq!(
+                parse_timestamp(text).unwrap_err(),
+                format!("'{text}' has a 60th second; expected seconds 00 to 59")
+            );
+        }
+        assert!(parse_timestamp("2026-11-01 08:00:59.999").is_ok());
     }
 
     #[test]

@@ -75,6 +75,14 @@ fn unreachable_servers_are_named_by_host_and_port() {
         assert!(run.stderr.contains("Connection refused"), "{}", run.stderr);
         assert!(!run.stderr.contains("topsecret"), "{}", run.stderr);
     }
+    let run = inboxctl(&["inspect", "--database-url", "postgres://app@127.0.0.1:1"]).code(1);
+    assert!(
+        run.stderr.starts_with(
+            "error: could not connect to PostgreSQL server 127.0.0.1:1 (no database named, user 'app')"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -227,6 +235,17 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
         run.stderr
     );
     assert!(!dir.path().join("nope.db").exists());
+    // migrate run makes the file, not a missing folder.
+    let url = format!("sqlite://{}/no-such-folder/inbox.db", dir.path().display());
+    let run = inboxctl(&["migrate", "run", "--database-url", &url]).code(1);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: the folder '{0}/no-such-folder' of the SQLite database file '{0}/no-such-folder/inbox.db' does not exist; create it first (check --database-url / DATABASE_URL)\n",
+            dir.path().display()
+        )
+    );
+    assert!(!dir.path().join("no-such-folder").exists());
 }
 
 #[test]

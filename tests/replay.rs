@@ -1868,6 +1868,43 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1), row(2)]);
 }
 
+/// An answer that is not `"ok": true` is a failure, and the warning says what came back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_handler_answer_without_ok_true_is_a_failure_that_says_why() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    produce(&topic, &deposits("a", 1, 4)).await;
+    script(
+        &db,
+        "answers.sh",
+        "#!/bin/sh\nread -r line\necho '{\"ok\":false}'\nread -r line\necho '{\"ok\":\"yes\"}'\n\
+         read -r line\necho '{\"status\":\"done\"}'\nread -r line\necho '{\"ok\":true}'\ncat >/dev/null\n",
+        true,
+    );
+    let run = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", "./answers.sh", "--on-error", "skip"],
+    )
+    .code(1);
+    let warnings: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        warnings,
+        [
+            "warning: 0:0 (event a-p0-0): the handler answered ok: false",
+            "warning: 0:1 (event a-p0-1): the handler answered ok: \"yes\", not true",
+            "warning: 0:2 (event a-p0-2): the handler's answer has no \"ok\" field: {\"status\":\"done\"}",
+            "warning: 3 message(s) failed; see above",
+        ]
+    );
+    assert_eq!(
+        inbox(&mut db, "mailer").await,
+        vec![("a-p0-3".to_string(), topic.clone(), 0, 3)]
+    );
+}
+
 each_backend!(
     exec_handler_gets_each_event_once,
     ctrl_c_lets_the_exec_handler_finish_the_batch,

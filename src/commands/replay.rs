@@ -1298,11 +1298,16 @@ async fn apply_exec(
             ok.push(message);
             outcome.processed.push(index);
         } else {
-            let error = reply
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("the handler answered ok: false")
-                .to_string();
+            let error = match (reply.get("error").and_then(Value::as_str), reply.get("ok")) {
+                (Some(error), _) => error.to_string(),
+                (None, Some(Value::Bool(false))) => "the handler answered ok: false".to_string(),
+                // Anything but true is a failure: the effect cannot be taken as done.
+                (None, Some(other)) => format!("the handler answered ok: {other}, not true"),
+                (None, None) => format!(
+                    "the handler's answer has no \"ok\" field: {}",
+                    crate::output::printable(&reply.to_string())
+                ),
+            };
             outcome.failed.push((index, error));
         }
     }

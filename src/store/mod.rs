@@ -289,10 +289,13 @@ impl DatabaseUrl {
             Backend::Postgres => 5432,
             _ => 3306,
         });
+        let database = match parsed.path().trim_start_matches('/') {
+            "" => "no database named".to_string(),
+            name => format!("database '{name}'"),
+        };
         let endpoint = format!(
-            "{backend} server {}:{port} (database '{}', user '{}')",
+            "{backend} server {}:{port} ({database}, user '{}')",
             parsed.host_str().unwrap_or("localhost"),
-            parsed.path().trim_start_matches('/'),
             parsed.username(),
         );
         // A socket path in the query (`?host=/run/postgresql`, `?socket=…`) or as the host
@@ -611,6 +614,14 @@ impl Store {
             if create == CreateMode::MustExist && !std::path::Path::new(path).exists() {
                 bail!(
                     "the SQLite database file '{path}' does not exist; `inboxctl migrate run` creates it (check --database-url / DATABASE_URL)"
+                );
+            }
+            // SQLite makes the file but not its folder, and then says only "unable to open".
+            let folder = std::path::Path::new(path).parent();
+            if let Some(folder) = folder.filter(|f| !f.as_os_str().is_empty() && !f.is_dir()) {
+                bail!(
+                    "the folder '{}' of the SQLite database file '{path}' does not exist; create it first (check --database-url / DATABASE_URL)",
+                    folder.display()
                 );
             }
             if create == CreateMode::CreateIfMissing && !connect.contains("mode=") {
