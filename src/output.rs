@@ -201,6 +201,20 @@ impl std::fmt::Display for TextTable {
 }
 
 /// `text` with its control characters written as Rust escapes, the rest as it is.
+/// An event id as a message shows it: whole up to 64 characters, longer ones cut to their
+/// first 32 with their length (a line of thousands says nothing more; the dead-letter file
+/// keeps the whole id).
+pub fn shown_id(id: &str) -> String {
+    let length = id.chars().count();
+    match length > 64 {
+        true => format!(
+            "{}… ({length} characters)",
+            printable(&id.chars().take(32).collect::<String>())
+        ),
+        false => printable(id),
+    }
+}
+
 pub fn printable(text: &str) -> String {
     if !text.chars().any(char::is_control) {
         return text.to_string();
@@ -274,6 +288,16 @@ mod tests {
             redact_secrets(text),
             "postgres://app:***@db:5432/x failed; password *** rejected"
         );
+    }
+
+    #[test]
+    fn long_event_ids_are_shown_cut_short_with_their_length() {
+        assert_eq!(shown_id(&"a".repeat(64)), "a".repeat(64));
+        assert_eq!(
+            shown_id(&"é".repeat(65)),
+            format!("{}… (65 characters)", "é".repeat(32))
+        );
+        assert_eq!(shown_id("tab\there"), "tab\\there");
     }
 
     #[test]

@@ -177,6 +177,23 @@ fn a_libpq_connection_string_is_refused_with_its_password_hidden() {
 }
 
 #[test]
+fn a_certificate_file_that_is_not_there_is_named() {
+    for (url, key) in [
+        (
+            "postgres://app@127.0.0.1:1/x?sslmode=verify-full&sslrootcert=/no/such/ca.pem",
+            "sslrootcert",
+        ),
+        ("mysql://app@127.0.0.1:1/x?ssl-ca=/no/such/ca.pem", "ssl-ca"),
+    ] {
+        let run = inboxctl(&["inspect", "--database-url", url]).code(2);
+        assert_eq!(
+            run.stderr,
+            format!("error: the file '/no/such/ca.pem' given as {key} in the database URL does not exist\n")
+        );
+    }
+}
+
+#[test]
 fn a_sqlite_url_works_whatever_the_case_of_its_scheme() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("SQLite://{}/inbox.db", dir.path().display());

@@ -499,7 +499,7 @@ async fn replay(
                 "{}:{} (event {}): {error}",
                 message.partition,
                 message.offset,
-                message.event_id.as_deref().unwrap_or("")
+                crate::output::shown_id(message.event_id.as_deref().unwrap_or(""))
             ));
             write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
         }
@@ -517,7 +517,7 @@ async fn replay(
                 "the handler failed on {}:{} (event {}): {error}; stopping (--on-error skip goes on)",
                 m.partition,
                 m.offset,
-                m.event_id.as_deref().unwrap_or("")
+                crate::output::shown_id(m.event_id.as_deref().unwrap_or(""))
             ));
             break;
         }

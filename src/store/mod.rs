@@ -278,6 +278,16 @@ impl DatabaseUrl {
             if names_a_secret(&key) {
                 register_secret(&value);
             }
+            // The driver would say only "No such file or directory", without the file.
+            let names_a_file = matches!(
+                key.as_ref(),
+                "sslrootcert" | "sslcert" | "sslkey" | "ssl-ca" | "ssl-cert" | "ssl-key"
+            );
+            if names_a_file && !value.is_empty() && !std::path::Path::new(value.as_ref()).exists() {
+                return Err(usage(format!(
+                    "the file '{value}' given as {key} in the database URL does not exist"
+                )));
+            }
         }
         // An IPv6 address without its URL brackets, as a socket address wants it.
         let host = match parsed.host() {
