@@ -200,7 +200,6 @@ impl std::fmt::Display for TextTable {
     }
 }
 
-/// `text` with its control characters written as Rust escapes, the rest as it is.
 /// An event id as a message shows it: whole up to 64 characters, longer ones cut to their
 /// first 32 with their length (a line of thousands says nothing more; the dead-letter file
 /// keeps the whole id).
@@ -215,6 +214,7 @@ pub fn shown_id(id: &str) -> String {
     }
 }
 
+/// `text` with its control characters written as Rust escapes, the rest as it is.
 pub fn printable(text: &str) -> String {
     if !text.chars().any(char::is_control) {
         return text.to_string();
