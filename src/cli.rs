@@ -374,6 +374,9 @@ pub fn parse_topic(text: &str) -> Result<String, String> {
     if topic.is_empty() {
         return Err("the topic name is empty".to_string());
     }
+    if topic == "." || topic == ".." {
+        return Err(format!("'{topic}' is not a Kafka topic name"));
+    }
     if let Some(bad) = topic.chars().find(|c| !legal(*c)) {
         let hint = match bad {
             ':' => "; partitions are chosen with TOPIC:P,P only by offsets reset",

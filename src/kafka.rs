@@ -78,9 +78,9 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
 
 /// A broker list that names at least one broker.
 fn parse_brokers(text: &str) -> Result<String, String> {
-    match text.trim() {
-        "" => Err("names no broker; expected host:port[,host:port…]".to_string()),
-        brokers => Ok(brokers.to_string()),
+    match text.split(',').all(|broker| broker.trim().is_empty()) {
+        true => Err("names no broker; expected host:port[,host:port…]".to_string()),
+        false => Ok(text.trim().to_string()),
     }
 }
 

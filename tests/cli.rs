@@ -78,7 +78,7 @@ fn unreachable_servers_are_named_by_host_and_port() {
     let run = inboxctl(&["inspect", "--database-url", "postgres://app@127.0.0.1:1"]).code(1);
     assert!(
         run.stderr.starts_with(
-            "error: could not connect to PostgreSQL server 127.0.0.1:1 (no database named, user 'app')"
+            "error: could not connect to PostgreSQL server 127.0.0.1:1 (database 'app' by default, user 'app')"
         ),
         "{}",
         run.stderr
@@ -263,11 +263,21 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
         )
     );
     assert!(!dir.path().join("no-such-folder").exists());
+    // A reading command says the same, not that migrate run would make the file.
+    let run = inboxctl(&["inspect", "--database-url", &url]).code(1);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error: the folder '{}/no-such-folder' of the SQLite database file",
+            dir.path().display()
+        )),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 17] = [
+    let cases: [(&[&str], &str); 19] = [
         (
             &["prune", "--older-than", "7x"],
             "invalid value '7x' for '--older-than <DURATION>'",
@@ -330,6 +340,11 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
             &["offsets", "show", "--brokers", " "],
             "names no broker; expected host:port[,host:port…]",
         ),
+        (
+            &["offsets", "show", "--brokers", " , "],
+            "names no broker; expected host:port[,host:port…]",
+        ),
+        (&["compare", "-g", "g", "-t", ".."], "'..' is not a Kafka topic name"),
     ];
     for (args, expected) in cases {
         let run = inboxctl(args).code(2);

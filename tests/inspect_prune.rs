@@ -1220,6 +1220,15 @@ async fn consumer_topics_names_each_topic_once(backend: Backend) {
     }
     rows.push(row("c", "no-coordinates", None, now));
     rows.push(row("uncoordinated", "x", None, now));
+    // More topics than MySQL's 1,000 steps of a recursion.
+    for n in 0..1001 {
+        rows.push(row(
+            "wide",
+            &format!("w{n}"),
+            Some((&format!("w{n:04}"), 0, 1)),
+            now,
+        ));
+    }
     rows.push(row("cc", "prefix-consumer", Some(("payments", 0, 1)), now));
     rows.push(row("d", "other-consumer", Some(("zz", 0, 1)), now));
     db.insert_rows(&rows).await;
@@ -1237,6 +1246,10 @@ async fn consumer_topics_names_each_topic_once(backend: Backend) {
         .await
         .unwrap()
         .is_empty());
+    let mut wide = store.consumer_topics("wide").await.unwrap();
+    wide.sort();
+    let expected: Vec<String> = (0..1001).map(|n| format!("w{n:04}")).collect();
+    assert_eq!(wide, expected);
     assert!(store.consumer_has_rows("c").await.unwrap());
     assert!(store.consumer_has_rows("uncoordinated").await.unwrap());
     assert!(!store.consumer_has_rows("ccc").await.unwrap());

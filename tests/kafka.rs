@@ -1383,6 +1383,25 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
     .await
     .unwrap();
     assert_eq!(left, vec![(0, 5), (0, 6), (0, 7)]);
+    // Again: the older rows left are all kept, and the summary says so.
+    let again = inboxctl(
+        &db,
+        broker(),
+        &["prune", "--older-than", "0s", "--group", &group, "--yes"],
+    )
+    .ok();
+    let lines: Vec<&str> = again.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", again.stdout);
+    assert!(
+        lines[0].starts_with("Nothing to prune: every row processed before ")
+            && lines[0].ends_with(" is kept."),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        lines[1],
+        "Kept 3 older rows at or above the group's committed offsets: they may still be redelivered."
+    );
 }
 
 each_backend!(

@@ -1433,6 +1433,21 @@ async fn export_writes_the_plan_and_from_file_applies_it() {
         "no undo file for an export"
     );
     assert_eq!(files_in(dir.path()), ["plan.csv"]);
+    // A device is no plan: writing to it is what was asked (`/dev/stdout` in a pipe).
+    let to_device = reset(
+        &db,
+        &group,
+        &topic,
+        &["--to-earliest", "--export", "/dev/null"],
+    )
+    .ok();
+    assert!(
+        to_device
+            .stderr
+            .contains("Wrote the plan for 3 partition(s) to /dev/null"),
+        "{}",
+        to_device.stderr
+    );
     // A file there may be an earlier reset's undo plan: it is never replaced.
     let again = reset(
         &db,

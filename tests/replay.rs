@@ -1477,7 +1477,20 @@ async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {
     );
     let (messages, processed, _, failures, missing) = totals(&failed.json());
     assert_eq!((messages, processed, failures, missing), (8, 7, 0, 1));
+    assert_eq!(failed.json()["partitions"][0]["last_offset"], 7);
     let first_seven: Vec<Landed> = landed.iter().take(7).cloned().collect();
+    assert_eq!(balances(&mut db).await, expected_balances(&first_seven));
+    // The same message first in its batch: read, counted, and the last offset read.
+    let at_once = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "5", "--from", "7"],
+    )
+    .code(1);
+    let json = at_once.json();
+    assert_eq!(totals(&json), (1, 0, 0, 0, 1));
+    assert_eq!(json["partitions"][0]["last_offset"], 7);
     assert_eq!(balances(&mut db).await, expected_balances(&first_seven));
     let line: Value = serde_json::from_str(std::fs::read_to_string(dead).unwrap().trim()).unwrap();
     assert_eq!(

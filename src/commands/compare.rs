@@ -185,10 +185,20 @@ struct Compared {
     uncompared: Vec<String>,
 }
 
-/// `topic 'a'` or `topics 'a', 'b'`.
+/// Topics named in a message at most; JSON lists them all.
+const TOPICS_NAMED: usize = 10;
+
+/// `topic 'a'`, `topics 'a', 'b'`, or the first [`TOPICS_NAMED`] and how many more.
 fn quoted_list(topics: &[String]) -> String {
-    let quoted: Vec<String> = topics.iter().map(|topic| format!("'{topic}'")).collect();
-    match quoted.len() {
+    let mut quoted: Vec<String> = topics
+        .iter()
+        .take(TOPICS_NAMED)
+        .map(|topic| format!("'{topic}'"))
+        .collect();
+    if topics.len() > TOPICS_NAMED {
+        quoted.push(format!("and {} more", topics.len() - TOPICS_NAMED));
+    }
+    match topics.len() {
         1 => format!("topic {}", quoted[0]),
         _ => format!("topics {}", quoted.join(", ")),
     }
@@ -1672,6 +1682,17 @@ fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn topic_lists_name_the_first_ten() {
+        let topics: Vec<String> = (1..=12).map(|n| format!("t{n}")).collect();
+        assert_eq!(quoted_list(&topics[..1]), "topic 't1'");
+        assert_eq!(quoted_list(&topics[..2]), "topics 't1', 't2'");
+        assert_eq!(
+            quoted_list(&topics),
+            "topics 't1', 't2', 't3', 't4', 't5', 't6', 't7', 't8', 't9', 't10', and 2 more"
+        );
+    }
 
     #[test]
     fn missing_ranges_are_the_gaps() {

@@ -962,11 +962,14 @@ pub fn write_plan<'a>(
     rows: impl Iterator<Item = (&'a str, i32, Option<i64>)>,
     existing: Existing,
 ) -> anyhow::Result<()> {
+    // Only a regular file can be a plan: a terminal or a pipe (`/dev/stdout`) is written to.
+    let special = std::fs::metadata(path).is_ok_and(|found| !found.is_file());
+    let refuse = existing == Existing::Refuse && !special;
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(existing == Existing::Replace)
-        .create_new(existing == Existing::Refuse)
+        .truncate(!refuse && !special)
+        .create_new(refuse)
         .open(path)
         .map_err(|error| match error.kind() {
             std::io::ErrorKind::AlreadyExists => anyhow!(

@@ -560,9 +560,16 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         return Ok(());
     }
     if report.rows_planned == Some(0) {
-        output.print(format!(
-            "Nothing to prune: no rows processed before {cutoff}."
-        ));
+        // With --group, older rows may be there, all kept back.
+        match report.rows_kept_for_redelivery {
+            0 => output.print(format!(
+                "Nothing to prune: no rows processed before {cutoff}."
+            )),
+            _ => output.print(format!(
+                "Nothing to prune: every row processed before {cutoff} is kept."
+            )),
+        }
+        print_kept(report, output);
         return Ok(());
     }
     if report.rows_matched.is_some() {

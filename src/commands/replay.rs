@@ -398,6 +398,7 @@ async fn replay(
         // --on-missing-id fail: the messages before the one without an id are applied, so
         // that the run stops exactly there and every message read is accounted for.
         if failure.is_some() && with_id.is_empty() {
+            note_last_offsets(&mut summaries, last_offsets);
             break;
         }
         // Ids the inbox cannot hold fail on their own; the handler sees the others.
@@ -503,10 +504,7 @@ async fn replay(
             ));
             write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
         }
-        for (partition, offset) in last_offsets {
-            let summary = summaries.get_mut(&partition).unwrap();
-            summary.last_offset = Some(summary.last_offset.map_or(offset, |o| o.max(offset)));
-        }
+        note_last_offsets(&mut summaries, last_offsets);
         progress.inc(batch_len as u64);
         if failure.is_some() {
             break;
@@ -1370,6 +1368,19 @@ fn write_dead_letter(
         writeln!(file, "{record}").context("could not write the dead-letter file")?;
     }
     Ok(())
+}
+
+/// Each partition's last offset read, raised to the batch's.
+fn note_last_offsets(
+    summaries: &mut BTreeMap<i32, PartitionSummary>,
+    last_offsets: BTreeMap<i32, i64>,
+) {
+    for (partition, offset) in last_offsets {
+        let summary = summaries
+            .get_mut(&partition)
+            .expect("read only assigned partitions");
+        summary.last_offset = Some(summary.last_offset.map_or(offset, |o| o.max(offset)));
+    }
 }
 
 fn print_summary(

@@ -299,9 +299,11 @@ impl DatabaseUrl {
             Backend::Postgres => 5432,
             _ => 3306,
         });
-        let database = match parsed.path().trim_start_matches('/') {
-            "" => "no database named".to_string(),
-            name => format!("database '{name}'"),
+        let database = match (parsed.path().trim_start_matches('/'), backend) {
+            // PostgreSQL then takes the database named like the user.
+            ("", Backend::Postgres) => format!("database '{}' by default", parsed.username()),
+            ("", _) => "no database named".to_string(),
+            (name, _) => format!("database '{name}'"),
         };
         let endpoint = format!(
             "{backend} server {}:{port} ({database}, user '{}')",
@@ -386,43 +388,28 @@ pub fn redact_url(text: &str) -> String {
 }
 
 /// `KEY=VALUE` settings whose key names a secret, as in a libpq connection string
-/// (`host=db password=pw`, values optionally in single quotes) or a query without its URL,
-/// with the value replaced by `***`.
+/// (`host=db password=pw`, spaces around `=` allowed, values optionally in single quotes)
+/// or a query without its URL, with the value replaced by `***`.
 fn redact_key_values(text: &str) -> String {
+    let is_separator = |c: char| c.is_whitespace() || matches!(c, '&' | ';' | '?');
     let mut shown = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(equals) = rest.find('=') {
         let (before, after) = rest.split_at(equals);
-        let key_start = before
-            .rfind(|c: char| c.is_whitespace() || matches!(c, '&' | ';' | '?'))
-            .map_or(0, |at| at + 1);
+        let key = before.trim_end();
+        let key = &key[key.rfind(is_separator).map_or(0, |at| at + 1)..];
         shown.push_str(before);
         shown.push('=');
         let value = &after[1..];
-        if !names_a_secret(before[key_start..].trim()) {
+        if !names_a_secret(key) {
             rest = value;
             continue;
         }
-        // A quoted value ends at its closing quote (an escaped one aside); any
-        // other at the next separator.
+        let spaces = value.len() - value.trim_start().len();
+        shown.push_str(&value[..spaces]);
+        let value = &value[spaces..];
         let end = match value.strip_prefix('\'') {
-            Some(quoted) => {
-                let mut chars = quoted.char_indices();
-                let mut end = quoted.len();
-                while let Some((at, c)) = chars.next() {
-                    match c {
-                        '\\' => {
-                            chars.next();
-                        }
-                        '\'' => {
-                            end = at;
-                            break;
-                        }
-                        _ => {}
-                    }
-                }
-                (1 + end + 1).min(value.len())
-            }
+            Some(quoted) => 1 + quoted_end(quoted),
             None => value
                 .find(|c: char| c.is_whitespace() || matches!(c, '&' | ';'))
                 .unwrap_or(value.len()),
@@ -432,6 +419,25 @@ fn redact_key_values(text: &str) -> String {
     }
     shown.push_str(rest);
     shown
+}
+
+/// Where a single-quoted value that began just before `quoted` ends: after its closing
+/// quote, an escaped (`\'`) or doubled (`''`) one aside, or at the end of the text.
+fn quoted_end(quoted: &str) -> usize {
+    let mut chars = quoted.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '\'' if chars.peek().is_some_and(|(_, next)| *next == '\'') => {
+                chars.next();
+            }
+            '\'' => return at + 1,
+            _ => {}
+        }
+    }
+    quoted.len()
 }
 
 /// The file of a SQLite URL, whatever the case of its scheme (`SQLITE://inbox.db`).
@@ -621,17 +627,17 @@ impl Store {
         let mut connect = url.connect.clone();
         if url.backend == Backend::Sqlite {
             let path = sqlite_path(&url.connect);
-            if create == CreateMode::MustExist && !std::path::Path::new(path).exists() {
-                bail!(
-                    "the SQLite database file '{path}' does not exist; `inboxctl migrate run` creates it (check --database-url / DATABASE_URL)"
-                );
-            }
             // SQLite makes the file but not its folder, and then says only "unable to open".
             let folder = std::path::Path::new(path).parent();
             if let Some(folder) = folder.filter(|f| !f.as_os_str().is_empty() && !f.is_dir()) {
                 bail!(
                     "the folder '{}' of the SQLite database file '{path}' does not exist; create it first (check --database-url / DATABASE_URL)",
                     folder.display()
+                );
+            }
+            if create == CreateMode::MustExist && !std::path::Path::new(path).exists() {
+                bail!(
+                    "the SQLite database file '{path}' does not exist; `inboxctl migrate run` creates it (check --database-url / DATABASE_URL)"
                 );
             }
             if create == CreateMode::CreateIfMissing && !connect.contains("mode=") {
@@ -1694,11 +1700,26 @@ impl Store {
     }
 
     /// The topics a consumer has rows of (those without coordinates aside), in the order
-    /// of the database's collation. Each step of the recursion takes the next name off the
-    /// coordinates index, so the cost grows with the number of topics, not of rows, on every
-    /// backend (PostgreSQL before 18 reads every entry of the consumer for a `DISTINCT`).
+    /// of the database's collation. On PostgreSQL and SQLite each step of the recursion
+    /// takes the next name off the coordinates index, so the cost grows with the number of
+    /// topics, not of rows (PostgreSQL before 18 reads every entry of the consumer for a
+    /// `DISTINCT`: 69 ms against 0.5 ms for 250,000 rows). MySQL gets the `DISTINCT`: it
+    /// stops a recursion after 1,000 steps (MariaDB without an error), and MariaDB ran the
+    /// recursion forty times slower than the `DISTINCT` (2.2 s against 54 ms, 300,000 rows).
     pub async fn consumer_topics(&self, consumer: &str) -> anyhow::Result<Vec<String>> {
         let mut sql = self.sql();
+        if self.backend == Backend::Mysql {
+            sql.push(&format!(
+                "SELECT DISTINCT topic FROM {INBOX_TABLE} WHERE consumer = "
+            ))
+            .param()
+            .push(" AND topic IS NOT NULL");
+            return sqlx::query_scalar(&sql.build())
+                .bind(consumer)
+                .fetch_all(&self.pool)
+                .await
+                .with_context(|| format!("could not read the topics of consumer '{consumer}'"));
+        }
         sql.push(&format!(
             "WITH RECURSIVE present (topic) AS (SELECT MIN(topic) FROM {INBOX_TABLE} WHERE consumer = "
         ))
@@ -2012,6 +2033,14 @@ mod tests {
         assert_eq!(redact_url("password='unterminated"), "password=***");
         assert_eq!(redact_url("user=a;pwd=b&x=1"), "user=a;pwd=***&x=1");
         assert_eq!(redact_url("a=b=c password=="), "a=b=c password=***");
+        // Spaces around `=`, and a quote written twice inside quotes.
+        assert_eq!(
+            redact_url("host=db password = s3cret dbname=x"),
+            "host=db password = *** dbname=x"
+        );
+        assert_eq!(redact_url("password =s3cret"), "password =***");
+        assert_eq!(redact_url("password= s3cret x=1"), "password= *** x=1");
+        assert_eq!(redact_url("password='it''s' x=1"), "password=*** x=1");
     }
 
     #[test]
