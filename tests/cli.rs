@@ -277,7 +277,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 19] = [
+    let cases: [(&[&str], &str); 20] = [
         (
             &["prune", "--older-than", "7x"],
             "invalid value '7x' for '--older-than <DURATION>'",
@@ -345,6 +345,10 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
             "names no broker; expected host:port[,host:port…]",
         ),
         (&["compare", "-g", "g", "-t", ".."], "'..' is not a Kafka topic name"),
+        (
+            &["completions", "bash", "--format", "csv"],
+            "error: --format does not apply to completions, which prints a shell script",
+        ),
     ];
     for (args, expected) in cases {
         let run = inboxctl(args).code(2);

@@ -2,11 +2,17 @@
 
 use clap::CommandFactory;
 
-use crate::cli::{Cli, CompletionsArgs};
+use crate::cli::{Cli, CompletionsArgs, Format};
 use crate::exit::ExitStatus;
 use crate::output::Output;
 
-pub fn run(args: CompletionsArgs, _output: Output) -> anyhow::Result<ExitStatus> {
+pub fn run(args: CompletionsArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    // A script is a script: a format asked for would be silently ignored.
+    if output.format != Format::Table {
+        return Err(crate::error::usage(
+            "--format does not apply to completions, which prints a shell script",
+        ));
+    }
     let script = script(args.shell);
     print!("{script}");
     Ok(ExitStatus::Success)
