@@ -41,6 +41,12 @@ pub fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
     Ok(parsed)
 }
 
+/// A time as tables and messages show it: UTC, to the millisecond, which every backend
+/// stores (`2026-11-01 08:00:00.000 UTC`).
+pub fn shown_utc(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string()
+}
+
 /// That long before now; `None` when it is before what a timestamp holds (subtracting
 /// would panic).
 pub fn ago(age: Duration) -> Option<DateTime<Utc>> {

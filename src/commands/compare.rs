@@ -216,7 +216,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     if let Some(cutoff) = args.pruned_before.filter(|cutoff| *cutoff > Utc::now()) {
         return Err(crate::error::usage(format!(
             "--pruned-before {} is in the future: no prune can have deleted rows processed after now, and every offset without a row would pass as pruned; expected a time in the past",
-            cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+            crate::time::shown_utc(cutoff)
         )));
     }
     let kafka = Kafka::new(&args.kafka);
@@ -1607,7 +1607,7 @@ fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
                     (from, _) => from,
                 }),
                 c.pruned_before
-                    .map(|at| format!(" (of rows processed before {})", at.format("%Y-%m-%d %H:%M:%S%.3f UTC")))
+                    .map(|at| format!(" (of rows processed before {})", crate::time::shown_utc(at)))
                     .unwrap_or_default()
             ));
         }

@@ -284,7 +284,7 @@ fn print_prunes<'a>(
             output.print(format!(
                 "Last prune of {}: rows processed before {}",
                 printable(consumer),
-                cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+                crate::time::shown_utc(cutoff)
             ));
         }
     }

@@ -73,7 +73,7 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     if cutoff > Utc::now() {
         return Err(usage(format!(
             "--before {} is in the future: every row would be deleted, and with them the deduplication of any redelivery; expected a time in the past",
-            cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC")
+            crate::time::shown_utc(cutoff)
         )));
     }
     if args.strategy == PruneStrategy::Blocks && args.max_rows.is_some() {
@@ -532,7 +532,7 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
     if output.format == Format::Json {
         return output.print_json(report);
     }
-    let cutoff = report.cutoff.format("%Y-%m-%d %H:%M:%S%.3f UTC");
+    let cutoff = crate::time::shown_utc(report.cutoff);
     if report.dry_run {
         let mut t = table(&["CONSUMER", "WOULD DELETE"], &[1]);
         for consumer in &report.consumers {
