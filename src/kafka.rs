@@ -166,6 +166,15 @@ impl Kafka {
             .map_or(&self.options.brokers, |(_, brokers)| brokers)
     }
 
+    /// What a group the coordinator does not know and that has no committed offsets is
+    /// called, before what it means to the command.
+    pub fn unknown_group(&self, group: &str) -> String {
+        format!(
+            "consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator)",
+            self.brokers()
+        )
+    }
+
     pub fn timeout(&self) -> Duration {
         self.options.kafka_timeout
     }

@@ -80,8 +80,8 @@ pub fn group_offsets(
         .collect();
     if with_offsets.is_empty() && state.is_unknown() {
         bail!(
-            "consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator); `inboxctl offsets show` lists the groups there are",
-            kafka.brokers()
+            "{}; `inboxctl offsets show` lists the groups there are",
+            kafka.unknown_group(group)
         );
     }
     let shown = |topic: &String| !topics.is_empty() || with_offsets.contains(topic);

@@ -632,8 +632,8 @@ async fn redeliverable(
             && kafka.group_state(&client, group)?.is_unknown()
         {
             anyhow::bail!(
-                "consumer group '{group}' does not exist on {} (no committed offsets, unknown to the coordinator), so prune cannot tell what it may redeliver; check --group (`inboxctl offsets show` lists the groups there are)",
-                kafka.brokers()
+                "{}, so prune cannot tell what it may redeliver; check --group (`inboxctl offsets show` lists the groups there are)",
+                kafka.unknown_group(group)
             );
         }
         Ok(committed)
