@@ -17,15 +17,18 @@ fn parse_count(text: &str) -> Result<u64, String> {
     }
 }
 
+/// A count of rows from 1 to `max`; `why` follows the refusal of a larger one.
+fn parse_count_at_most(text: &str, max: u64, why: &str) -> Result<u64, String> {
+    match parse_count(text)? {
+        count if count > max => Err(format!("{count} is more than {max}{why}")),
+        count => Ok(count),
+    }
+}
+
 /// prune's batch size: 1 to 10,000,000. Each batch is one transaction, and a larger one is
 /// one unbounded DELETE by another name.
 fn parse_prune_batch_size(text: &str) -> Result<u64, String> {
-    match parse_count(text)? {
-        count if count > 10_000_000 => Err(format!(
-            "{count} is more than 10000000 (each batch is one transaction)"
-        )),
-        count => Ok(count),
-    }
+    parse_count_at_most(text, 10_000_000, " (each batch is one transaction)")
 }
 
 #[derive(Debug, Parser)]
@@ -519,8 +522,5 @@ pub enum OnError {
 
 /// A batch size: 1 to 10,000 (PostgreSQL binds at most 65,535 parameters per statement).
 fn parse_batch_size(text: &str) -> Result<u64, String> {
-    match parse_count(text)? {
-        count if count > 10_000 => Err(format!("{count} is more than 10000")),
-        count => Ok(count),
-    }
+    parse_count_at_most(text, 10_000, "")
 }
