@@ -1707,34 +1707,34 @@ impl Store {
     /// stops a recursion after 1,000 steps (MariaDB without an error), and MariaDB ran the
     /// recursion forty times slower than the `DISTINCT` (2.2 s against 54 ms, 300,000 rows).
     pub async fn consumer_topics(&self, consumer: &str) -> anyhow::Result<Vec<String>> {
+        let recursive = self.backend != Backend::Mysql;
         let mut sql = self.sql();
-        if self.backend == Backend::Mysql {
+        if recursive {
+            sql.push(&format!(
+                "WITH RECURSIVE present (topic) AS (SELECT MIN(topic) FROM {INBOX_TABLE} WHERE consumer = "
+            ))
+            .unseen_param()
+            .push(&format!(
+                " UNION ALL SELECT (SELECT MIN(topic) FROM {INBOX_TABLE} WHERE consumer = "
+            ))
+            .unseen_param()
+            .push(
+                " AND topic > present.topic) FROM present WHERE present.topic IS NOT NULL) \
+                 SELECT topic FROM present WHERE topic IS NOT NULL",
+            );
+        } else {
             sql.push(&format!(
                 "SELECT DISTINCT topic FROM {INBOX_TABLE} WHERE consumer = "
             ))
             .param()
             .push(" AND topic IS NOT NULL");
-            return sqlx::query_scalar(&sql.build())
-                .bind(consumer)
-                .fetch_all(&self.pool)
-                .await
-                .with_context(|| format!("could not read the topics of consumer '{consumer}'"));
         }
-        sql.push(&format!(
-            "WITH RECURSIVE present (topic) AS (SELECT MIN(topic) FROM {INBOX_TABLE} WHERE consumer = "
-        ))
-        .unseen_param()
-        .push(&format!(
-            " UNION ALL SELECT (SELECT MIN(topic) FROM {INBOX_TABLE} WHERE consumer = "
-        ))
-        .unseen_param()
-        .push(
-            " AND topic > present.topic) FROM present WHERE present.topic IS NOT NULL) \
-             SELECT topic FROM present WHERE topic IS NOT NULL",
-        );
-        sqlx::query_scalar(&sql.build())
-            .bind(consumer)
-            .bind(consumer)
+        let text = sql.build();
+        let mut query = sqlx::query_scalar(&text).bind(consumer);
+        if recursive {
+            query = query.bind(consumer);
+        }
+        query
             .fetch_all(&self.pool)
             .await
             .with_context(|| format!("could not read the topics of consumer '{consumer}'"))
