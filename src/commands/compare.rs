@@ -178,6 +178,8 @@ pub struct Comparison {
 /// What `compare_topics` found, before the totals.
 struct Compared {
     state: GroupState,
+    /// Where the event ids were looked for (`--event-id-from`), for the warnings.
+    source: EventIdSource,
     /// The inbox consumer has no rows at all.
     consumer_without_rows: bool,
     pruned_before: Option<DateTime<Utc>>,
@@ -260,6 +262,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
     store.close().await;
     let Compared {
         state,
+        source,
         consumer_without_rows,
         pruned_before,
         topics,
@@ -282,7 +285,6 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         scanned_per_topic: Vec::new(),
         uncompared_topics: uncompared,
     };
-    let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
     // Said after the report, which they qualify.
     let mut warnings = Vec::new();
     // Every offset below the committed one then counts as lost: more likely a consumer
@@ -451,7 +453,7 @@ async fn compare_topics(
     let mut late_enough = late_enough?;
     // The group's client closes beside the comparison, awaited only at the end.
     let closing = tokio::task::spawn_blocking(move || drop(group_client));
-    // Where the event ids are, worked out once for every topic.
+    // Where the event ids are, worked out once for every topic and the warnings.
     let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
     let comparing = TopicCheck {
         args,
@@ -488,6 +490,7 @@ async fn compare_topics(
         && !store.consumer_has_rows(consumer).await?;
     Ok(Compared {
         state,
+        source,
         consumer_without_rows,
         pruned_before,
         topics,
