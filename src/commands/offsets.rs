@@ -509,9 +509,6 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         write_plan(
             path,
             plan.iter().map(|p| (p.topic.as_str(), p.partition, p.new)),
-            // The file there may be an undo plan, the only record of an earlier reset's
-            // offsets before.
-            Existing::Refuse,
         )?;
         output.note(format!(
             "Wrote the plan for {} partition(s) to {}",
@@ -562,7 +559,6 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         &undo_path,
         plan.iter()
             .map(|p| (p.topic.as_str(), p.partition, p.current)),
-        Existing::Refuse,
     )
     .with_context(|| {
         format!(
@@ -594,7 +590,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         let rows = to_commit
             .iter()
             .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)));
-        if let Err(error) = write_plan(&path, rows, Existing::Refuse) {
+        if let Err(error) = write_plan(&path, rows) {
             // Nothing changes, so the undo plan written a moment ago undoes nothing.
             let _ = std::fs::remove_file(&undo_path);
             return Err(error.context(format!(
@@ -948,28 +944,17 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
         .collect())
 }
 
-/// Whether writing a plan may replace a file that is there.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Existing {
-    Replace,
-    /// An undo plan: an earlier one at that path may be the only record of the offsets
-    /// before an earlier reset (re-running the same command must not lose it).
-    Refuse,
-}
-
+/// Writes a plan as CSV. A file already there is never replaced: it may be an undo plan, the
+/// only record of the offsets before an earlier reset (re-running a command must not lose
+/// it). A terminal or a pipe (`/dev/stdout`) is no plan file, and is written to.
 pub fn write_plan<'a>(
     path: &Path,
     rows: impl Iterator<Item = (&'a str, i32, Option<i64>)>,
-    existing: Existing,
 ) -> anyhow::Result<()> {
-    // Only a regular file can be a plan: a terminal or a pipe (`/dev/stdout`) is written to.
     let special = std::fs::metadata(path).is_ok_and(|found| !found.is_file());
-    let refuse = existing == Existing::Refuse && !special;
     let file = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(!refuse && !special)
-        .create_new(refuse)
+        .create_new(!special)
         .open(path)
         .map_err(|error| match error.kind() {
             std::io::ErrorKind::AlreadyExists => anyhow!(
@@ -1062,7 +1047,7 @@ mod tests {
             ("orders", 1, None),
             ("orders", 2, Some(0)),
         ];
-        write_plan(&path, rows.into_iter(), Existing::Replace).unwrap();
+        write_plan(&path, rows.into_iter()).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "topic,partition,offset\norders,0,5\norders,1,\norders,2,0\n"
