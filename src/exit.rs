@@ -14,6 +14,8 @@ pub enum ExitStatus {
     Findings = 3,
     /// Ctrl-C stopped the command between two batches; what was done is reported.
     Interrupted = 130,
+    /// SIGTERM stopped the command between two batches; what was done is reported.
+    Terminated = 143,
 }
 
 impl From<ExitStatus> for ExitCode {

@@ -479,11 +479,13 @@ async fn prune_dry_run_and_refusal_delete_nothing(backend: Backend) {
 }
 
 /// Starts `prune --older-than 1d --yes --batch-size 3 --format json MORE` on a table of
-/// `rows` old rows and sends it Ctrl-C once the first batch is gone.
+/// `rows` old rows and sends it `signal` (`INT`, as Ctrl-C does, or `TERM`) once the first
+/// batch is gone.
 async fn prune_interrupted_once_under_way(
     db: &mut TestDb,
     rows: i64,
     more: &[&str],
+    signal: &str,
 ) -> std::process::Child {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
         .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "3"])
@@ -504,7 +506,7 @@ async fn prune_interrupted_once_under_way(
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -514,7 +516,7 @@ async fn prune_interrupted_once_under_way(
 async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
     let mut db = inbox_of_old_rows(backend, "c", 20_000, 30).await;
 
-    let child = prune_interrupted_once_under_way(&mut db, 20_000, &[]).await;
+    let child = prune_interrupted_once_under_way(&mut db, 20_000, &[], "INT").await;
     let output = child.wait_with_output().unwrap();
     let run = Run::from(output).code(130);
     let json = run.json();
@@ -537,13 +539,41 @@ async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 0);
 }
 
+/// SIGTERM, as `kill`, systemd or Kubernetes send it to a prune run by a scheduler, stops
+/// prune as Ctrl-C does, between two batches, and says so in the exit code (143).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_stopped_by_sigterm_finishes_its_batch() {
+    let mut db = inbox_of_old_rows(Backend::Sqlite, "c", 20_000, 30).await;
+
+    let child = prune_interrupted_once_under_way(&mut db, 20_000, &[], "TERM").await;
+    let run = Run::from(child.wait_with_output().unwrap()).code(143);
+    let json = run.json();
+    assert_eq!(json["interrupted"], true);
+    let left = db.count("processed_messages").await;
+    assert!(
+        left > 0,
+        "the run finished before the signal; nothing was tested"
+    );
+    assert_eq!(json["rows_deleted"].as_i64().unwrap(), 20_000 - left);
+    assert!(
+        run.stderr.contains(&format!(
+            "stopped by SIGTERM: deleted {} rows; re-run the same command to continue",
+            20_000 - left
+        )),
+        "{}",
+        run.stderr
+    );
+    db.run(&["prune", "--older-than", "1d", "--yes"]).ok();
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 /// Ctrl-C during a long `--pause` stops prune then, not when the pause is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_interrupted_during_a_pause_stops_at_once() {
     let mut db = inbox_of_old_rows(Backend::Sqlite, "c", 20, 30).await;
 
     // The first batch goes at once; then prune pauses for an hour.
-    let mut child = prune_interrupted_once_under_way(&mut db, 20, &["--pause", "1h"]).await;
+    let mut child = prune_interrupted_once_under_way(&mut db, 20, &["--pause", "1h"], "INT").await;
     // Well inside the hour: the pause gave way to Ctrl-C.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {

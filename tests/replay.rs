@@ -44,6 +44,14 @@ struct Event {
     payload: Value,
 }
 
+impl Event {
+    /// Neither an event_id header nor an event_id field: the default source finds no id.
+    fn forget_id(&mut self) {
+        self.id = None;
+        self.payload.as_object_mut().unwrap().remove("event_id");
+    }
+}
+
 /// A deposit of `amount` into `account`, also given nested at `/order/account`.
 fn deposit(partition: i32, id: &str, account: i64, amount: i64) -> Event {
     Event {
@@ -1440,12 +1448,7 @@ async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {
     let topic = topic(1).await;
     let mut events = deposits("m", 1, 12);
     // Offset 7: neither an event_id header nor an event_id field.
-    events[7].id = None;
-    events[7]
-        .payload
-        .as_object_mut()
-        .unwrap()
-        .remove("event_id");
+    events[7].forget_id();
     let landed = produce(&topic, &events).await;
     let handler = write(&db, "deposit.sql", HANDLER);
     let dead = db.dir.path().join("dead.jsonl");
@@ -1540,6 +1543,50 @@ async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {
     .json();
     assert_eq!(totals(&json), (12, 0, 0, 0, 12));
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
+}
+
+/// A batch whose handler failure comes before a message without an id: the dead-letter file
+/// lists them as the topic holds them, whichever the replay found first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letter_lines_follow_the_topic_on_sqlite() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    let mut events = deposits("o", 1, 5);
+    // Offset 1 breaks the ledger's CHECK (amount > 0); offset 3 has no event id.
+    events[1] = deposit(0, "o-p0-1", 2, -5);
+    events[3].forget_id();
+    produce(&topic, &events).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let dead = db.dir.path().join("dead.jsonl");
+    let dead = dead.to_str().unwrap();
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--dead-letter",
+            dead,
+            "--on-error",
+            "skip",
+            "--on-missing-id",
+            "skip",
+        ],
+    )
+    .code(1);
+    assert_eq!(totals(&run.json()), (5, 3, 0, 1, 1));
+    let lines: Vec<(Value, Value)> = std::fs::read_to_string(dead)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|l| (l["offset"].clone(), l["event_id"].clone()))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![(json!(1), json!("o-p0-1")), (json!(3), Value::Null)]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1698,6 +1745,29 @@ async fn exec_handler_gets_each_event_once(backend: Backend) {
 /// of its own, keeps answering until the batch under way is recorded; the run stops with 130
 /// and every effect the handler applied is in the inbox, so a re-run applies only the rest.
 async fn ctrl_c_lets_the_exec_handler_finish_the_batch(backend: Backend) {
+    a_signal_lets_the_exec_handler_finish_the_batch(backend, "INT", "interrupted", 130).await;
+}
+
+/// SIGTERM to inboxctl alone, as `kill` or Kubernetes send it: the same, with 143.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_exec_handler_finish_the_batch_on_sqlite() {
+    a_signal_lets_the_exec_handler_finish_the_batch(
+        Backend::Sqlite,
+        "TERM",
+        "stopped by SIGTERM",
+        143,
+    )
+    .await;
+}
+
+/// Sends `signal` to the replay's process group (`INT`) or to inboxctl alone (`TERM`) once
+/// the handler is under way, and checks that the run stops cleanly with `code`.
+async fn a_signal_lets_the_exec_handler_finish_the_batch(
+    backend: Backend,
+    signal: &str,
+    said: &str,
+    code: i32,
+) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
     let topic = topic(2).await;
@@ -1737,17 +1807,20 @@ async fn ctrl_c_lets_the_exec_handler_finish_the_batch(backend: Backend) {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let group = format!("-{}", child.id());
+    let target = match signal {
+        "INT" => format!("-{}", child.id()),
+        _ => child.id().to_string(),
+    };
     let sent = Command::new("kill")
-        .args(["-INT", "--", &group])
+        .args([&format!("-{signal}"), "--", &target])
         .status()
         .unwrap();
     assert!(sent.success());
-    let code = wait_until(&mut child, deadline).expect("the replay ignored Ctrl-C");
+    let exited = wait_until(&mut child, deadline).expect("the replay ignored the signal");
     let text = std::fs::read_to_string(&stderr).unwrap();
-    assert_eq!(code, 130, "{text}");
+    assert_eq!(exited, code, "{text}");
     assert!(
-        text.contains("interrupted: every finished batch is committed"),
+        text.contains(&format!("{said}: every finished batch is committed")),
         "{text}"
     );
     let applied = lines(&effects);
@@ -2301,12 +2374,7 @@ async fn dry_run_counts_and_writes_nothing(backend: Backend) {
         ..events[1].clone()
     });
     let mut anonymous = deposit(2, "unused", 3, 1000);
-    anonymous.id = None;
-    anonymous
-        .payload
-        .as_object_mut()
-        .unwrap()
-        .remove("event_id");
+    anonymous.forget_id();
     events.push(anonymous);
     let landed = produce(&topic, &events).await;
     assert_eq!(events[6].id.as_deref(), Some("y-p0-2"));

@@ -81,18 +81,55 @@ pub(crate) async fn connect_pooled(
     .await
 }
 
-/// A flag that Ctrl-C sets, for commands that stop between two batches instead of dying in
-/// the middle of one; abort the task when done.
-pub(crate) fn stop_on_ctrl_c() -> (
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-    tokio::task::JoinHandle<()>,
-) {
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = stop.clone();
-    let signal = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+/// What asked a command that works in batches to stop: Ctrl-C (SIGINT) on a terminal, or
+/// SIGTERM, which `kill`, systemd and Kubernetes send. Either lets the batch in flight finish.
+#[derive(Clone, Default)]
+pub(crate) struct StopRequest(std::sync::Arc<std::sync::atomic::AtomicI32>);
+
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+
+impl StopRequest {
+    pub(crate) fn requested(&self) -> bool {
+        self.signal() != 0
+    }
+
+    fn signal(&self) -> i32 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// 130 after Ctrl-C, 143 after SIGTERM: 128 plus the signal, as a shell reports it.
+    pub(crate) fn exit_status(&self) -> ExitStatus {
+        match self.signal() {
+            SIGTERM => ExitStatus::Terminated,
+            _ => ExitStatus::Interrupted,
+        }
+    }
+
+    /// How the closing warning names the stop.
+    pub(crate) fn describe(&self) -> &'static str {
+        match self.signal() {
+            SIGTERM => "stopped by SIGTERM",
+            _ => "interrupted",
+        }
+    }
+}
+
+/// Listens for Ctrl-C and SIGTERM until the returned task is aborted.
+pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::JoinHandle<()>)> {
+    use anyhow::Context;
+    use tokio::signal::unix::{signal, SignalKind};
+    let stop = StopRequest::default();
+    let flag = stop.0.clone();
+    let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
+    let task = tokio::spawn(async move {
+        let received = tokio::select! {
+            result = tokio::signal::ctrl_c() => result.is_ok().then_some(SIGINT),
+            result = terminate.recv() => result.map(|()| SIGTERM),
+        };
+        if let Some(number) = received {
+            flag.store(number, std::sync::atomic::Ordering::SeqCst);
         }
     });
-    (stop, signal)
+    Ok((stop, task))
 }

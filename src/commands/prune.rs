@@ -2,13 +2,13 @@
 //!
 //! A row is deleted when `processed_at < cutoff`; a row processed exactly at the cutoff stays.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
 use chrono::{DateTime, Datelike, SubsecRound, Utc};
 use serde::Serialize;
 
+use super::StopRequest;
 use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
@@ -234,9 +234,9 @@ async fn prune(
         "nothing was deleted: without the record, compare would take the offsets of the rows deleted for lost messages",
     )?;
 
-    // Ctrl-C asks to stop; the batch in flight finishes (it is one transaction) and the
-    // summary says how far the run got.
-    let (stop, signal) = super::stop_on_ctrl_c();
+    // Ctrl-C or SIGTERM asks to stop; the batch in flight finishes (it is one transaction)
+    // and the summary says how far the run got.
+    let (stop, signal) = super::stop_on_signals()?;
 
     let started = Instant::now();
     // Without a count, the planner's estimate sizes the bar where there is one.
@@ -292,10 +292,11 @@ async fn prune(
             .rows_planned
             .map_or_else(String::new, |planned| format!(" of {planned}"));
         output.warn(format!(
-            "interrupted: deleted {}{of} rows; re-run the same command to continue",
+            "{}: deleted {}{of} rows; re-run the same command to continue",
+            stop.describe(),
             report.rows_deleted
         ));
-        return Ok(ExitStatus::Interrupted);
+        return Ok(stop.exit_status());
     }
     Ok(ExitStatus::Success)
 }
@@ -366,7 +367,7 @@ struct Deleting<'a> {
     pause: std::time::Duration,
     progress: &'a indicatif::ProgressBar,
     output: &'a Output,
-    stop: &'a AtomicBool,
+    stop: &'a StopRequest,
 }
 
 impl Deleting<'_> {
@@ -376,7 +377,7 @@ impl Deleting<'_> {
         if report.batches > 0 && !self.pause.is_zero() {
             // In slices, so that Ctrl-C during a long pause stops at once, not after it.
             let resume = tokio::time::Instant::now() + self.pause;
-            while !self.stop.load(Ordering::SeqCst) {
+            while !self.stop.requested() {
                 let now = tokio::time::Instant::now();
                 if now >= resume {
                     break;
@@ -384,7 +385,7 @@ impl Deleting<'_> {
                 tokio::time::sleep((resume - now).min(PAUSE_SLICE)).await;
             }
         }
-        if self.stop.load(Ordering::SeqCst) {
+        if self.stop.requested() {
             report.interrupted = true;
         }
         report.interrupted

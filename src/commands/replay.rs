@@ -10,7 +10,6 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -308,7 +307,7 @@ async fn replay(
     let total: i64 = ranges.iter().map(|(_, from, to)| to - from).sum();
     let progress = output.progress(Some(total.max(0) as u64), "messages");
 
-    let (stop, signal) = super::stop_on_ctrl_c();
+    let (stop, signal) = super::stop_on_signals()?;
 
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Replayed>>(4);
@@ -361,15 +360,19 @@ async fn replay(
                 None => break,
             },
         };
-        if stop.load(Ordering::SeqCst) {
+        if stop.requested() {
             interrupted = true;
             break;
         }
         let batch_len = batch.len();
         let mut with_id = Vec::with_capacity(batch_len);
+        // Where each message with an id stands in the batch, and the messages without one:
+        // the dead-letter file gets both in the order they were read.
+        let mut positions = Vec::with_capacity(batch_len);
+        let mut without_id: Vec<(usize, Replayed, String)> = Vec::new();
         // Every message of the batch counts for the last offset, those without an id too.
         let mut last_offsets: BTreeMap<i32, i64> = BTreeMap::new();
-        for message in batch {
+        for (position, message) in batch.into_iter().enumerate() {
             let summary = summaries
                 .get_mut(&message.partition)
                 .expect("read only assigned partitions");
@@ -379,6 +382,7 @@ async fn replay(
                 .or_insert(message.offset);
             *last = (*last).max(message.offset);
             if message.event_id.is_some() {
+                positions.push(position);
                 with_id.push(message);
                 continue;
             }
@@ -389,15 +393,21 @@ async fn replay(
                 message.partition,
                 message.offset
             );
-            write_dead_letter(&mut dead_letter, &args.topic, &message, &error)?;
-            if args.on_missing_id == OnMissingId::Fail && !args.dry_run {
+            let stop = args.on_missing_id == OnMissingId::Fail && !args.dry_run;
+            if stop {
                 failure = Some(anyhow!("{error}; stopping (--on-missing-id skip goes on)"));
+            }
+            without_id.push((position, message, error));
+            if stop {
                 break;
             }
         }
         // --on-missing-id fail: the messages before the one without an id are applied, so
         // that the run stops exactly there and every message read is accounted for.
         if failure.is_some() && with_id.is_empty() {
+            for (_, message, error) in &without_id {
+                write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
+            }
             note_last_offsets(&mut summaries, last_offsets);
             break;
         }
@@ -493,6 +503,10 @@ async fn replay(
                 .unwrap()
                 .skipped_duplicate += 1;
         }
+        let mut rejected: Vec<(usize, &Replayed, &str)> = without_id
+            .iter()
+            .map(|(position, message, error)| (*position, message, error.as_str()))
+            .collect();
         for (index, error) in &outcome.failed {
             let message = &with_id[*index];
             summaries.get_mut(&message.partition).unwrap().failed += 1;
@@ -502,6 +516,10 @@ async fn replay(
                 message.offset,
                 crate::output::shown_id(message.event_id.as_deref().unwrap_or(""))
             ));
+            rejected.push((positions[*index], message, error));
+        }
+        rejected.sort_by_key(|(position, _, _)| *position);
+        for (_, message, error) in rejected {
             write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
         }
         note_last_offsets(&mut summaries, last_offsets);
@@ -546,8 +564,11 @@ async fn replay(
     }
     let failed: u64 = summaries.values().map(|s| s.failed).sum();
     if interrupted {
-        output.warn("interrupted: every finished batch is committed; re-run the same command to complete the replay");
-        return Ok(ExitStatus::Interrupted);
+        output.warn(format!(
+            "{}: every finished batch is committed; re-run the same command to complete the replay",
+            stop.describe()
+        ));
+        return Ok(stop.exit_status());
     }
     if failed > 0 {
         output.warn(format!(
@@ -1445,21 +1466,47 @@ fn print_summary(
         ]);
     }
     output.print(t.to_string());
-    output.print(format!(
-        "{} {messages} messages in {:.2}s ({rate:.0} msg/s){}",
-        if args.dry_run {
-            "Dry run: read"
-        } else {
-            "Replayed"
-        },
+    output.print(summary_line(
+        args.dry_run,
+        summaries,
         elapsed.as_secs_f64(),
-        if args.dry_run {
-            "; nothing was written"
-        } else {
-            ""
-        }
+        rate,
     ));
     Ok(())
+}
+
+/// The last line of the table output: what was read, and what became of it, so that a run
+/// whose messages all failed does not read as a success.
+fn summary_line(
+    dry_run: bool,
+    summaries: &BTreeMap<i32, PartitionSummary>,
+    seconds: f64,
+    rate: f64,
+) -> String {
+    let sum = |count: fn(&PartitionSummary) -> u64| summaries.values().map(count).sum::<u64>();
+    let messages = sum(|s| s.messages);
+    let (processed, skipped) = if dry_run {
+        ("would be processed", "already in the inbox or repeated")
+    } else {
+        ("processed", "already in the inbox")
+    };
+    let mut outcome = vec![format!("{} {processed}", sum(|s| s.processed))];
+    for (count, what) in [
+        (sum(|s| s.skipped_duplicate), skipped),
+        (sum(|s| s.failed), "failed"),
+        (sum(|s| s.missing_id), "without an event id"),
+    ] {
+        if count > 0 {
+            outcome.push(format!("{count} {what}"));
+        }
+    }
+    format!(
+        "{} {messages} message{} in {seconds:.2}s ({rate:.0} msg/s): {}{}",
+        if dry_run { "Dry run: read" } else { "Read" },
+        if messages == 1 { "" } else { "s" },
+        outcome.join(", "),
+        if dry_run { "; nothing was written" } else { "" }
+    )
 }
 
 #[cfg(test)]
@@ -1498,6 +1545,46 @@ mod tests {
         assert_eq!(
             parse_start("0:5,1:2,0:5").unwrap(),
             Start::PerPartition(BTreeMap::from([(0, 5), (1, 2)]))
+        );
+    }
+
+    #[test]
+    fn the_summary_line_says_what_became_of_the_messages() {
+        let partition = |partition, processed, skipped_duplicate, failed, missing_id| {
+            let summary = PartitionSummary {
+                partition,
+                from: 0,
+                to: 10,
+                messages: processed + skipped_duplicate + failed + missing_id,
+                processed,
+                skipped_duplicate,
+                failed,
+                missing_id,
+                last_offset: Some(9),
+            };
+            (partition, summary)
+        };
+        let all_new = BTreeMap::from([partition(0, 10, 0, 0, 0)]);
+        assert_eq!(
+            summary_line(false, &all_new, 0.104, 96.2),
+            "Read 10 messages in 0.10s (96 msg/s): 10 processed"
+        );
+        let all_failed = BTreeMap::from([partition(0, 0, 0, 1, 0)]);
+        assert_eq!(
+            summary_line(false, &all_failed, 0.5, 2.0),
+            "Read 1 message in 0.50s (2 msg/s): 0 processed, 1 failed"
+        );
+        let mixed = BTreeMap::from([partition(0, 3, 4, 0, 1), partition(1, 2, 0, 1, 0)]);
+        assert_eq!(
+            summary_line(false, &mixed, 1.0, 11.0),
+            "Read 11 messages in 1.00s (11 msg/s): 5 processed, 4 already in the inbox, \
+             1 failed, 1 without an event id"
+        );
+        assert_eq!(
+            summary_line(true, &mixed, 1.0, 11.0),
+            "Dry run: read 11 messages in 1.00s (11 msg/s): 5 would be processed, \
+             4 already in the inbox or repeated, 1 failed, 1 without an event id; \
+             nothing was written"
         );
     }
 
