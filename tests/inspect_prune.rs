@@ -567,6 +567,74 @@ async fn prune_stopped_by_sigterm_finishes_its_batch() {
     assert_eq!(db.count("processed_messages").await, 0);
 }
 
+/// A batch that cannot finish (its rows locked by another transaction): the first Ctrl-C
+/// waits for it, a second stops prune at once. The batch is one statement, done whole or not
+/// at all, and the next run deletes the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_stops_a_stuck_prune_at_once() {
+    let mut db = inbox_of_old_rows(Backend::Postgres, "c", 50, 30).await;
+    let pool = db.pool().await;
+    let mut lock = pool.begin().await.unwrap();
+    sqlx::raw_sql("SELECT event_id FROM processed_messages FOR UPDATE")
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "10"])
+        .env("DATABASE_URL", &db.url)
+        .current_dir(db.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    while db.scalar(waiting).await == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "prune ended early");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune never waited on the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Signals are not queued: two sent at once may arrive as one, so Ctrl-C is sent until
+    // prune is gone.
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "prune ignored Ctrl-C");
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let run = Run::from(child.wait_with_output().unwrap()).code(130);
+    for needle in [
+        "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)",
+        "warning: Ctrl-C again: stopping now; a batch is done whole or not at all, \
+         and running the same command again does the rest",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}\n{}", run.stderr);
+    }
+    // The server learns that prune is gone only when its statement ends: once the lock
+    // goes, the batch of 10 is deleted whole, or not at all.
+    lock.rollback().await.unwrap();
+    let orphans = "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+                   AND pid <> pg_backend_pid() AND query LIKE 'DELETE%'";
+    while db.scalar(orphans).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune's batch never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let left = db.count("processed_messages").await;
+    assert!(left == 50 || left == 40, "{left} rows left");
+    db.run(&["prune", "--older-than", "1d", "--yes"]).ok();
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 /// Ctrl-C during a long `--pause` stops prune then, not when the pause is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_interrupted_during_a_pause_stops_at_once() {

@@ -1841,6 +1841,79 @@ async fn a_signal_lets_the_exec_handler_finish_the_batch(
     assert_eq!(applied, distinct_ids(&landed), "each event applied once");
 }
 
+/// A handler that hangs: the first Ctrl-C waits for its batch, a second stops the replay at
+/// once and ends the handler too (it runs in a process group of its own, which Ctrl-C on a
+/// terminal does not reach). Nothing of the batch is recorded; the next run applies it all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    let landed = produce(&topic, &deposits("h", 1, 3)).await;
+    let (hanging, _, received) = exec_handler(&db, 3600.0);
+    let stderr = db.dir.path().join("replay.stderr");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", &broker().address)
+        .current_dir(db.dir.path())
+        .args(["replay", "--topic", &topic, "--from", "earliest"])
+        .args(["--consumer", "mailer", "--exec", &hanging])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        // A file, not a pipe: the handler shares inboxctl's stderr, and a pipe it kept open
+        // would hang the test instead of failing it.
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("start inboxctl");
+    let deadline = Instant::now() + RUN_LIMIT;
+    while lines(&received).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the replay ended early"
+        );
+        assert!(Instant::now() < deadline, "the handler never got a message");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Signals are not queued: two sent at once may arrive as one.
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the replay ignored Ctrl-C");
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{text}");
+    assert!(
+        text.contains("warning: Ctrl-C again: stopping now"),
+        "{text}"
+    );
+    // The handler's processes (its shell and python) go with it.
+    let marker = received.to_str().unwrap().to_string();
+    while handler_processes(&marker) > 0 {
+        if Instant::now() > deadline {
+            let _ = Command::new("pkill").args(["-f", &marker]).status();
+            panic!("the hung handler was left running");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(inbox(&mut db, "mailer").await.is_empty());
+    let (command, effects, _) = exec_handler(&db, 0.0);
+    replay(&db, &topic, "mailer", &["--exec", &command]).ok();
+    assert_eq!(lines(&effects), distinct_ids(&landed));
+}
+
+/// How many processes have `marker` in their command line.
+fn handler_processes(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(marker))
+        .count()
+}
+
 /// An exec handler that dies mid-batch stops the run (exit 1), but the events it answered ok
 /// for before dying are recorded: a re-run does not send them again.
 async fn an_exec_handler_that_dies_keeps_what_it_answered(backend: Backend) {

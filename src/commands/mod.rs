@@ -86,8 +86,16 @@ pub(crate) async fn connect_pooled(
 #[derive(Clone, Default)]
 pub(crate) struct StopRequest(std::sync::Arc<std::sync::atomic::AtomicI32>);
 
-const SIGINT: i32 = 2;
-const SIGTERM: i32 = 15;
+use libc::{SIGINT, SIGTERM};
+
+/// The process group of the handler a command started, 0 for none. The handler runs in a
+/// group of its own, which Ctrl-C on the terminal does not reach, so a stop at once ends it.
+static HANDLER_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Records the handler that leads process group `pid`, to be ended with a stop at once.
+pub(crate) fn end_with_a_stop_at_once(pid: u32) {
+    HANDLER_GROUP.store(pid as i32, std::sync::atomic::Ordering::SeqCst);
+}
 
 impl StopRequest {
     pub(crate) fn requested(&self) -> bool {
@@ -115,20 +123,53 @@ impl StopRequest {
     }
 }
 
-/// Listens for Ctrl-C and SIGTERM until the returned task is aborted.
+/// Listens for Ctrl-C and SIGTERM until the returned task is aborted. The first asks the
+/// command to stop after the batch in flight; a second ends the process at once, for a batch
+/// that does not finish (one waiting on a lock, say). Each batch is one transaction, so the
+/// server applies it whole or not at all whatever becomes of the client, and the next run
+/// does what is left.
 pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::JoinHandle<()>)> {
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
     let stop = StopRequest::default();
     let flag = stop.0.clone();
+    let mut interrupt = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
     let task = tokio::spawn(async move {
-        let received = tokio::select! {
-            result = tokio::signal::ctrl_c() => result.is_ok().then_some(SIGINT),
-            result = terminate.recv() => result.map(|()| SIGTERM),
-        };
-        if let Some(number) = received {
-            flag.store(number, std::sync::atomic::Ordering::SeqCst);
+        let mut first = None;
+        loop {
+            let received = tokio::select! {
+                result = interrupt.recv() => result.map(|()| SIGINT),
+                result = terminate.recv() => result.map(|()| SIGTERM),
+            };
+            let Some(number) = received else { return };
+            let name = if number == SIGTERM {
+                "SIGTERM"
+            } else {
+                "Ctrl-C"
+            };
+            match first {
+                None => {
+                    first = Some(number);
+                    flag.store(number, std::sync::atomic::Ordering::SeqCst);
+                    eprintln!(
+                        "{name}: stopping after the batch in flight ({name} again stops at once)"
+                    );
+                }
+                Some(first) => {
+                    eprintln!(
+                        "warning: {name} again: stopping now; a batch is done whole or not at all, \
+                         and running the same command again does the rest"
+                    );
+                    let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
+                    if group > 0 {
+                        // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
+                        unsafe { libc::kill(-group, SIGTERM) };
+                    }
+                    let status = StopRequest(std::sync::Arc::new(first.into())).exit_status();
+                    std::process::exit(status as i32);
+                }
+            }
         }
     });
     Ok((stop, task))

@@ -1156,6 +1156,9 @@ fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("could not start the exec handler ({command})"))?;
+    if let Some(pid) = child.id() {
+        super::end_with_a_stop_at_once(pid);
+    }
     let stdin = child
         .stdin
         .take()
