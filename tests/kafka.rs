@@ -1336,6 +1336,14 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
             broker().address
         )
     );
+    // The same typo without --consumer names no inbox consumer either: still an error.
+    let alone = inboxctl(
+        &db,
+        broker(),
+        &["prune", "--older-than", "0s", "--group", &unknown, "--yes"],
+    )
+    .code(1);
+    assert_eq!(alone.stderr, refused.stderr);
     assert_eq!(
         db.scalar("SELECT COUNT(*) FROM processed_messages").await,
         25

@@ -111,6 +111,11 @@ async fn prune(
         )));
     }
 
+    // A mistyped group would keep every row back night after night, or, named like no
+    // consumer, prune nothing: an error before anything is deleted or recorded.
+    if let Some(group) = &args.group {
+        require_known_group(&Kafka::new(&args.kafka), group)?;
+    }
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
     let only = args.consumer.clone().or_else(|| args.group.clone());
@@ -626,18 +631,7 @@ async fn redeliverable(
     let kafka = Kafka::new(kafka);
     let committed = tokio::task::block_in_place(|| {
         let client = kafka.group_client(group)?;
-        let committed = kafka.committed(&client, &partitions)?;
-        // A group that committed nothing here would keep every row back: say so when the
-        // coordinator does not know it either (a mistyped --group), rather than prune nothing.
-        if committed.values().all(Option::is_none)
-            && kafka.group_state(&client, group)?.is_unknown()
-        {
-            anyhow::bail!(
-                "{}, so prune cannot tell what it may redeliver; check --group (`inboxctl offsets show` lists the groups there are)",
-                kafka.unknown_group(group)
-            );
-        }
-        Ok(committed)
+        kafka.committed(&client, &partitions)
     })?;
     Ok(partitions
         .into_iter()
@@ -650,6 +644,28 @@ async fn redeliverable(
             partition,
         })
         .collect())
+}
+
+/// Fails for a group the coordinator does not know and that has no committed offsets on
+/// any topic: a mistyped `--group`.
+fn require_known_group(kafka: &Kafka, group: &str) -> anyhow::Result<()> {
+    tokio::task::block_in_place(|| {
+        let client = kafka.group_client(group)?;
+        // A group that only ever committed (offsets reset on a new group, say) is unknown to
+        // the coordinator on some brokers, so its offsets decide.
+        if !kafka.group_state(&client, group)?.is_unknown()
+            || kafka
+                .committed(&client, &kafka.every_partition(&client)?)?
+                .values()
+                .any(Option::is_some)
+        {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "{}, so prune cannot tell what it may redeliver; check --group (`inboxctl offsets show` lists the groups there are)",
+            kafka.unknown_group(group)
+        )
+    })
 }
 
 fn print_kept(report: &PruneReport, output: &Output) {
