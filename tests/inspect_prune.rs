@@ -4,6 +4,7 @@ mod common;
 
 use chrono::{DateTime, Duration, DurationRound, SecondsFormat, Utc};
 use common::*;
+use inboxctl::store::{CreateMode, DatabaseUrl, Store};
 
 fn now_ms() -> DateTime<Utc> {
     Utc::now()
@@ -1672,7 +1673,39 @@ async fn a_prune_is_recorded_for_its_own_consumer_only(backend: Backend) {
     );
 }
 
-each_backend!(a_prune_is_recorded_for_its_own_consumer_only);
+/// Two first prunes at once (two cron entries, two hosts on day one) both record theirs,
+/// although each finds the record's table missing and makes it.
+async fn two_first_prunes_at_once_both_record(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let url = DatabaseUrl::parse(&db.url).unwrap();
+    let connect = || {
+        Store::connect(
+            &url,
+            std::time::Duration::from_secs(10),
+            CreateMode::MustExist,
+        )
+    };
+    let (first, second) = (connect().await.unwrap(), connect().await.unwrap());
+    let cutoff = now_ms() - Duration::days(7);
+    for round in 0..20 {
+        db.exec("DROP TABLE IF EXISTS inboxctl_prunes").await;
+        let (a, b) = tokio::join!(
+            first.record_prune(&["a"], cutoff),
+            second.record_prune(&["b"], cutoff)
+        );
+        a.unwrap_or_else(|error| panic!("round {round}: {error:#}"));
+        b.unwrap_or_else(|error| panic!("round {round}: {error:#}"));
+        assert_eq!(db.count("inboxctl_prunes").await, 2);
+    }
+    first.close().await;
+    second.close().await;
+}
+
+each_backend!(
+    a_prune_is_recorded_for_its_own_consumer_only,
+    two_first_prunes_at_once_both_record,
+);
 
 fn cutoff_time(text: &str) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::parse_from_rfc3339(text)

@@ -1591,13 +1591,19 @@ impl Store {
                 Backend::Mysql => "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
                 _ => "TEXT",
             };
-            sqlx::query(&format!(
+            let created = sqlx::query(&format!(
                 "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer {consumer} NOT NULL, \
                  cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
             ))
             .execute(&self.pool)
-            .await
-            .with_context(context)?;
+            .await;
+            // Two first prunes at once: PostgreSQL's IF NOT EXISTS does not cover a table
+            // another session is creating (a duplicate key in pg_type), and that table will do.
+            if let Err(error) = created {
+                if !self.table_exists(PRUNES_TABLE).await? {
+                    return Err(anyhow::Error::new(error).context(context()));
+                }
+            }
         }
         let stamp = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let mut sql = self.sql();
