@@ -5,12 +5,14 @@
 //! [`tokio::task::block_in_place`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::groups::GroupInfo;
@@ -131,6 +133,13 @@ pub struct Kafka {
     options: KafkaOpts,
 }
 
+/// Whether librdkafka's own log lines reach stderr (`-vv`).
+static CLIENT_LOGS: AtomicBool = AtomicBool::new(false);
+
+pub fn show_client_logs(show: bool) {
+    CLIENT_LOGS.store(show, Ordering::Relaxed);
+}
+
 /// The quoted values of `password="…"` options in a JAAS configuration
 /// (`sasl.jaas.config`, `… required username="u" password="p";`).
 fn jaas_passwords(config: &str) -> impl Iterator<Item = &str> {
@@ -182,6 +191,16 @@ impl Kafka {
     /// The configuration every client starts from: brokers, then `-X` (which may override).
     pub fn config(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
+        // librdkafka prints its own log lines on stderr, one for each failed connection
+        // attempt of a broker restart that the client then rides out. The commands report
+        // what failed in their own words, so these are for -vv, or for -X debug=….
+        config.set_log_level(
+            if CLIENT_LOGS.load(Ordering::Relaxed) || self.has_property("debug") {
+                RDKafkaLogLevel::Debug
+            } else {
+                RDKafkaLogLevel::Critical
+            },
+        );
         config
             .set("bootstrap.servers", &self.options.brokers)
             .set(
@@ -695,6 +714,30 @@ pub fn read_range<C>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn options(properties: &[(&str, &str)]) -> KafkaOpts {
+        KafkaOpts {
+            brokers: "localhost:9092".into(),
+            properties: properties
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect(),
+            kafka_timeout: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn librdkafka_logs_only_under_vv_or_its_own_debug() {
+        let level = |properties: &[(&str, &str)]| {
+            Kafka::new(&options(properties)).config().log_level as i32
+        };
+        assert_eq!(level(&[]), RDKafkaLogLevel::Critical as i32);
+        assert_eq!(level(&[("debug", "broker")]), RDKafkaLogLevel::Debug as i32);
+        show_client_logs(true);
+        let shown = level(&[]);
+        show_client_logs(false);
+        assert_eq!(shown, RDKafkaLogLevel::Debug as i32);
+    }
 
     #[test]
     fn jaas_passwords_are_found() {

@@ -1700,6 +1700,8 @@ async fn tls_brokers_are_reached_through_x_properties() {
         "{}",
         plaintext.stderr
     );
+    // The error, once.
+    assert_eq!(plaintext.stderr.lines().count(), 1, "{}", plaintext.stderr);
 }
 
 /// SASL/SCRAM through -X against a broker that requires authentication; the password is
@@ -1752,6 +1754,7 @@ async fn sasl_brokers_are_reached_through_x_properties() {
         "{}",
         refused.stderr
     );
+    assert_eq!(refused.stderr.lines().count(), 1, "{}", refused.stderr);
 }
 
 /// Rows for every offset of `partition` in `0..end` except `missing`, processed now.

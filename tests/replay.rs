@@ -1914,6 +1914,58 @@ fn handler_processes(marker: &str) -> usize {
         .count()
 }
 
+/// A broker that restarts while a replay runs: librdkafka reconnects, the replay completes
+/// with every effect applied once, and stderr stays empty under -q (a cron job mails
+/// whatever is there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_restart_during_a_replay_is_ridden_out_quietly_on_sqlite() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let mut restarting = RestartableBroker::start();
+    let topic = unique("restart");
+    restarting.broker.create_topic(&topic, 1).await;
+    let events: Vec<(i32, String)> = (0..30).map(|n| (0, format!("r-{n}"))).collect();
+    restarting.broker.produce(&topic, &events).await;
+    let (command, effects, received) = exec_handler(&db, 0.1);
+    let stderr = db.dir.path().join("replay.stderr");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", &restarting.broker.address)
+        .current_dir(db.dir.path())
+        .args(["-q", "replay", "--topic", &topic, "--from", "earliest"])
+        .args([
+            "--consumer",
+            "mailer",
+            "--batch-size",
+            "5",
+            "--exec",
+            &command,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("start inboxctl");
+    let deadline = Instant::now() + RUN_LIMIT;
+    while lines(&received).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the replay ended early"
+        );
+        assert!(Instant::now() < deadline, "the handler never got a message");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Down for a second and a half: the client's attempts to reconnect fail meanwhile.
+    restarting.kill();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    restarting.resume();
+    let code = wait_until(&mut child, deadline).expect("the replay did not finish");
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!((code, text.as_str()), (0, ""));
+    assert_eq!(lines(&effects).len(), 30);
+    assert_eq!(inbox_count(&mut db).await, 30);
+}
+
 /// An exec handler that dies mid-batch stops the run (exit 1), but the events it answered ok
 /// for before dying are recorded: a re-run does not send them again.
 async fn an_exec_handler_that_dies_keeps_what_it_answered(backend: Backend) {

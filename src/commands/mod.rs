@@ -15,6 +15,7 @@ use crate::store::{CreateMode, DatabaseUrl, Store, POOL_CONNECTIONS};
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let output = Output::new(&cli.global);
+    crate::kafka::show_client_logs(output.verbose >= 2 && !output.quiet);
     if output.format == Format::Csv {
         let without_csv = match &cli.command {
             Command::Prune(_) => Some("prune"),

@@ -69,6 +69,68 @@ pub fn scram_broker() -> Broker {
     start_broker(Security::Scram, "")
 }
 
+/// A plaintext broker of its own that a test can stop and start again on the same port and
+/// storage, as a broker restart does. It is killed when dropped.
+pub struct RestartableBroker {
+    pub broker: Broker,
+    dir: tempfile::TempDir,
+    port: u16,
+    process: Option<std::process::Child>,
+}
+
+impl RestartableBroker {
+    pub fn start() -> RestartableBroker {
+        let port = free_port();
+        let mut broker = RestartableBroker {
+            broker: Broker {
+                address: format!("127.0.0.1:{port}"),
+                tls_ca: None,
+                sasl: None,
+            },
+            dir: tempfile::Builder::new()
+                .prefix("inboxctl-nisshi-")
+                .tempdir()
+                .unwrap(),
+            port,
+            process: None,
+        };
+        broker.resume();
+        broker
+    }
+
+    /// Kills the broker at once (SIGKILL), as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+
+    /// Starts the broker again on its port and storage, and waits until it answers.
+    pub fn resume(&mut self) {
+        let log = self.dir.path().join("broker.log");
+        let url = format!("tcp://127.0.0.1:{}", self.port);
+        let process = Command::new(nisshi_binary())
+            .args(["broker", "--storage-engine", "sqlite://broker.db"])
+            .args(["--listener-url", &url, "--advertised-listener-url", &url])
+            .args(["--group-initial-rebalance-delay", "0s"])
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the nisshi broker (installed by scripts/test.sh)");
+        self.process = Some(process);
+        wait_until_answering(&self.broker, &log);
+    }
+}
+
+impl Drop for RestartableBroker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
