@@ -1852,28 +1852,18 @@ async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
     let landed = produce(&topic, &deposits("h", 1, 3)).await;
     let (hanging, _, received) = exec_handler(&db, 3600.0);
     let stderr = db.dir.path().join("replay.stderr");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .env("DATABASE_URL", &db.url)
-        .env("KAFKA_BROKERS", &broker().address)
-        .current_dir(db.dir.path())
-        .args(["replay", "--topic", &topic, "--from", "earliest"])
-        .args(["--consumer", "mailer", "--exec", &hanging])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        // A file, not a pipe: the handler shares inboxctl's stderr, and a pipe it kept open
-        // would hang the test instead of failing it.
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .expect("start inboxctl");
     let deadline = Instant::now() + RUN_LIMIT;
-    while lines(&received).is_empty() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the replay ended early"
-        );
-        assert!(Instant::now() < deadline, "the handler never got a message");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let args = ["--consumer", "mailer", "--exec", &hanging];
+    let mut child = replay_under_way(
+        &db,
+        &broker().address,
+        &topic,
+        &args,
+        &stderr,
+        &received,
+        deadline,
+    )
+    .await;
     // Signals are not queued: two sent at once may arrive as one.
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "the replay ignored Ctrl-C");
@@ -1905,6 +1895,41 @@ async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
     assert_eq!(lines(&effects), distinct_ids(&landed));
 }
 
+/// Starts `inboxctl replay --topic TOPIC --from earliest ARGS` against `brokers` and waits
+/// until its exec handler has received a message (`received` has a line).
+async fn replay_under_way(
+    db: &TestDb,
+    brokers: &str,
+    topic: &str,
+    args: &[&str],
+    stderr: &Path,
+    received: &Path,
+    deadline: Instant,
+) -> Child {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", brokers)
+        .current_dir(db.dir.path())
+        .args(["replay", "--topic", topic, "--from", "earliest"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        // A file, not a pipe: the handler shares inboxctl's stderr, and a pipe it kept open
+        // would hang the test instead of failing it.
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .expect("start inboxctl");
+    while lines(received).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the replay ended early"
+        );
+        assert!(Instant::now() < deadline, "the handler never got a message");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child
+}
+
 /// How many processes have `marker` in their command line.
 fn handler_processes(marker: &str) -> usize {
     std::fs::read_dir("/proc")
@@ -1928,33 +1953,19 @@ async fn a_broker_restart_during_a_replay_is_ridden_out_quietly_on_sqlite() {
     restarting.broker.produce(&topic, &events).await;
     let (command, effects, received) = exec_handler(&db, 0.1);
     let stderr = db.dir.path().join("replay.stderr");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .env("DATABASE_URL", &db.url)
-        .env("KAFKA_BROKERS", &restarting.broker.address)
-        .current_dir(db.dir.path())
-        .args(["-q", "replay", "--topic", &topic, "--from", "earliest"])
-        .args([
-            "--consumer",
-            "mailer",
-            "--batch-size",
-            "5",
-            "--exec",
-            &command,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .expect("start inboxctl");
     let deadline = Instant::now() + RUN_LIMIT;
-    while lines(&received).is_empty() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the replay ended early"
-        );
-        assert!(Instant::now() < deadline, "the handler never got a message");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let args = [
+        "-q",
+        "--consumer",
+        "mailer",
+        "--batch-size",
+        "5",
+        "--exec",
+        &command,
+    ];
+    let address = restarting.broker.address.clone();
+    let mut child =
+        replay_under_way(&db, &address, &topic, &args, &stderr, &received, deadline).await;
     // Down for a second and a half: the client's attempts to reconnect fail meanwhile.
     restarting.kill();
     tokio::time::sleep(Duration::from_millis(1500)).await;
