@@ -213,6 +213,13 @@ impl Kafka {
             .set("enable.auto.commit", "false")
             .set("enable.partition.eof", "false")
             .set("allow.auto.create.topics", "false");
+        // librdkafka doubles its wait between attempts to reconnect up to 10 s: after a
+        // broker restart of a few seconds, a read then sat idle long enough to hit
+        // --kafka-timeout although the broker was back. A command waits at most a second
+        // between attempts. -X still decides.
+        if !self.has_property("reconnect.backoff.max.ms") {
+            config.set("reconnect.backoff.max.ms", "1000");
+        }
         for (key, value) in &self.options.properties {
             config.set(key, value);
         }
@@ -660,7 +667,8 @@ pub fn read_range<C>(
             if !ends.is_empty() && last_progress.elapsed() > idle_limit {
                 let waiting: Vec<String> = ends.keys().map(|p| format!("{topic}:{p}")).collect();
                 bail!(
-                    "no messages arrived for {} while reading {}; the brokers stopped answering",
+                    "no messages arrived for {} while reading {}; the brokers stopped answering \
+                     (a longer --kafka-timeout rides out a longer broker restart)",
                     humantime::format_duration(idle_limit),
                     waiting.join(", ")
                 );
@@ -727,11 +735,20 @@ mod tests {
     }
 
     #[test]
-    fn librdkafka_logs_only_under_vv_or_its_own_debug() {
+    fn clients_log_little_and_reconnect_soon() {
         let level = |properties: &[(&str, &str)]| {
             Kafka::new(&options(properties)).config().log_level as i32
         };
         assert_eq!(level(&[]), RDKafkaLogLevel::Critical as i32);
+        let reconnect = |properties: &[(&str, &str)]| {
+            let config = Kafka::new(&options(properties)).config();
+            config.get("reconnect.backoff.max.ms").map(str::to_string)
+        };
+        assert_eq!(reconnect(&[]).as_deref(), Some("1000"));
+        assert_eq!(
+            reconnect(&[("reconnect.backoff.max.ms", "5000")]).as_deref(),
+            Some("5000")
+        );
         assert_eq!(level(&[("debug", "broker")]), RDKafkaLogLevel::Debug as i32);
         show_client_logs(true);
         let shown = level(&[]);
