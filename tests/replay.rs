@@ -2006,7 +2006,7 @@ async fn an_exec_handler_that_dies_keeps_what_it_answered(backend: Backend) {
     assert!(
         first
             .stderr
-            .contains("the 6 events of this batch the exec handler had answered ok for are recorded in the inbox"),
+            .contains("before answering 0:6; the 6 events of this batch it had answered ok for are recorded in the inbox"),
         "{}",
         first.stderr
     );
@@ -2059,13 +2059,13 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
         "#!/bin/sh\nread -r line\necho '{\"ok\":true}'\nread -r line\nkill -KILL $$\n",
         true,
     );
-    let recorded = "error: the 1 events of this batch the exec handler had answered ok for are recorded in the inbox: ";
+    let recorded = "; the 1 event of this batch it had answered ok for is recorded in the inbox";
     let row = |n: i64| (format!("q-p0-{n}"), topic.clone(), 0, n);
 
     let first = replay(&db, &topic, "mailer", &["--exec", "./once.sh"]).code(1);
     assert_eq!(
         first.stderr.trim(),
-        format!("{recorded}the exec handler (./once.sh) exited with status 3 before answering 0:1")
+        format!("error: the exec handler (./once.sh) exited with status 3 before answering 0:1{recorded}")
     );
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0)]);
 
@@ -2073,7 +2073,7 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
     let second = replay(&db, &topic, "mailer", &["--exec", "exec ./killed.sh"]).code(1);
     assert_eq!(
         second.stderr.trim(),
-        format!("{recorded}the exec handler (exec ./killed.sh) was killed by signal 9 (SIGKILL) before answering 0:2")
+        format!("error: the exec handler (exec ./killed.sh) was killed by signal 9 (SIGKILL) before answering 0:2{recorded}")
     );
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1)]);
 
@@ -2081,8 +2081,8 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
     let third = replay(&db, &topic, "mailer", &["--exec", "./killed.sh"]).code(1);
     assert!(
         third.stderr.contains(&format!(
-            "{recorded}the exec handler (./killed.sh) exited with status 137 \
-             (the shell's status for a program killed by signal 9 (SIGKILL)) before answering 0:3"
+            "error: the exec handler (./killed.sh) exited with status 137 \
+             (the shell's status for a program killed by signal 9 (SIGKILL)) before answering 0:3{recorded}"
         )),
         "{}",
         third.stderr

@@ -1364,10 +1364,16 @@ async fn apply_exec(
     }
     match stopped {
         Some(error) if ok.is_empty() => Err(error),
-        Some(error) => Err(error.context(format!(
-            "the {} events of this batch the exec handler had answered ok for are recorded in the inbox",
-            ok.len()
-        ))),
+        // The cause first, as every other failure of the handler reads.
+        Some(error) => Err(anyhow!(
+            "{}; {} of this batch it had answered ok for {} recorded in the inbox",
+            crate::error_chain(&error),
+            match ok.len() {
+                1 => "the 1 event".to_string(),
+                n => format!("the {n} events"),
+            },
+            if ok.len() == 1 { "is" } else { "are" }
+        )),
         None => Ok(outcome),
     }
 }
