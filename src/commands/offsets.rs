@@ -248,8 +248,8 @@ pub struct PlannedOffset {
     /// Set when the wanted offset was outside the log and was moved to its edge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clamped_from: Option<i64>,
-    /// `--to-inbox` moving forward: how many offsets it passes have no inbox row (set only
-    /// when some do).
+    /// `--to-inbox` only: how many offsets a move forward passes that have no inbox row (0
+    /// for any other move).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_without_row: Option<i64>,
 }
@@ -474,7 +474,21 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     };
 
     for p in &plan {
-        if let (Some(skipped), Some(new)) = (p.skipped_without_row, p.new) {
+        let (Some(skipped), Some(new)) = (p.skipped_without_row, p.new) else {
+            continue;
+        };
+        // Back is safe (the inbox skips what it holds) but not what --to-inbox suggests.
+        if let Some(current) = p.current.filter(|current| new < *current) {
+            let again = match current - new {
+                1 => format!("offset {new}"),
+                _ => format!("offsets {new} to {}", current - 1),
+            };
+            output.note(format!(
+                "{}:{}: moving back from {current} to {new}: the group will be given {again} again, and the inbox skips those it already holds",
+                p.topic, p.partition,
+            ));
+        }
+        if skipped > 0 {
             output.warn(format!(
                 "{}:{}: moving from {} to {new} skips {skipped} offset(s) without an inbox row: \
                  their messages, if any, would never be processed; `inboxctl compare --group {} --topic {}` names them",
@@ -818,6 +832,7 @@ async fn count_skipped_without_row(
     plan: &mut [PlannedOffset],
 ) -> anyhow::Result<()> {
     for p in plan.iter_mut() {
+        p.skipped_without_row = Some(0);
         let (Some(new), from) = (p.new, p.current.unwrap_or(p.log_start).max(p.log_start)) else {
             continue;
         };
@@ -828,7 +843,7 @@ async fn count_skipped_without_row(
             .distinct_offsets(consumer, &p.topic, p.partition, from, new)
             .await?;
         let skipped = (new - from) - present;
-        p.skipped_without_row = (skipped > 0).then_some(skipped);
+        p.skipped_without_row = Some(skipped);
     }
     Ok(())
 }
