@@ -1877,7 +1877,7 @@ async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
     let text = std::fs::read_to_string(&stderr).unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(130), "{text}");
     assert!(
-        text.contains("warning: Ctrl-C again: stopping now"),
+        text.contains("warning: Ctrl-C again: stopping now (nothing was done yet)"),
         "{text}"
     );
     // The handler's processes (its shell and python) go with it.

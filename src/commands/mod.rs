@@ -85,7 +85,11 @@ pub(crate) async fn connect_pooled(
 /// What asked a command that works in batches to stop: Ctrl-C (SIGINT) on a terminal, or
 /// SIGTERM, which `kill`, systemd and Kubernetes send. Either lets the batch in flight finish.
 #[derive(Clone, Default)]
-pub(crate) struct StopRequest(std::sync::Arc<std::sync::atomic::AtomicI32>);
+pub(crate) struct StopRequest(
+    std::sync::Arc<std::sync::atomic::AtomicI32>,
+    /// What the command has done so far, for a stop at once to report.
+    std::sync::Arc<std::sync::Mutex<String>>,
+);
 
 use libc::{SIGINT, SIGTERM};
 
@@ -115,6 +119,14 @@ impl StopRequest {
         }
     }
 
+    /// Records what the command has done so far (after each batch), which a stop at once
+    /// reports in place of the summary it cannot print.
+    pub(crate) fn note_done(&self, done: String) {
+        if let Ok(mut noted) = self.1.lock() {
+            *noted = done;
+        }
+    }
+
     /// How the closing warning names the stop.
     pub(crate) fn describe(&self) -> &'static str {
         match self.signal() {
@@ -133,7 +145,7 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
     let stop = StopRequest::default();
-    let flag = stop.0.clone();
+    let (flag, done) = (stop.0.clone(), stop.1.clone());
     let mut interrupt = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
     let task = tokio::spawn(async move {
@@ -158,16 +170,22 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                     );
                 }
                 Some(first) => {
+                    let done = done.lock().map(|done| done.clone()).unwrap_or_default();
+                    let done = match done.is_empty() {
+                        true => "nothing was done yet".to_string(),
+                        false => done,
+                    };
                     eprintln!(
-                        "warning: {name} again: stopping now; a batch is done whole or not at all, \
-                         and running the same command again does the rest"
+                        "warning: {name} again: stopping now ({done}); a batch is done whole or \
+                         not at all, and running the same command again does the rest"
                     );
                     let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
                     if group > 0 {
                         // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
                         unsafe { libc::kill(-group, SIGTERM) };
                     }
-                    let status = StopRequest(std::sync::Arc::new(first.into())).exit_status();
+                    let status = StopRequest(std::sync::Arc::new(first.into()), Default::default())
+                        .exit_status();
                     std::process::exit(status as i32);
                 }
             }

@@ -400,6 +400,8 @@ impl Deleting<'_> {
     fn count(&self, report: &mut PruneReport, consumer: Option<&str>, deleted: u64) {
         report.rows_deleted += deleted;
         self.progress.inc(deleted);
+        self.stop
+            .note_done(format!("{} rows deleted", report.rows_deleted));
         if let Some(consumer) = consumer {
             if let Some(entry) = report.consumers.iter_mut().find(|c| c.consumer == consumer) {
                 entry.deleted = Some(entry.deleted.unwrap_or(0) + deleted);

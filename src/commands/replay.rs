@@ -524,6 +524,10 @@ async fn replay(
         }
         note_last_offsets(&mut summaries, last_offsets);
         progress.inc(batch_len as u64);
+        stop.note_done(format!(
+            "{} messages read, each finished batch committed",
+            summaries.values().map(|s| s.messages).sum::<u64>()
+        ));
         if failure.is_some() {
             break;
         }
