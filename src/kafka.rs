@@ -212,14 +212,12 @@ impl Kafka {
             )
             .set("enable.auto.commit", "false")
             .set("enable.partition.eof", "false")
-            .set("allow.auto.create.topics", "false");
-        // librdkafka doubles its wait between attempts to reconnect up to 10 s: after a
-        // broker restart of a few seconds, a read then sat idle long enough to hit
-        // --kafka-timeout although the broker was back. A command waits at most a second
-        // between attempts. -X still decides.
-        if !self.has_property("reconnect.backoff.max.ms") {
-            config.set("reconnect.backoff.max.ms", "1000");
-        }
+            .set("allow.auto.create.topics", "false")
+            // librdkafka doubles its wait between attempts to reconnect up to 10 s: after a
+            // broker restart of a few seconds, a read then sat idle long enough to hit
+            // --kafka-timeout although the broker was back. A command waits at most a
+            // second between attempts; -X, applied below, still decides.
+            .set("reconnect.backoff.max.ms", "1000");
         for (key, value) in &self.options.properties {
             config.set(key, value);
         }

@@ -8,6 +8,8 @@ pub mod offsets;
 pub mod prune;
 pub mod replay;
 
+use libc::{SIGINT, SIGTERM};
+
 use crate::cli::{Cli, Command, DatabaseOpts, Format};
 use crate::exit::ExitStatus;
 use crate::output::Output;
@@ -91,8 +93,6 @@ pub(crate) struct StopRequest(
     std::sync::Arc<std::sync::Mutex<String>>,
 );
 
-use libc::{SIGINT, SIGTERM};
-
 /// The process group of the handler a command started, 0 for none. The handler runs in a
 /// group of its own, which Ctrl-C on the terminal does not reach, so a stop at once ends it.
 static HANDLER_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
@@ -145,50 +145,50 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
     let stop = StopRequest::default();
-    let (flag, done) = (stop.0.clone(), stop.1.clone());
     let mut interrupt = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
+    let received = stop.clone();
     let task = tokio::spawn(async move {
-        let mut first = None;
         loop {
-            let received = tokio::select! {
+            let number = tokio::select! {
                 result = interrupt.recv() => result.map(|()| SIGINT),
                 result = terminate.recv() => result.map(|()| SIGTERM),
             };
-            let Some(number) = received else { return };
+            let Some(number) = number else { return };
             let name = if number == SIGTERM {
                 "SIGTERM"
             } else {
                 "Ctrl-C"
             };
-            match first {
-                None => {
-                    first = Some(number);
-                    flag.store(number, std::sync::atomic::Ordering::SeqCst);
-                    eprintln!(
-                        "{name}: stopping after the batch in flight ({name} again stops at once)"
-                    );
-                }
-                Some(first) => {
-                    let done = done.lock().map(|done| done.clone()).unwrap_or_default();
-                    let done = match done.is_empty() {
-                        true => "nothing was done yet".to_string(),
-                        false => done,
-                    };
-                    eprintln!(
-                        "warning: {name} again: stopping now ({done}); a batch is done whole or \
-                         not at all, and running the same command again does the rest"
-                    );
-                    let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
-                    if group > 0 {
-                        // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
-                        unsafe { libc::kill(-group, SIGTERM) };
-                    }
-                    let status = StopRequest(std::sync::Arc::new(first.into()), Default::default())
-                        .exit_status();
-                    std::process::exit(status as i32);
-                }
+            if !received.requested() {
+                received
+                    .0
+                    .store(number, std::sync::atomic::Ordering::SeqCst);
+                eprintln!(
+                    "{name}: stopping after the batch in flight ({name} again stops at once)"
+                );
+                continue;
             }
+            let done = received
+                .1
+                .lock()
+                .map(|done| done.clone())
+                .unwrap_or_default();
+            let done = match done.is_empty() {
+                true => "nothing was done yet".to_string(),
+                false => done,
+            };
+            eprintln!(
+                "warning: {name} again: stopping now ({done}); a batch is done whole or \
+                 not at all, and running the same command again does the rest"
+            );
+            let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
+            if group > 0 {
+                // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
+                unsafe { libc::kill(-group, SIGTERM) };
+            }
+            // The exit code is the first signal's, as the first stop would have given.
+            std::process::exit(received.exit_status() as i32);
         }
     });
     Ok((stop, task))

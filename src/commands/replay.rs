@@ -393,12 +393,12 @@ async fn replay(
                 message.partition,
                 message.offset
             );
-            let stop = args.on_missing_id == OnMissingId::Fail && !args.dry_run;
-            if stop {
+            let stop_here = args.on_missing_id == OnMissingId::Fail && !args.dry_run;
+            if stop_here {
                 failure = Some(anyhow!("{error}; stopping (--on-missing-id skip goes on)"));
             }
             without_id.push((position, message, error));
-            if stop {
+            if stop_here {
                 break;
             }
         }
