@@ -515,39 +515,34 @@ async fn prune_interrupted_once_under_way(
 }
 
 async fn prune_interrupted_reports_what_it_deleted(backend: Backend) {
-    let mut db = inbox_of_old_rows(backend, "c", 20_000, 30).await;
-
-    let child = prune_interrupted_once_under_way(&mut db, 20_000, &[], "INT").await;
-    let output = child.wait_with_output().unwrap();
-    let run = Run::from(output).code(130);
-    let json = run.json();
-    assert_eq!(json["interrupted"], true);
-    let left = db.count("processed_messages").await;
-    assert!(
-        left > 0,
-        "the run finished before the interrupt; nothing was tested"
-    );
-    // Batches are whole: what it says it deleted is exactly what is gone.
-    assert_eq!(json["rows_deleted"].as_i64().unwrap(), 20_000 - left);
-    assert!(
-        run.stderr.contains("interrupted: deleted"),
-        "{}",
-        run.stderr
-    );
-
-    // Re-running finishes the job.
-    db.run(&["prune", "--older-than", "1d", "--yes"]).ok();
-    assert_eq!(db.count("processed_messages").await, 0);
+    prune_stopped_by_a_signal_reports_what_it_deleted(backend, "INT", 130, "interrupted").await;
 }
 
 /// SIGTERM, as `kill`, systemd or Kubernetes send it to a prune run by a scheduler, stops
 /// prune as Ctrl-C does, between two batches, and says so in the exit code (143).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_stopped_by_sigterm_finishes_its_batch() {
-    let mut db = inbox_of_old_rows(Backend::Sqlite, "c", 20_000, 30).await;
+    prune_stopped_by_a_signal_reports_what_it_deleted(
+        Backend::Sqlite,
+        "TERM",
+        143,
+        "stopped by SIGTERM",
+    )
+    .await;
+}
 
-    let child = prune_interrupted_once_under_way(&mut db, 20_000, &[], "TERM").await;
-    let run = Run::from(child.wait_with_output().unwrap()).code(143);
+/// Sends prune `signal` once its first batch is gone: it stops after the batch in flight
+/// with `code`, and says (`said`) exactly what it deleted.
+async fn prune_stopped_by_a_signal_reports_what_it_deleted(
+    backend: Backend,
+    signal: &str,
+    code: i32,
+    said: &str,
+) {
+    let mut db = inbox_of_old_rows(backend, "c", 20_000, 30).await;
+
+    let child = prune_interrupted_once_under_way(&mut db, 20_000, &[], signal).await;
+    let run = Run::from(child.wait_with_output().unwrap()).code(code);
     let json = run.json();
     assert_eq!(json["interrupted"], true);
     let left = db.count("processed_messages").await;
@@ -555,15 +550,18 @@ async fn prune_stopped_by_sigterm_finishes_its_batch() {
         left > 0,
         "the run finished before the signal; nothing was tested"
     );
+    // Batches are whole: what it says it deleted is exactly what is gone.
     assert_eq!(json["rows_deleted"].as_i64().unwrap(), 20_000 - left);
     assert!(
         run.stderr.contains(&format!(
-            "stopped by SIGTERM: deleted {} rows; re-run the same command to continue",
+            "{said}: deleted {} rows; re-run the same command to continue",
             20_000 - left
         )),
         "{}",
         run.stderr
     );
+
+    // Re-running finishes the job.
     db.run(&["prune", "--older-than", "1d", "--yes"]).ok();
     assert_eq!(db.count("processed_messages").await, 0);
 }
