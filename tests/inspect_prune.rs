@@ -567,12 +567,28 @@ async fn prune_stopped_by_a_signal_reports_what_it_deleted(
 }
 
 /// A batch that cannot finish (its rows locked by another transaction): the first Ctrl-C
-/// waits for it, a second stops prune at once and says what it had deleted. The batch is
-/// rolled back, and the next run deletes the rest.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_ctrl_c_stops_a_stuck_prune_at_once() {
+/// waits for it, a second stops prune at once and says what it had deleted. The server
+/// cancels the batch while the lock is still held, and the next run deletes the rest.
+///
+/// With `cancel_can_connect` false, prune runs as a role allowed one connection, so the
+/// cancel cannot reach the server: prune warns, and PostgreSQL's own check that prune is
+/// still there rolls the batch back.
+async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_can_connect: bool) {
     // Consumer a's 20 rows go first; consumer b's 30 are locked.
-    let mut db = inbox_of_old_rows(Backend::Postgres, "a", 20, 30).await;
+    let mut db = inbox_of_old_rows(backend, "a", 20, 30).await;
+    let mut url = db.url.clone();
+    let password = "pruners-s3cret";
+    if !cancel_can_connect {
+        let role = db
+            .role(&format!("PASSWORD '{password}' CONNECTION LIMIT 1"))
+            .await;
+        db.exec(&format!(
+            "GRANT ALL ON SCHEMA public TO {role}; \
+             GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"
+        ))
+        .await;
+        url = url.replacen("postgres@", &format!("{role}:{password}@"), 1);
+    }
     let old = now_ms() - Duration::days(30);
     let rows: Vec<_> = (0..30)
         .map(|n| row("b", &format!("b{n:06}"), None, old))
@@ -587,22 +603,40 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once() {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
         .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "10"])
         .args(["--strategy", "index"])
-        .env("DATABASE_URL", &db.url)
+        .env("DATABASE_URL", &url)
         .current_dir(db.dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
-                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    // InnoDB refreshes its lock tables only when they were last read over 0.1 s before:
+    // polled faster, they never change.
+    let poll = std::time::Duration::from_millis(match backend {
+        Backend::Postgres => 20,
+        _ => 150,
+    });
+    let waiting = match backend {
+        Backend::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        }
+        _ => {
+            "SELECT COUNT(*) FROM information_schema.innodb_trx t \
+             JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id \
+             WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
+        }
+    };
     while db.scalar(waiting).await == 0 {
-        assert!(child.try_wait().unwrap().is_none(), "prune ended early");
+        if child.try_wait().unwrap().is_some() {
+            let run = Run::from(child.wait_with_output().unwrap());
+            panic!("prune ended early: {}{}", run.stdout, run.stderr);
+        }
         assert!(
             std::time::Instant::now() < deadline,
             "prune never waited on the lock"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        tokio::time::sleep(poll).await;
     }
     // Signals are not queued: two sent at once may arrive as one, so Ctrl-C is sent until
     // prune is gone.
@@ -623,19 +657,51 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once() {
     ] {
         assert!(run.stderr.contains(needle), "{needle}\n{}", run.stderr);
     }
-    // The server sees that prune is gone within a second (client_connection_check_interval)
-    // and rolls its batch back while the lock is still held: nothing is applied later.
+    let warned = run.stderr.contains(
+        "warning: could not cancel the batch in flight on the server (could not connect: ",
+    );
+    assert_eq!(warned, !cancel_can_connect, "{}", run.stderr);
+    if !cancel_can_connect {
+        // The driver's cause, once.
+        assert_eq!(
+            run.stderr.matches("too many connections for role").count(),
+            1,
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(!run.stderr.contains(password) && !run.stdout.contains(password));
+    // The stop cancels the batch on the server, which rolls it back while the lock is still
+    // held: nothing is applied later. (Without the cancel, PostgreSQL 14 and later would
+    // still see that prune is gone within a second; MySQL would apply the batch.)
+    // Well within MySQL's lock wait timeout (50 s), which would roll the batch back too.
+    let cancelled_by = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while db.scalar(waiting).await > 0 {
         assert!(
-            std::time::Instant::now() < deadline,
+            std::time::Instant::now() < cancelled_by,
             "prune's batch was left waiting"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        tokio::time::sleep(poll).await;
     }
     lock.rollback().await.unwrap();
     assert_eq!(db.count("processed_messages").await, 30);
     db.run(&["prune", "--older-than", "1d", "--yes"]).ok();
     assert_eq!(db.count("processed_messages").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_stops_a_stuck_prune_at_once_on_postgres() {
+    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Postgres, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_stops_a_stuck_prune_at_once_on_mysql() {
+    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Mysql, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_prune_is_rolled_back_when_its_cancel_cannot_connect() {
+    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Postgres, false).await;
 }
 
 /// Ctrl-C during a long `--pause` stops prune then, not when the pause is over.
@@ -1542,7 +1608,7 @@ async fn prune_batches_alone_commit_without_waiting_for_the_flush() {
     };
     assert_eq!(before, "on", "the test server should commit synchronously");
     let batch_pid = {
-        let mut batches = store.bulk_delete_connection().await.unwrap();
+        let (mut batches, _) = store.bulk_delete_connection().await.unwrap();
         assert_eq!(setting(&mut batches).await, "off");
         pid(&mut batches).await
     };

@@ -13,7 +13,7 @@ use libc::{SIGINT, SIGTERM};
 use crate::cli::{Cli, Command, DatabaseOpts, Format};
 use crate::exit::ExitStatus;
 use crate::output::Output;
-use crate::store::{CreateMode, DatabaseUrl, Store, POOL_CONNECTIONS};
+use crate::store::{CreateMode, DatabaseUrl, QueryCanceller, Store, POOL_CONNECTIONS};
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let output = Output::new(&cli.global);
@@ -87,11 +87,18 @@ pub(crate) async fn connect_pooled(
 /// What asked a command that works in batches to stop: Ctrl-C (SIGINT) on a terminal, or
 /// SIGTERM, which `kill`, systemd and Kubernetes send. Either lets the batch in flight finish.
 #[derive(Clone, Default)]
-pub(crate) struct StopRequest(
-    std::sync::Arc<std::sync::atomic::AtomicI32>,
+pub(crate) struct StopRequest {
+    signal: std::sync::Arc<std::sync::atomic::AtomicI32>,
     /// What the command has done so far, for a stop at once to report.
-    std::sync::Arc<std::sync::Mutex<String>>,
-);
+    done: std::sync::Arc<std::sync::Mutex<String>>,
+    /// Set by a stop at once, before it cancels the batch in flight.
+    at_once: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// What a stop at once cancels on the server: the batch in flight.
+    canceller: std::sync::Arc<std::sync::Mutex<Option<QueryCanceller>>>,
+}
+
+/// How long a stop at once waits for the server to take the cancel of the batch in flight.
+const CANCEL_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The process group of the handler a command started, 0 for none. The handler runs in a
 /// group of its own, which Ctrl-C on the terminal does not reach, so a stop at once ends it.
@@ -108,7 +115,7 @@ impl StopRequest {
     }
 
     fn signal(&self) -> i32 {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
+        self.signal.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// 130 after Ctrl-C, 143 after SIGTERM: 128 plus the signal, as a shell reports it.
@@ -122,9 +129,25 @@ impl StopRequest {
     /// Records what the command has done so far (after each batch), which a stop at once
     /// reports in place of the summary it cannot print.
     pub(crate) fn note_done(&self, done: String) {
-        if let Ok(mut noted) = self.1.lock() {
+        if let Ok(mut noted) = self.done.lock() {
             *noted = done;
         }
+    }
+
+    /// Records the session whose statement in flight a stop at once cancels.
+    pub(crate) fn cancel_with_a_stop_at_once(&self, canceller: Option<QueryCanceller>) {
+        if let Ok(mut noted) = self.canceller.lock() {
+            *noted = canceller;
+        }
+    }
+
+    /// A batch's result, unless a stop at once cancelled it: the error is then the cancel's
+    /// own, and this waits for the stop to end the process with its own exit code.
+    pub(crate) async fn unless_cancelled<T>(&self, result: anyhow::Result<T>) -> anyhow::Result<T> {
+        if result.is_err() && self.at_once.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        result
     }
 
     /// How the closing warning names the stop.
@@ -162,15 +185,34 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
             };
             if !received.requested() {
                 received
-                    .0
+                    .signal
                     .store(number, std::sync::atomic::Ordering::SeqCst);
                 eprintln!(
                     "{name}: stopping after the batch in flight ({name} again stops at once)"
                 );
                 continue;
             }
+            // The batch in flight is cancelled before the count is read: one that commits
+            // meanwhile is counted.
+            received
+                .at_once
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let canceller = received.canceller.lock().ok().and_then(|c| c.clone());
+            let cancel_failed = match canceller {
+                None => None,
+                Some(canceller) => {
+                    match tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()).await {
+                        Ok(Ok(())) => None,
+                        Ok(Err(error)) => Some(crate::error_chain(&error)),
+                        Err(_) => Some(format!(
+                            "no answer within {}",
+                            humantime::format_duration(CANCEL_WITHIN)
+                        )),
+                    }
+                }
+            };
             let done = received
-                .1
+                .done
                 .lock()
                 .map(|done| done.clone())
                 .unwrap_or_default();
@@ -182,6 +224,16 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 "warning: {name} again: stopping now ({done}); a batch is done whole or \
                  not at all, and running the same command again does the rest"
             );
+            if let Some(failed) = cancel_failed {
+                eprintln!(
+                    "{}",
+                    crate::output::redact_secrets(&format!(
+                        "warning: could not cancel the batch in flight on the server ({failed}); \
+                         if it is waiting on a lock, it may be applied once the lock goes \
+                         (PostgreSQL 14 and later roll it back within a second)"
+                    ))
+                );
+            }
             let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
             if group > 0 {
                 // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.

@@ -7,6 +7,8 @@ use std::time::Instant;
 use anyhow::Context;
 use chrono::{DateTime, Datelike, SubsecRound, Utc};
 use serde::Serialize;
+use sqlx::pool::PoolConnection;
+use sqlx::Any;
 
 use super::StopRequest;
 use crate::cli::{Format, PruneArgs, PruneStrategy};
@@ -409,6 +411,13 @@ impl Deleting<'_> {
         }
     }
 
+    /// The connection the batches run on, whose batch in flight a stop at once cancels.
+    async fn deleting_connection(&self) -> anyhow::Result<PoolConnection<Any>> {
+        let (connection, canceller) = self.store.bulk_delete_connection().await?;
+        self.stop.cancel_with_a_stop_at_once(canceller);
+        Ok(connection)
+    }
+
     fn stopped_after(report: &PruneReport) -> String {
         format!(
             "prune stopped after deleting {} rows; re-run to continue",
@@ -419,7 +428,7 @@ impl Deleting<'_> {
     /// Consumer by consumer, the oldest rows first, each batch an index range scan from where
     /// the last one stopped.
     async fn by_index(&self, report: &mut PruneReport) -> anyhow::Result<()> {
-        let mut connection = self.store.bulk_delete_connection().await?;
+        let mut connection = self.deleting_connection().await?;
         let mut remaining = report.rows_planned.or(self.max_rows).unwrap_or(u64::MAX);
         for index in 0..report.consumers.len() {
             let consumer = report.consumers[index].consumer.clone();
@@ -430,7 +439,7 @@ impl Deleting<'_> {
                     return Ok(());
                 }
                 let limit = self.batch_size.min(remaining);
-                let (deleted, next_from) = self
+                let batch = self
                     .store
                     .delete_older_batch(
                         &mut connection,
@@ -440,6 +449,10 @@ impl Deleting<'_> {
                         &keep,
                         limit,
                     )
+                    .await;
+                let (deleted, next_from) = self
+                    .stop
+                    .unless_cancelled(batch)
                     .await
                     .with_context(|| Self::stopped_after(report))?;
                 if deleted == 0 {
@@ -491,16 +504,20 @@ impl Deleting<'_> {
                 consumer.deleted = None;
             }
         }
-        let mut connection = self.store.bulk_delete_connection().await?;
+        let mut connection = self.deleting_connection().await?;
         let mut block = 0;
         while block < extent.pages {
             if self.stop_before_batch(report).await {
                 return Ok(());
             }
             let end = (block + pages).min(extent.pages);
-            let deleted = self
+            let batch = self
                 .store
                 .delete_older_in_blocks(&mut connection, only, self.cutoff, &keep, block..end)
+                .await;
+            let deleted = self
+                .stop
+                .unless_cancelled(batch)
                 .await
                 .with_context(|| Self::stopped_after(report))?;
             report.batches += 1;

@@ -601,6 +601,34 @@ pub enum CreateMode {
     MustExist,
 }
 
+/// Cancels the statement one session of the server is running, from a connection of its
+/// own: the statement's transaction is rolled back, even while it waits on a lock, which
+/// the server would otherwise apply once the lock goes although its client is gone.
+#[derive(Clone)]
+pub struct QueryCanceller {
+    options: std::sync::Arc<AnyConnectOptions>,
+    backend: Backend,
+    /// The server's id of the session: PostgreSQL's backend pid, MySQL's connection id.
+    session: i64,
+}
+
+impl QueryCanceller {
+    pub async fn cancel(&self) -> anyhow::Result<()> {
+        let sql = match self.backend {
+            // false when the session runs nothing (or is gone): nothing is left to cancel.
+            Backend::Postgres => format!("SELECT pg_cancel_backend({})", self.session),
+            Backend::Mysql => format!("KILL QUERY {}", self.session),
+            Backend::Sqlite => return Ok(()),
+        };
+        let mut connection = AnyConnection::connect_with(&self.options)
+            .await
+            .context("could not connect")?;
+        connection.execute(sql.as_str()).await?;
+        connection.close().await.ok();
+        Ok(())
+    }
+}
+
 impl Store {
     pub async fn connect(
         url: &DatabaseUrl,
@@ -1300,28 +1328,46 @@ impl Store {
         Ok(result.rows_affected())
     }
 
-    /// A connection of its own for prune's batches. On PostgreSQL its commits do not wait
-    /// for the WAL flush (`synchronous_commit = off`): a batch lost in a server crash only
-    /// leaves rows that the next run deletes, and the batches stop queueing behind the
+    /// A connection of its own for prune's batches, and what cancels its statement in
+    /// flight from another connection (for a stop at once). On PostgreSQL its commits do not
+    /// wait for the WAL flush (`synchronous_commit = off`): a batch lost in a server crash
+    /// only leaves rows that the next run deletes, and the batches stop queueing behind the
     /// consumers' own commits. From PostgreSQL 14 on, the server also looks every second
-    /// whether prune is still there while a batch runs, so that a batch left waiting on a
-    /// lock by a prune stopped at once is rolled back then, not applied when the lock goes.
-    /// One statement for both: each round trip before the first batch costs a concurrent
-    /// writer (see the benchmarks). It is closed, not pooled, when dropped.
-    pub async fn bulk_delete_connection(&self) -> anyhow::Result<PoolConnection<Any>> {
+    /// whether prune is still there while a batch runs, in case the cancel cannot reach it.
+    /// One statement for all of it: each round trip before the first batch costs a
+    /// concurrent writer (see the benchmarks). It is closed, not pooled, when dropped.
+    pub async fn bulk_delete_connection(
+        &self,
+    ) -> anyhow::Result<(PoolConnection<Any>, Option<QueryCanceller>)> {
         let mut connection = self.acquire().await?;
         connection.close_on_drop();
-        if self.backend == Backend::Postgres {
-            connection
-                .execute(
-                    "SELECT set_config('synchronous_commit', 'off', false), \
-                     CASE WHEN current_setting('server_version_num')::int >= 140000 \
-                     THEN set_config('client_connection_check_interval', '1000', false) END",
-                )
-                .await
-                .context("could not set up the connection for deleting")?;
-        }
-        Ok(connection)
+        let session = match self.backend {
+            Backend::Postgres => Some(
+                "SELECT pg_backend_pid()::int8, set_config('synchronous_commit', 'off', false), \
+                 CASE WHEN current_setting('server_version_num')::int >= 140000 \
+                 THEN set_config('client_connection_check_interval', '1000', false) END",
+            ),
+            // Signed: the Any driver does not decode BIGINT UNSIGNED.
+            Backend::Mysql => Some("SELECT CAST(CONNECTION_ID() AS SIGNED)"),
+            Backend::Sqlite => None,
+        };
+        let canceller = match session {
+            Some(sql) => {
+                let row = sqlx::query(sql)
+                    .fetch_one(&mut *connection)
+                    .await
+                    .context("could not set up the connection for deleting")?;
+                Some(QueryCanceller {
+                    options: self.pool.connect_options(),
+                    backend: self.backend,
+                    session: row.try_get(0)?,
+                })
+            }
+            // A stopped process's transaction is never committed: SQLite has no server
+            // to apply it later.
+            None => None,
+        };
+        Ok((connection, canceller))
     }
 
     /// `consumer = ? AND processed_at >= ? AND processed_at < ?`, then one exclusion per

@@ -45,6 +45,8 @@ pub struct TestDb {
     pub dir: tempfile::TempDir,
     database: Option<String>,
     store: Option<Store>,
+    /// Roles made for this test (PostgreSQL), dropped after its database.
+    roles: Vec<String>,
 }
 
 impl TestDb {
@@ -75,7 +77,23 @@ impl TestDb {
             dir,
             database,
             store: None,
+            roles: Vec::new(),
         }
+    }
+
+    /// A login role of its own for this test (PostgreSQL), with these further attributes
+    /// (`PASSWORD '…'`, `CONNECTION LIMIT 1`), dropped with the database.
+    pub async fn role(&mut self, attributes: &str) -> String {
+        assert_eq!(self.backend, Backend::Postgres);
+        let name = format!(
+            "{}_role{}",
+            self.database.as_ref().unwrap(),
+            self.roles.len()
+        );
+        self.exec(&format!("CREATE ROLE {name} LOGIN {attributes}"))
+            .await;
+        self.roles.push(name.clone());
+        name
     }
 
     /// The binary, pointed at this database, run in this test's folder.
@@ -430,6 +448,7 @@ impl Drop for TestDb {
         let Some(database) = self.database.take() else {
             return;
         };
+        let roles = std::mem::take(&mut self.roles);
         let admin = admin_url(self.backend);
         let backend = self.backend;
         // Drop runs inside the test's runtime; a runtime of its own on another thread does the work.
@@ -445,6 +464,12 @@ impl Drop for TestDb {
                     _ => format!("DROP DATABASE IF EXISTS {database}"),
                 };
                 let _ = sqlx::raw_sql(&sql).execute(&pool).await;
+                // Their grants went with the database.
+                for role in roles {
+                    let _ = sqlx::raw_sql(&format!("DROP ROLE IF EXISTS {role}"))
+                        .execute(&pool)
+                        .await;
+                }
                 pool.close().await;
             });
         })
