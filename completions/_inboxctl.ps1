@@ -293,6 +293,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--event-id-from', '--event-id-from', [CompletionResultType]::ParameterName, 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)')
             [CompletionResult]::new('--sql', '--sql', [CompletionResultType]::ParameterName, 'SQL handler: a file of statements with :placeholders, run in the inbox''s transaction')
             [CompletionResult]::new('--exec', '--exec', [CompletionResultType]::ParameterName, 'Exec handler: a command started once, fed one JSON line per message, answering {"ok":true} or {"ok":false,"error":"…"} per line')
+            [CompletionResult]::new('--handler-timeout', '--handler-timeout', [CompletionResultType]::ParameterName, 'Exec handler: how long it may take over one message (e.g. 30s). One that takes longer is stopped, with its process group, and the run ends (exit 1) after recording what it answered ok for [default: no limit]')
             [CompletionResult]::new('--param', '--param', [CompletionResultType]::ParameterName, 'Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)')
             [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per transaction')
             [CompletionResult]::new('--on-missing-id', '--on-missing-id', [CompletionResultType]::ParameterName, 'A message without an event id: fail (stop) or skip it')

@@ -910,7 +910,7 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__replay)
-            opts="-X -t -p -v -q -h -V --brokers --kafka-timeout --database-url --connect-timeout --topic --partition --from --to --consumer --event-id-from --sql --exec --param --dry-run --batch-size --on-missing-id --on-error --dead-letter --format --verbose --quiet --help --version"
+            opts="-X -t -p -v -q -h -V --brokers --kafka-timeout --database-url --connect-timeout --topic --partition --from --to --consumer --event-id-from --sql --exec --handler-timeout --param --dry-run --batch-size --on-missing-id --on-error --dead-letter --format --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -973,6 +973,10 @@ _inboxctl() {
                     return 0
                     ;;
                 --exec)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --handler-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -206,6 +206,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l consumer -d
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l event-id-from -d 'Where a message\'s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l sql -d 'SQL handler: a file of statements with :placeholders, run in the inbox\'s transaction' -r -F
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l exec -d 'Exec handler: a command started once, fed one JSON line per message, answering {"ok":true} or {"ok":false,"error":"…"} per line' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l handler-timeout -d 'Exec handler: how long it may take over one message (e.g. 30s). One that takes longer is stopped, with its process group, and the run ends (exit 1) after recording what it answered ok for [default: no limit]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l param -d 'Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l batch-size -d 'Messages per transaction' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand replay" -l on-missing-id -d 'A message without an event id: fail (stop) or skip it' -r -f -a "fail\t''

@@ -27,6 +27,16 @@ fn parse_count_at_most(text: &str, max: u64, why: &str) -> Result<u64, String> {
 
 /// prune's batch size: 1 to 10,000,000. Each batch is one transaction, and a larger one is
 /// one unbounded DELETE by another name.
+/// `--handler-timeout`: a duration, and more than none.
+fn parse_handler_timeout(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        timeout if timeout.is_zero() => {
+            Err("the handler must be given some time: expected e.g. 30s or 2m".to_string())
+        }
+        timeout => Ok(timeout),
+    }
+}
+
 fn parse_prune_batch_size(text: &str) -> Result<u64, String> {
     parse_count_at_most(text, 10_000_000, " (each batch is one transaction)")
 }
@@ -482,6 +492,12 @@ pub struct ReplayArgs {
     /// {"ok":true} or {"ok":false,"error":"…"} per line
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
+
+    /// Exec handler: how long it may take over one message (e.g. 30s). One that takes longer
+    /// is stopped, with its process group, and the run ends (exit 1) after recording what it
+    /// answered ok for [default: no limit]
+    #[arg(long, value_name = "DURATION", value_parser = parse_handler_timeout)]
+    pub handler_timeout: Option<Duration>,
 
     /// Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)
     #[arg(long, value_name = "NAME=json:/POINTER", value_parser = crate::handler::parse_param)]

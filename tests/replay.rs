@@ -2031,6 +2031,100 @@ async fn an_exec_handler_that_dies_keeps_what_it_answered(backend: Backend) {
     assert!(applied.contains(&crash_id));
 }
 
+/// An exec handler that stops answering ends the run after --handler-timeout (exit 1): it
+/// is stopped with its processes, by SIGTERM or, when it ignores that, by SIGKILL, and the
+/// events it answered ok for are recorded. A re-run applies the rest, each once.
+async fn an_exec_handler_that_takes_too_long_is_stopped(hang: &str, ended: &str) {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    let mut events = deposits("t", 1, 5);
+    events[2].payload["hang"] = json!(hang);
+    let landed = produce(&topic, &events).await;
+    let (command, effects, received) = exec_handler(&db, 0.0);
+    let marker = received.to_str().unwrap().to_string();
+
+    // stderr to a file, not a pipe: a handler left running would keep a pipe open and hang
+    // the test instead of failing it.
+    let stderr = db.dir.path().join("replay.stderr");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", &broker().address)
+        .current_dir(db.dir.path())
+        .args(["replay", "--topic", &topic, "--from", "earliest"])
+        .args(["--consumer", "mailer", "--exec", &command])
+        .args(["--handler-timeout", "1s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("start inboxctl");
+    let deadline = Instant::now() + RUN_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            let _ = Command::new("pkill")
+                .args(["-KILL", "-f", &marker])
+                .status();
+            panic!("the replay did not end after the handler's timeout");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: the exec handler ({command}) took over 1s (--handler-timeout) over 0:2 (event {}); \
+             {ended}; the 2 events of this batch it had answered ok for are recorded in the inbox",
+            events[2].id.as_deref().unwrap()
+        )),
+        "{text}"
+    );
+    // Gone with its run, whatever it did with SIGTERM.
+    let left = handler_processes(&marker);
+    if left > 0 {
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f", &marker])
+            .status();
+        panic!("{left} of the handler's processes were left running");
+    }
+    let before: Vec<String> = events[..2].iter().map(|e| e.id.clone().unwrap()).collect();
+    assert_eq!(lines(&effects), before);
+    let recorded: Vec<String> = inbox(&mut db, "mailer")
+        .await
+        .into_iter()
+        .map(|row| row.0)
+        .collect();
+    assert_eq!(recorded, before);
+
+    let second = replay(&db, &topic, "mailer", &["--exec", &command]).ok();
+    assert_eq!(totals(&second.json()), (5, 3, 2, 0, 0));
+    let mut applied = lines(&effects);
+    applied.sort();
+    assert_eq!(applied, distinct_ids(&landed), "each event applied once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_handler_that_takes_too_long_is_stopped_on_sqlite() {
+    an_exec_handler_that_takes_too_long_is_stopped(
+        "yes",
+        "it was stopped (SIGTERM to its process group)",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_handler_that_ignores_sigterm_is_killed_on_sqlite() {
+    an_exec_handler_that_takes_too_long_is_stopped(
+        "ignoring SIGTERM",
+        "it was killed (SIGKILL to its process group, 5s after SIGTERM)",
+    )
+    .await;
+}
+
 /// A handler script in the test's folder, executable or not.
 fn script(db: &TestDb, name: &str, text: &str, executable: bool) {
     use std::os::unix::fs::PermissionsExt;

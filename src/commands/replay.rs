@@ -196,11 +196,19 @@ struct ExecHandler {
     /// Whether it has answered a message yet: until then, the shell's 127 or 126 means the
     /// program could not be started.
     answered: bool,
+    /// `--handler-timeout`: how long one message may take.
+    timeout: Option<Duration>,
 }
 
 pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus> {
     if let Some(command) = &args.exec {
         check_exec(command, args.dry_run)?;
+    } else if args.handler_timeout.is_some() {
+        return Err(usage(
+            "--handler-timeout applies to an exec handler (--exec) only; a SQL handler runs \
+             in the inbox's transaction, which the server's statement_timeout or \
+             max_statement_time bounds",
+        ));
     }
     let kafka = Kafka::new(&args.kafka);
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args, &output))?;
@@ -247,7 +255,7 @@ async fn replay(
                 .with_context(|| format!("in {}", path.display()))?,
         )
     } else if let Some(command) = &args.exec {
-        Handler::Exec(Box::new(start_exec(command)?))
+        Handler::Exec(Box::new(start_exec(command, args.handler_timeout)?))
     } else {
         return Err(usage(
             "give a handler: --sql FILE or --exec CMD (or --dry-run)",
@@ -1148,7 +1156,7 @@ fn check_exec(command: &str, dry_run: bool) -> anyhow::Result<()> {
     bail!("could not start the exec handler ({command}): {program}: {reason}")
 }
 
-fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
+fn start_exec(command: &str, timeout: Option<Duration>) -> anyhow::Result<ExecHandler> {
     let mut child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -1177,6 +1185,7 @@ fn start_exec(command: &str) -> anyhow::Result<ExecHandler> {
         stdin,
         replies: BufReader::new(stdout).lines(),
         answered: false,
+        timeout,
     })
 }
 
@@ -1188,8 +1197,62 @@ async fn finish_exec(mut exec: ExecHandler) {
     let _ = tokio::time::timeout(EXEC_EXIT_WAIT, exec.child.wait()).await;
 }
 
-/// Sends one message to the exec handler and reads its reply, a JSON object.
+/// Sends one message to the exec handler and reads its reply, a JSON object, within
+/// `--handler-timeout`. A handler that takes longer is stopped: its next line could be this
+/// message's answer or a later one's, and what it did with this one cannot be known.
 async fn ask_exec(
+    exec: &mut ExecHandler,
+    message: &Replayed,
+    topic: &str,
+) -> anyhow::Result<Value> {
+    let Some(timeout) = exec.timeout else {
+        return ask_exec_untimed(exec, message, topic).await;
+    };
+    match tokio::time::timeout(timeout, ask_exec_untimed(exec, message, topic)).await {
+        Ok(reply) => reply,
+        Err(_) => {
+            let ended = end_exec(exec).await;
+            Err(anyhow!(
+                "the exec handler ({}) took over {} (--handler-timeout) over {}:{} (event {}); {ended}",
+                exec.command,
+                humantime::format_duration(timeout),
+                message.partition,
+                message.offset,
+                crate::output::shown_id(message.event_id.as_deref().unwrap_or(""))
+            ))
+        }
+    }
+}
+
+/// Ends a handler that took too long, with the processes it started: SIGTERM to its process
+/// group, then SIGKILL to what is left of the group after EXEC_EXIT_WAIT. Says how it went.
+async fn end_exec(exec: &mut ExecHandler) -> String {
+    let Some(pid) = exec.child.id() else {
+        return "it had exited".to_string();
+    };
+    let group = -(pid as i32);
+    // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
+    let signal_group = |signal| unsafe { libc::kill(group, signal) == 0 };
+    signal_group(libc::SIGTERM);
+    let deadline = tokio::time::Instant::now() + EXEC_EXIT_WAIT;
+    let _ = tokio::time::timeout_at(deadline, exec.child.wait()).await;
+    // The shell gone, a program it started may still be finishing: signal 0 asks whether
+    // any of the group is left.
+    while signal_group(0) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if !signal_group(0) {
+        return "it was stopped (SIGTERM to its process group)".to_string();
+    }
+    signal_group(libc::SIGKILL);
+    let _ = exec.child.wait().await;
+    format!(
+        "it was killed (SIGKILL to its process group, {}s after SIGTERM)",
+        EXEC_EXIT_WAIT.as_secs()
+    )
+}
+
+async fn ask_exec_untimed(
     exec: &mut ExecHandler,
     message: &Replayed,
     topic: &str,
