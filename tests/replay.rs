@@ -1841,11 +1841,14 @@ async fn a_signal_lets_the_exec_handler_finish_the_batch(
     assert_eq!(applied, distinct_ids(&landed), "each event applied once");
 }
 
-/// A handler that hangs: the first Ctrl-C waits for its batch, a second stops the replay at
-/// once and ends the handler too (it runs in a process group of its own, which Ctrl-C on a
-/// terminal does not reach). Nothing of the batch is recorded; the next run applies it all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
+/// A handler that hangs goes with its replay, and nothing of the batch is recorded; the next
+/// run applies it all.
+///
+/// - Ctrl-C: the first waits for the batch; a second stops the replay at once and ends the
+///   handler's process group (of its own, which Ctrl-C on a terminal does not reach).
+/// - SIGKILL, which inboxctl cannot catch: a watchdog ends the handler's process group once
+///   inboxctl is gone.
+async fn a_hung_exec_handler_goes_with_its_replay(sigkill: bool) {
     let mut db = TestDb::new(Backend::Sqlite).await;
     db.run(&["migrate", "run"]).ok();
     let topic = topic(1).await;
@@ -1864,27 +1867,34 @@ async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
         deadline,
     )
     .await;
-    // Signals are not queued: two sent at once may arrive as one.
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "the replay ignored Ctrl-C");
-        let sent = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    if sigkill {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    } else {
+        // Signals are not queued: two sent at once may arrive as one.
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the replay ignored Ctrl-C");
+            let sent = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let text = std::fs::read_to_string(&stderr).unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(130), "{text}");
+        assert!(
+            text.contains("warning: Ctrl-C again: stopping now (nothing was done yet)"),
+            "{text}"
+        );
     }
-    let text = std::fs::read_to_string(&stderr).unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(130), "{text}");
-    assert!(
-        text.contains("warning: Ctrl-C again: stopping now (nothing was done yet)"),
-        "{text}"
-    );
     // The handler's processes (its shell and python) go with it.
     let marker = received.to_str().unwrap().to_string();
     while handler_processes(&marker) > 0 {
         if Instant::now() > deadline {
-            let _ = Command::new("pkill").args(["-f", &marker]).status();
+            let _ = Command::new("pkill")
+                .args(["-KILL", "-f", &marker])
+                .status();
             panic!("the hung handler was left running");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -1893,6 +1903,16 @@ async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
     let (command, effects, _) = exec_handler(&db, 0.0);
     replay(&db, &topic, "mailer", &["--exec", &command]).ok();
     assert_eq!(lines(&effects), distinct_ids(&landed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_ends_a_hung_exec_handler_on_sqlite() {
+    a_hung_exec_handler_goes_with_its_replay(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_killed_with_sigkill_takes_its_exec_handler_along_on_sqlite() {
+    a_hung_exec_handler_goes_with_its_replay(true).await;
 }
 
 /// Starts `inboxctl replay --topic TOPIC --from earliest ARGS` against `brokers` and waits

@@ -198,6 +198,9 @@ struct ExecHandler {
     answered: bool,
     /// `--handler-timeout`: how long one message may take.
     timeout: Option<Duration>,
+    /// The watchdog that ends the handler's process group once this end of its pipe closes,
+    /// and the pipe: see [`start_watchdog`]. Declared last, so dropped last.
+    watchdog: Option<(tokio::process::Child, tokio::process::ChildStdin)>,
 }
 
 pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -1168,8 +1171,12 @@ fn start_exec(command: &str, timeout: Option<Duration>) -> anyhow::Result<ExecHa
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("could not start the exec handler ({command})"))?;
+    let mut watchdog = None;
     if let Some(pid) = child.id() {
         super::end_with_a_stop_at_once(pid);
+        watchdog = Some(start_watchdog(pid).with_context(|| {
+            format!("could not start the watchdog of the exec handler ({command})")
+        })?);
     }
     let stdin = child
         .stdin
@@ -1186,15 +1193,47 @@ fn start_exec(command: &str, timeout: Option<Duration>) -> anyhow::Result<ExecHa
         replies: BufReader::new(stdout).lines(),
         answered: false,
         timeout,
+        watchdog,
     })
+}
+
+/// A process that ends the handler's process group (SIGTERM) when inboxctl is gone, however
+/// it went: SIGKILL leaves no time to do it, and the kernel's death signal would reach only
+/// the shell, not the program it runs. It learns that from its input, a pipe that only
+/// inboxctl writes to (the pipe is closed on exec), which reads end-of-file once inboxctl
+/// has exited. A process group of its own, so that Ctrl-C on the terminal leaves it alone.
+fn start_watchdog(
+    group: u32,
+) -> std::io::Result<(tokio::process::Child, tokio::process::ChildStdin)> {
+    let mut watchdog = tokio::process::Command::new("sh")
+        .arg("-c")
+        // No `--` before the group: dash's kill takes none.
+        .arg("read -r _; kill -TERM \"-$1\" 2>/dev/null")
+        .arg("inboxctl-exec-watchdog")
+        .arg(group.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    let pipe = watchdog
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("the watchdog has no stdin"))?;
+    Ok((watchdog, pipe))
 }
 
 /// How long a handler that closed its input or output is given to exit, for its status.
 const EXEC_EXIT_WAIT: Duration = Duration::from_secs(5);
 
+/// Closes the handler's input and gives it EXEC_EXIT_WAIT to exit. One that exits takes its
+/// watchdog with it; one that does not is ended by the watchdog, with its process group.
 async fn finish_exec(mut exec: ExecHandler) {
     drop(exec.stdin);
-    let _ = tokio::time::timeout(EXEC_EXIT_WAIT, exec.child.wait()).await;
+    let exited = tokio::time::timeout(EXEC_EXIT_WAIT, exec.child.wait()).await;
+    if let (Ok(Ok(_)), Some((watchdog, _))) = (exited, exec.watchdog.as_mut()) {
+        let _ = watchdog.kill().await;
+    }
 }
 
 /// Sends one message to the exec handler and reads its reply, a JSON object, within
