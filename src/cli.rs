@@ -485,7 +485,7 @@ pub struct ReplayArgs {
     pub event_id_from: Option<crate::event_id::EventIdSource>,
 
     /// SQL handler: a file of statements with :placeholders, run in the inbox's transaction
-    #[arg(long, value_name = "FILE", required_unless_present_any = ["exec", "dry_run"])]
+    #[arg(long, value_name = "FILE")]
     pub sql: Option<std::path::PathBuf>,
 
     /// Exec handler: a command started once, fed one JSON line per message, answering

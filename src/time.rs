@@ -6,8 +6,19 @@ use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeZone, Timelike, U
 
 /// `7d`, `36h`, `90s`, `2w 3d`: humantime's grammar, with a message that says what is expected.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|error| format!("{error}; expected a duration such as 90s, 15m, 12h, 7d or 2w"))
+    let text = text.trim();
+    humantime::parse_duration(text).map_err(|error| {
+        // humantime's own words name character positions ("expected number at 0").
+        let reason = match error {
+            humantime::DurationError::Empty => "the duration is empty".to_string(),
+            humantime::DurationError::UnknownUnit { unit, .. } => {
+                format!("'{text}' has the unknown unit '{unit}'")
+            }
+            humantime::DurationError::NumberOverflow => format!("'{text}' is too long"),
+            _ => format!("'{text}' is not a duration"),
+        };
+        format!("{reason}; expected a duration such as 90s, 15m, 12h, 7d or 2w")
+    })
 }
 
 /// A duration that must not be zero: a timeout of nothing fails every call.
@@ -179,11 +190,22 @@ mod tests {
 
     #[test]
     fn bad_durations_say_what_is_expected() {
-        for bad in ["7x", "-1d", "", "d7", "1.5.d"] {
-            let message = parse_duration(bad).unwrap_err();
-            assert!(
-                message.contains("expected a duration such as"),
-                "{bad}: {message}"
+        let expected = "; expected a duration such as 90s, 15m, 12h, 7d or 2w";
+        for (bad, reason) in [
+            ("7x", "'7x' has the unknown unit 'x'"),
+            ("-1d", "'-1d' is not a duration"),
+            ("", "the duration is empty"),
+            ("d7", "'d7' is not a duration"),
+            ("abc", "'abc' is not a duration"),
+            ("1.5.d", "'1.5.d' is not a duration"),
+            (
+                "99999999999999999999999s",
+                "'99999999999999999999999s' is too long",
+            ),
+        ] {
+            assert_eq!(
+                parse_duration(bad).unwrap_err(),
+                format!("{reason}{expected}")
             );
         }
     }

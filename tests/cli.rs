@@ -277,7 +277,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 22] = [
+    let cases: [(&[&str], &str); 23] = [
         (
             &["prune", "--older-than", "7x"],
             "invalid value '7x' for '--older-than <DURATION>'",
@@ -348,6 +348,10 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         (
             &["replay", "-t", "t", "--from", "earliest", "--consumer", "c", "--exec", "h", "--handler-timeout", "0s"],
             "invalid value '0s' for '--handler-timeout <DURATION>': the handler must be given some time: expected e.g. 30s or 2m",
+        ),
+        (
+            &["replay", "-t", "t", "--from", "earliest", "--consumer", "c"],
+            "error: replay needs a handler: --sql FILE or --exec CMD (or --dry-run to see what would run)",
         ),
         (
             &["replay", "-t", "t", "--from", "earliest", "--consumer", "c", "--sql", "h.sql", "--handler-timeout", "30s"],

@@ -652,6 +652,7 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_ca
     let run = Run::from(child.wait_with_output().unwrap()).code(130);
     for needle in [
         "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)",
+        "Ctrl-C again: cancelling the batch in flight on the server",
         "warning: Ctrl-C again: stopping now (20 rows deleted); a batch is done whole or not at all, \
          and running the same command again does the rest",
     ] {
@@ -662,6 +663,14 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_ca
     );
     assert_eq!(warned, !cancel_can_connect, "{}", run.stderr);
     if !cancel_can_connect {
+        assert!(
+            run.stderr.contains(
+                "; PostgreSQL 14 and later roll it back within a second of the client's going; \
+                 older versions apply it once the lock it waits on goes"
+            ),
+            "{}",
+            run.stderr
+        );
         // The driver's cause, once.
         assert_eq!(
             run.stderr.matches("too many connections for role").count(),

@@ -2202,6 +2202,37 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
         third.stderr
     );
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1), row(2)]);
+
+    // One that closes its output and goes on running is reported as such, although the wait
+    // for its exit (5 s) outlasts --handler-timeout, which bounds only the answer; it is
+    // ended with the run.
+    // A sleep of its own length per backend, to be told apart from the other backends' runs.
+    let nap = format!("30.424{}", backend as u8);
+    script(
+        &db,
+        "closes.sh",
+        &format!("#!/bin/sh\nread -r line\nexec >&-\nexec sleep {nap}\n"),
+        true,
+    );
+    let fourth = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", "exec ./closes.sh", "--handler-timeout", "2s"],
+    )
+    .code(1);
+    assert_eq!(
+        fourth.stderr.trim(),
+        "error: the exec handler (exec ./closes.sh) closed its output before answering 0:3 \
+         (unexpected end of file) but had not exited 5s later"
+    );
+    // Its watchdog ends it once the run is over.
+    let deadline = Instant::now() + RUN_LIMIT;
+    while handler_processes(&nap) > 0 {
+        assert!(Instant::now() < deadline, "the handler was left running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1), row(2)]);
 }
 
 /// An answer that is not `"ok": true` is a failure, and the warning says what came back.

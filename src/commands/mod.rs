@@ -93,6 +93,8 @@ pub(crate) struct StopRequest {
     done: std::sync::Arc<std::sync::Mutex<String>>,
     /// Set by a stop at once, before it cancels the batch in flight.
     at_once: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether a batch's statement is running, which a stop at once cancels.
+    in_flight: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// What a stop at once cancels on the server: the batch in flight.
     canceller: std::sync::Arc<std::sync::Mutex<Option<QueryCanceller>>>,
 }
@@ -141,10 +143,18 @@ impl StopRequest {
         }
     }
 
-    /// A batch's result, unless a stop at once cancelled it: the error is then the cancel's
-    /// own, and this waits for the stop to end the process with its own exit code.
-    pub(crate) async fn unless_cancelled<T>(&self, result: anyhow::Result<T>) -> anyhow::Result<T> {
-        if result.is_err() && self.at_once.load(std::sync::atomic::Ordering::SeqCst) {
+    /// Runs one batch's statement, which a stop at once cancels on the server while it runs.
+    /// If the cancel is what made it fail, this waits for the stop to end the process with
+    /// its own exit code, rather than report the cancel as the command's error.
+    pub(crate) async fn run_batch<T>(
+        &self,
+        batch: impl std::future::Future<Output = anyhow::Result<T>>,
+    ) -> anyhow::Result<T> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.in_flight.store(true, SeqCst);
+        let result = batch.await;
+        self.in_flight.store(false, SeqCst);
+        if result.is_err() && self.at_once.load(SeqCst) {
             std::future::pending::<()>().await;
         }
         result
@@ -193,22 +203,36 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 continue;
             }
             // The batch in flight is cancelled before the count is read: one that commits
-            // meanwhile is counted.
+            // meanwhile is counted. No batch starts after the first signal, so one is in
+            // flight now or none is.
             received
                 .at_once
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            let canceller = received.canceller.lock().ok().and_then(|c| c.clone());
+            let canceller = received
+                .canceller
+                .lock()
+                .ok()
+                .and_then(|c| c.clone())
+                .filter(|_| received.in_flight.load(std::sync::atomic::Ordering::SeqCst));
             let cancel_failed = match canceller {
                 None => None,
                 Some(canceller) => {
-                    match tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()).await {
-                        Ok(Ok(())) => None,
-                        Ok(Err(error)) => Some(crate::error_chain(&error)),
-                        Err(_) => Some(format!(
-                            "no answer within {}",
-                            humantime::format_duration(CANCEL_WITHIN)
-                        )),
-                    }
+                    eprintln!("{name} again: cancelling the batch in flight on the server");
+                    let failed = tokio::select! {
+                        outcome = tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()) => {
+                            match outcome {
+                                Ok(Ok(())) => None,
+                                Ok(Err(error)) => Some(crate::error_chain(&error)),
+                                Err(_) => Some(format!(
+                                    "no answer within {}",
+                                    humantime::format_duration(CANCEL_WITHIN)
+                                )),
+                            }
+                        }
+                        _ = interrupt.recv() => Some("Ctrl-C a third time".to_string()),
+                        _ = terminate.recv() => Some("SIGTERM a third time".to_string()),
+                    };
+                    failed.map(|failed| (failed, canceller.without_the_cancel()))
                 }
             };
             let done = received
@@ -224,13 +248,12 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 "warning: {name} again: stopping now ({done}); a batch is done whole or \
                  not at all, and running the same command again does the rest"
             );
-            if let Some(failed) = cancel_failed {
+            if let Some((failed, without_the_cancel)) = cancel_failed {
                 eprintln!(
                     "{}",
                     crate::output::redact_secrets(&format!(
                         "warning: could not cancel the batch in flight on the server ({failed}); \
-                         if it is waiting on a lock, it may be applied once the lock goes \
-                         (PostgreSQL 14 and later roll it back within a second)"
+                         {without_the_cancel}"
                     ))
                 );
             }

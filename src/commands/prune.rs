@@ -439,20 +439,17 @@ impl Deleting<'_> {
                     return Ok(());
                 }
                 let limit = self.batch_size.min(remaining);
-                let batch = self
-                    .store
-                    .delete_older_batch(
-                        &mut connection,
-                        &consumer,
-                        &from,
-                        self.cutoff,
-                        &keep,
-                        limit,
-                    )
-                    .await;
+                let batch = self.store.delete_older_batch(
+                    &mut connection,
+                    &consumer,
+                    &from,
+                    self.cutoff,
+                    &keep,
+                    limit,
+                );
                 let (deleted, next_from) = self
                     .stop
-                    .unless_cancelled(batch)
+                    .run_batch(batch)
                     .await
                     .with_context(|| Self::stopped_after(report))?;
                 if deleted == 0 {
@@ -511,13 +508,16 @@ impl Deleting<'_> {
                 return Ok(());
             }
             let end = (block + pages).min(extent.pages);
-            let batch = self
-                .store
-                .delete_older_in_blocks(&mut connection, only, self.cutoff, &keep, block..end)
-                .await;
+            let batch = self.store.delete_older_in_blocks(
+                &mut connection,
+                only,
+                self.cutoff,
+                &keep,
+                block..end,
+            );
             let deleted = self
                 .stop
-                .unless_cancelled(batch)
+                .run_batch(batch)
                 .await
                 .with_context(|| Self::stopped_after(report))?;
             report.batches += 1;

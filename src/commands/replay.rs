@@ -203,7 +203,13 @@ struct ExecHandler {
     watchdog: Option<(tokio::process::Child, tokio::process::ChildStdin)>,
 }
 
+const NO_HANDLER: &str =
+    "replay needs a handler: --sql FILE or --exec CMD (or --dry-run to see what would run)";
+
 pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus> {
+    if args.sql.is_none() && args.exec.is_none() && !args.dry_run {
+        return Err(usage(NO_HANDLER));
+    }
     if let Some(command) = &args.exec {
         check_exec(command, args.dry_run)?;
     } else if args.handler_timeout.is_some() {
@@ -260,9 +266,7 @@ async fn replay(
     } else if let Some(command) = &args.exec {
         Handler::Exec(Box::new(start_exec(command, args.handler_timeout)?))
     } else {
-        return Err(usage(
-            "give a handler: --sql FILE or --exec CMD (or --dry-run)",
-        ));
+        return Err(usage(NO_HANDLER));
     };
     let pointers: BTreeMap<String, String> = args.param.iter().cloned().collect();
     // On PostgreSQL the handler's statements of a batch go out pipelined on a connection of
@@ -1238,29 +1242,71 @@ async fn finish_exec(mut exec: ExecHandler) {
 
 /// Sends one message to the exec handler and reads its reply, a JSON object, within
 /// `--handler-timeout`. A handler that takes longer is stopped: its next line could be this
-/// message's answer or a later one's, and what it did with this one cannot be known.
+/// message's answer or a later one's, and what it did with this one cannot be known. One
+/// that closes its input or output in that time is reported as such, with how it exited.
 async fn ask_exec(
     exec: &mut ExecHandler,
     message: &Replayed,
     topic: &str,
 ) -> anyhow::Result<Value> {
-    let Some(timeout) = exec.timeout else {
-        return ask_exec_untimed(exec, message, topic).await;
+    let deadline = exec
+        .timeout
+        .map(|timeout| tokio::time::Instant::now() + timeout);
+    let mut line = message.to_json(topic).to_string();
+    line.push('\n');
+    let write = async {
+        exec.stdin.write_all(line.as_bytes()).await?;
+        exec.stdin.flush().await
     };
-    match tokio::time::timeout(timeout, ask_exec_untimed(exec, message, topic)).await {
-        Ok(reply) => reply,
-        Err(_) => {
-            let ended = end_exec(exec).await;
-            Err(anyhow!(
-                "the exec handler ({}) took over {} (--handler-timeout) over {}:{} (event {}); {ended}",
-                exec.command,
-                humantime::format_duration(timeout),
-                message.partition,
-                message.offset,
-                crate::output::shown_id(message.event_id.as_deref().unwrap_or(""))
-            ))
-        }
+    let Some(written) = before(deadline, write).await else {
+        return Err(took_too_long(exec, message).await);
+    };
+    if let Err(error) = written {
+        return Err(exec_stopped(exec, message, "stopped reading its input", error).await);
     }
+    let Some(read) = before(deadline, exec.replies.next_line()).await else {
+        return Err(took_too_long(exec, message).await);
+    };
+    let reply = match read {
+        Ok(Some(reply)) => reply,
+        Ok(None) => {
+            let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+            return Err(exec_stopped(exec, message, "closed its output", eof).await);
+        }
+        Err(error) => return Err(anyhow!(error).context("could not read the exec handler's reply")),
+    };
+    exec.answered = true;
+    serde_json::from_str(&reply).map_err(|_| {
+        anyhow!(
+            "the exec handler answered {}:{} with '{reply}', not a JSON object like {{\"ok\":true}}",
+            message.partition,
+            message.offset
+        )
+    })
+}
+
+/// `future`'s output, or `None` if the deadline came first.
+async fn before<F: std::future::Future>(
+    deadline: Option<tokio::time::Instant>,
+    future: F,
+) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+/// Ends a handler that went over `--handler-timeout` on `message`, and says so.
+async fn took_too_long(exec: &mut ExecHandler, message: &Replayed) -> anyhow::Error {
+    let ended = end_exec(exec).await;
+    anyhow!(
+        "the exec handler ({}) took over {} (--handler-timeout) over {}:{} (event {}); {ended}",
+        exec.command,
+        humantime::format_duration(exec.timeout.unwrap_or_default()),
+        message.partition,
+        message.offset,
+        crate::output::shown_id(message.event_id.as_deref().unwrap_or(""))
+    )
 }
 
 /// Ends a handler that took too long, with the processes it started: SIGTERM to its process
@@ -1289,38 +1335,6 @@ async fn end_exec(exec: &mut ExecHandler) -> String {
         "it was killed (SIGKILL to its process group, {}s after SIGTERM)",
         EXEC_EXIT_WAIT.as_secs()
     )
-}
-
-async fn ask_exec_untimed(
-    exec: &mut ExecHandler,
-    message: &Replayed,
-    topic: &str,
-) -> anyhow::Result<Value> {
-    let mut line = message.to_json(topic).to_string();
-    line.push('\n');
-    let written = match exec.stdin.write_all(line.as_bytes()).await {
-        Ok(()) => exec.stdin.flush().await,
-        Err(error) => Err(error),
-    };
-    if let Err(error) = written {
-        return Err(exec_stopped(exec, message, "stopped reading its input", error).await);
-    }
-    let reply = match exec.replies.next_line().await {
-        Ok(Some(reply)) => reply,
-        Ok(None) => {
-            let eof = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
-            return Err(exec_stopped(exec, message, "closed its output", eof).await);
-        }
-        Err(error) => return Err(anyhow!(error).context("could not read the exec handler's reply")),
-    };
-    exec.answered = true;
-    serde_json::from_str(&reply).map_err(|_| {
-        anyhow!(
-            "the exec handler answered {}:{} with '{reply}', not a JSON object like {{\"ok\":true}}",
-            message.partition,
-            message.offset
-        )
-    })
 }
 
 /// The error for a handler that stopped reading its input or closed its output before

@@ -613,6 +613,17 @@ pub struct QueryCanceller {
 }
 
 impl QueryCanceller {
+    /// What becomes of the statement when the cancel does not reach the server.
+    pub fn without_the_cancel(&self) -> &'static str {
+        match self.backend {
+            Backend::Postgres => {
+                "PostgreSQL 14 and later roll it back within a second of the client's going; \
+                 older versions apply it once the lock it waits on goes"
+            }
+            _ => "if it is waiting on a lock, the server applies it once the lock goes",
+        }
+    }
+
     pub async fn cancel(&self) -> anyhow::Result<()> {
         let sql = match self.backend {
             // false when the session runs nothing (or is gone): nothing is left to cancel.
