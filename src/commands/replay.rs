@@ -1309,6 +1309,36 @@ async fn took_too_long(exec: &mut ExecHandler, message: &Replayed) -> anyhow::Er
     )
 }
 
+/// Whether any process of process group `group` still runs. One that has exited but is not
+/// reaped yet (its parent, the shell, gone before it) is a zombie, which kill(2) still finds
+/// until init reaps it, a second or more in some containers; /proc tells the two apart.
+fn group_runs(group: u32) -> bool {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        // SAFETY: kill(2) takes no pointers; signal 0 only asks whether the group exists.
+        return unsafe { libc::kill(-(group as i32), 0) == 0 };
+    };
+    processes
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .any(|stat| {
+            // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses.
+            let mut fields = stat
+                .rsplit_once(')')
+                .map_or("", |(_, rest)| rest)
+                .split_whitespace();
+            let state = fields.next();
+            let group_of = fields.nth(1).and_then(|pgrp| pgrp.parse::<u32>().ok());
+            state.is_some_and(|state| state != "Z") && group_of == Some(group)
+        })
+}
+
 /// Ends a handler that took too long, with the processes it started: SIGTERM to its process
 /// group, then SIGKILL to what is left of the group after EXEC_EXIT_WAIT. Says how it went.
 async fn end_exec(exec: &mut ExecHandler) -> String {
@@ -1321,12 +1351,11 @@ async fn end_exec(exec: &mut ExecHandler) -> String {
     signal_group(libc::SIGTERM);
     let deadline = tokio::time::Instant::now() + EXEC_EXIT_WAIT;
     let _ = tokio::time::timeout_at(deadline, exec.child.wait()).await;
-    // The shell gone, a program it started may still be finishing: signal 0 asks whether
-    // any of the group is left.
-    while signal_group(0) && tokio::time::Instant::now() < deadline {
+    // The shell gone, a program it started may still be finishing.
+    while group_runs(pid) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    if !signal_group(0) {
+    if !group_runs(pid) {
         return "it was stopped (SIGTERM to its process group)".to_string();
     }
     signal_group(libc::SIGKILL);
@@ -1641,6 +1670,48 @@ fn summary_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process group whose only member has exited but is not reaped is a zombie that
+    /// kill(2) still finds: it no longer runs. A sleeping one does.
+    #[test]
+    fn a_group_of_zombies_runs_no_more() {
+        use std::os::unix::process::CommandExt;
+        let mut exited = std::process::Command::new("sh")
+            .args(["-c", "exit 0"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = exited.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            if stat
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .trim_start()
+                .starts_with('Z')
+            {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "never exited: {stat}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: kill(2) takes no pointers; signal 0 only asks.
+        assert_eq!(unsafe { libc::kill(-(pid as i32), 0) }, 0);
+        assert!(!group_runs(pid));
+        exited.wait().unwrap();
+
+        let mut sleeping = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let runs = group_runs(sleeping.id());
+        sleeping.kill().unwrap();
+        sleeping.wait().unwrap();
+        assert!(runs);
+    }
 
     #[test]
     fn starts_in_every_form() {
