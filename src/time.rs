@@ -14,7 +14,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             humantime::DurationError::UnknownUnit { unit, .. } => {
                 format!("'{text}' has the unknown unit '{unit}'")
             }
-            humantime::DurationError::NumberOverflow => format!("'{text}' is too long"),
+            humantime::DurationError::NumberOverflow => format!("'{text}' is too large"),
             _ => format!("'{text}' is not a duration"),
         };
         format!("{reason}; expected a duration such as 90s, 15m, 12h, 7d or 2w")

@@ -573,7 +573,11 @@ async fn prune_stopped_by_a_signal_reports_what_it_deleted(
 /// With `cancel_can_connect` false, prune runs as a role allowed one connection, so the
 /// cancel cannot reach the server: prune warns, and PostgreSQL's own check that prune is
 /// still there rolls the batch back.
-async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_can_connect: bool) {
+async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
+    backend: Backend,
+    cancel_can_connect: bool,
+    second: &str,
+) {
     // Consumer a's 20 rows go first; consumer b's 30 are locked.
     let mut db = inbox_of_old_rows(backend, "a", 20, 30).await;
     let mut url = db.url.clone();
@@ -600,15 +604,18 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_ca
         .execute(&mut *lock)
         .await
         .unwrap();
+    let stderr_file = db.dir.path().join("prune.stderr");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
         .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "10"])
         .args(["--strategy", "index"])
         .env("DATABASE_URL", &url)
         .current_dir(db.dir.path())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        // A file, read while prune runs: it says when the first Ctrl-C has been taken.
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
         .spawn()
         .unwrap();
+    let stderr = || std::fs::read_to_string(&stderr_file).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     // InnoDB refreshes its lock tables only when they were last read over 0.1 s before:
     // polled faster, they never change.
@@ -629,8 +636,7 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_ca
     };
     while db.scalar(waiting).await == 0 {
         if child.try_wait().unwrap().is_some() {
-            let run = Run::from(child.wait_with_output().unwrap());
-            panic!("prune ended early: {}{}", run.stdout, run.stderr);
+            panic!("prune ended early: {}", stderr());
         }
         assert!(
             std::time::Instant::now() < deadline,
@@ -638,25 +644,50 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_ca
         );
         tokio::time::sleep(poll).await;
     }
-    // Signals are not queued: two sent at once may arrive as one, so Ctrl-C is sent until
-    // prune is gone.
-    while child.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "prune ignored Ctrl-C");
+    let pid = child.id().to_string();
+    let signal = |name: &str| {
         let sent = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
+            .args([&format!("-{name}"), &pid])
             .status()
             .unwrap();
         assert!(sent.success());
+    };
+    // Ctrl-C, then the second signal once the first was taken, until prune is gone.
+    let first = "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)";
+    signal("INT");
+    while !stderr().contains(first) {
+        assert!(std::time::Instant::now() < deadline, "prune ignored Ctrl-C");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune ignored {second}"
+        );
+        signal(second);
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let run = Run::from(child.wait_with_output().unwrap()).code(130);
+    let output = child.wait_with_output().unwrap();
+    let run = Run {
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: stderr(),
+        code: output.status.code().unwrap_or(-1),
+    };
+    // The exit code is the first signal's.
+    assert_eq!(run.code, 130, "{}", run.stderr);
+    let again = match second {
+        "INT" => "Ctrl-C again",
+        _ => "SIGTERM after Ctrl-C",
+    };
     for needle in [
-        "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)",
-        "Ctrl-C again: cancelling the batch in flight on the server",
-        "warning: Ctrl-C again: stopping now (20 rows deleted); a batch is done whole or not at all, \
-         and running the same command again does the rest",
+        first.to_string(),
+        format!("{again}: cancelling the batch in flight on the server"),
+        format!(
+            "warning: {again}: stopping now (20 rows deleted); a batch is done whole or not at \
+             all, and running the same command again does the rest"
+        ),
     ] {
-        assert!(run.stderr.contains(needle), "{needle}\n{}", run.stderr);
+        assert!(run.stderr.contains(&needle), "{needle}\n{}", run.stderr);
     }
     let warned = run.stderr.contains(
         "warning: could not cancel the batch in flight on the server (could not connect: ",
@@ -700,17 +731,18 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(backend: Backend, cancel_ca
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_ctrl_c_stops_a_stuck_prune_at_once_on_postgres() {
-    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Postgres, true).await;
+    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Postgres, true, "INT").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_ctrl_c_stops_a_stuck_prune_at_once_on_mysql() {
-    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Mysql, true).await;
+    // SIGTERM after Ctrl-C: the exit code is still Ctrl-C's.
+    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Mysql, true, "TERM").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_prune_is_rolled_back_when_its_cancel_cannot_connect() {
-    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Postgres, false).await;
+    a_second_ctrl_c_stops_a_stuck_prune_at_once(Backend::Postgres, false, "INT").await;
 }
 
 /// Ctrl-C during a long `--pause` stops prune then, not when the pause is over.

@@ -188,11 +188,14 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 result = terminate.recv() => result.map(|()| SIGTERM),
             };
             let Some(number) = number else { return };
-            let name = if number == SIGTERM {
-                "SIGTERM"
-            } else {
-                "Ctrl-C"
+            let signal_name = |number| {
+                if number == SIGTERM {
+                    "SIGTERM"
+                } else {
+                    "Ctrl-C"
+                }
             };
+            let name = signal_name(number);
             if !received.requested() {
                 received
                     .signal
@@ -202,6 +205,11 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 );
                 continue;
             }
+            // "Ctrl-C again", or "SIGTERM after Ctrl-C": the exit code stays the first's.
+            let again = match received.signal() {
+                first if first == number => format!("{name} again"),
+                first => format!("{name} after {}", signal_name(first)),
+            };
             // The batch in flight is cancelled before the count is read: one that commits
             // meanwhile is counted. No batch starts after the first signal, so one is in
             // flight now or none is.
@@ -217,7 +225,7 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
             let cancel_failed = match canceller {
                 None => None,
                 Some(canceller) => {
-                    eprintln!("{name} again: cancelling the batch in flight on the server");
+                    eprintln!("{again}: cancelling the batch in flight on the server");
                     let failed = tokio::select! {
                         outcome = tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()) => {
                             match outcome {
@@ -245,7 +253,7 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 false => done,
             };
             eprintln!(
-                "warning: {name} again: stopping now ({done}); a batch is done whole or \
+                "warning: {again}: stopping now ({done}); a batch is done whole or \
                  not at all, and running the same command again does the rest"
             );
             if let Some((failed, without_the_cancel)) = cancel_failed {
