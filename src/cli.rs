@@ -25,18 +25,16 @@ fn parse_count_at_most(text: &str, max: u64, why: &str) -> Result<u64, String> {
     }
 }
 
-/// prune's batch size: 1 to 10,000,000. Each batch is one transaction, and a larger one is
-/// one unbounded DELETE by another name.
 /// `--handler-timeout`: a duration, and more than none.
 fn parse_handler_timeout(text: &str) -> Result<Duration, String> {
-    match parse_duration(text)? {
-        timeout if timeout.is_zero() => {
-            Err("the handler must be given some time: expected e.g. 30s or 2m".to_string())
-        }
-        timeout => Ok(timeout),
-    }
+    crate::time::parse_more_than_nothing(
+        text,
+        "the handler must be given some time: expected e.g. 30s or 2m",
+    )
 }
 
+/// prune's batch size: 1 to 10,000,000. Each batch is one transaction, and a larger one is
+/// one unbounded DELETE by another name.
 fn parse_prune_batch_size(text: &str) -> Result<u64, String> {
     parse_count_at_most(text, 10_000_000, " (each batch is one transaction)")
 }

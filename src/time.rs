@@ -23,11 +23,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A duration that must not be zero: a timeout of nothing fails every call.
 pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    parse_more_than_nothing(
+        text,
+        "a timeout of 0 would fail every call; expected a duration such as 5s or 1m",
+    )
+}
+
+/// A duration, refused with `if_zero` when it is none.
+pub fn parse_more_than_nothing(text: &str, if_zero: &str) -> Result<Duration, String> {
     match parse_duration(text)? {
-        zero if zero.is_zero() => {
-            Err("a timeout of 0 would fail every call; expected a duration such as 5s or 1m".into())
-        }
-        timeout => Ok(timeout),
+        zero if zero.is_zero() => Err(if_zero.to_string()),
+        duration => Ok(duration),
     }
 }
 

@@ -106,6 +106,12 @@ const CANCEL_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 /// group of its own, which Ctrl-C on the terminal does not reach, so a stop at once ends it.
 static HANDLER_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
+/// Sends `signal` to process group `group`: whether any of it was there (signal 0 only asks).
+pub(crate) fn signal_group(group: u32, signal: i32) -> bool {
+    // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
+    unsafe { libc::kill(-(group as i32), signal) == 0 }
+}
+
 /// Records the handler that leads process group `pid`, to be ended with a stop at once.
 pub(crate) fn end_with_a_stop_at_once(pid: u32) {
     HANDLER_GROUP.store(pid as i32, std::sync::atomic::Ordering::SeqCst);
@@ -267,8 +273,7 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
             }
             let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
             if group > 0 {
-                // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
-                unsafe { libc::kill(-group, SIGTERM) };
+                signal_group(group as u32, SIGTERM);
             }
             // The exit code is the first signal's, as the first stop would have given.
             std::process::exit(received.exit_status() as i32);

@@ -1314,8 +1314,7 @@ async fn took_too_long(exec: &mut ExecHandler, message: &Replayed) -> anyhow::Er
 /// until init reaps it, a second or more in some containers; /proc tells the two apart.
 fn group_runs(group: u32) -> bool {
     let Ok(processes) = std::fs::read_dir("/proc") else {
-        // SAFETY: kill(2) takes no pointers; signal 0 only asks whether the group exists.
-        return unsafe { libc::kill(-(group as i32), 0) == 0 };
+        return super::signal_group(group, 0);
     };
     processes
         .filter_map(Result::ok)
@@ -1327,16 +1326,16 @@ fn group_runs(group: u32) -> bool {
                 .all(|b| b.is_ascii_digit())
         })
         .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
-        .any(|stat| {
-            // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses.
-            let mut fields = stat
-                .rsplit_once(')')
-                .map_or("", |(_, rest)| rest)
-                .split_whitespace();
-            let state = fields.next();
-            let group_of = fields.nth(1).and_then(|pgrp| pgrp.parse::<u32>().ok());
-            state.is_some_and(|state| state != "Z") && group_of == Some(group)
-        })
+        .any(|stat| state_and_group(&stat).is_some_and(|(state, of)| state != "Z" && of == group))
+}
+
+/// A process's state and process group, from its `/proc/PID/stat`: `pid (comm) state ppid
+/// pgrp …`, where comm may hold spaces and parentheses.
+fn state_and_group(stat: &str) -> Option<(&str, u32)> {
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?;
+    let group = fields.nth(1)?.parse().ok()?;
+    Some((state, group))
 }
 
 /// Ends a handler that took too long, with the processes it started: SIGTERM to its process
@@ -1345,25 +1344,22 @@ async fn end_exec(exec: &mut ExecHandler) -> String {
     let Some(pid) = exec.child.id() else {
         return "it had exited".to_string();
     };
-    let group = -(pid as i32);
-    // SAFETY: kill(2) takes no pointers; a group already gone is ESRCH.
-    let signal_group = |signal| unsafe { libc::kill(group, signal) == 0 };
-    signal_group(libc::SIGTERM);
+    super::signal_group(pid, libc::SIGTERM);
     let deadline = tokio::time::Instant::now() + EXEC_EXIT_WAIT;
     let _ = tokio::time::timeout_at(deadline, exec.child.wait()).await;
     // The shell gone, a program it started may still be finishing.
-    while group_runs(pid) && tokio::time::Instant::now() < deadline {
+    while group_runs(pid) {
+        if tokio::time::Instant::now() >= deadline {
+            super::signal_group(pid, libc::SIGKILL);
+            let _ = exec.child.wait().await;
+            return format!(
+                "it was killed (SIGKILL to its process group, {}s after SIGTERM)",
+                EXEC_EXIT_WAIT.as_secs()
+            );
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    if !group_runs(pid) {
-        return "it was stopped (SIGTERM to its process group)".to_string();
-    }
-    signal_group(libc::SIGKILL);
-    let _ = exec.child.wait().await;
-    format!(
-        "it was killed (SIGKILL to its process group, {}s after SIGTERM)",
-        EXEC_EXIT_WAIT.as_secs()
-    )
+    "it was stopped (SIGTERM to its process group)".to_string()
 }
 
 /// The error for a handler that stopped reading its input or closed its output before
@@ -1685,20 +1681,13 @@ mod tests {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         loop {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-            if stat
-                .rsplit_once(')')
-                .unwrap()
-                .1
-                .trim_start()
-                .starts_with('Z')
-            {
+            if state_and_group(&stat).is_some_and(|(state, _)| state == "Z") {
                 break;
             }
             assert!(std::time::Instant::now() < deadline, "never exited: {stat}");
             std::thread::sleep(Duration::from_millis(5));
         }
-        // SAFETY: kill(2) takes no pointers; signal 0 only asks.
-        assert_eq!(unsafe { libc::kill(-(pid as i32), 0) }, 0);
+        assert!(super::super::signal_group(pid, 0));
         assert!(!group_runs(pid));
         exited.wait().unwrap();
 
