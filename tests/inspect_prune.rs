@@ -1742,8 +1742,7 @@ async fn prune_records_into_a_table_made_for_a_user_who_may_not_create() {
     let mut db = TestDb::new(Backend::Postgres).await;
     let cutoff = seed_for_prune(&mut db).await;
     let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
-    let role = format!("inboxctl_pruner_{}", std::process::id());
-    db.exec(&format!("CREATE ROLE {role} LOGIN")).await;
+    let role = db.role("").await;
     for sql in [
         "CREATE TABLE inboxctl_prunes (consumer TEXT NOT NULL, cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)".to_string(),
         "REVOKE CREATE ON SCHEMA public FROM PUBLIC".to_string(),
@@ -1760,8 +1759,6 @@ async fn prune_records_into_a_table_made_for_a_user_who_may_not_create() {
             .output()
             .unwrap(),
     );
-    db.exec(&format!("DROP OWNED BY {role}")).await;
-    db.exec(&format!("DROP ROLE {role}")).await;
     let json = run.ok().json();
     assert_eq!(json["rows_deleted"], 9);
     assert_eq!(db.count("inboxctl_prunes").await, 2);

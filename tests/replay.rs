@@ -567,10 +567,9 @@ async fn producer_duplicates_apply_once(backend: Backend) {
 async fn without_temporary_objects_the_handler_goes_statement_by_statement_on_postgres() {
     let mut db = TestDb::new(Backend::Postgres).await;
     setup(&mut db).await;
-    let role = unique("inboxctl_notemp").replace('-', "_");
+    let role = db.role("").await;
     let mut url = url::Url::parse(&db.url).unwrap();
     let database = url.path().trim_start_matches('/').to_string();
-    db.exec(&format!("CREATE ROLE {role} LOGIN")).await;
     db.exec(&format!(
         "REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC"
     ))
@@ -615,9 +614,6 @@ async fn without_temporary_objects_the_handler_goes_statement_by_statement_on_po
     );
     assert_eq!(totals(&run.json()), (30, 30, 0, 0, 0));
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
-
-    db.exec(&format!("DROP OWNED BY {role}")).await;
-    db.exec(&format!("DROP ROLE {role}")).await;
 }
 
 /// On PostgreSQL a one-statement handler runs once per batch, as a temporary function over

@@ -82,7 +82,8 @@ impl TestDb {
     }
 
     /// A login role of its own for this test (PostgreSQL), with these further attributes
-    /// (`PASSWORD '…'`, `CONNECTION LIMIT 1`), dropped with the database.
+    /// (`PASSWORD '…'`, `CONNECTION LIMIT 1`, or none), dropped after the database, which
+    /// takes the role's grants and objects with it, whatever became of the test.
     pub async fn role(&mut self, attributes: &str) -> String {
         assert_eq!(self.backend, Backend::Postgres);
         let name = format!(
