@@ -506,11 +506,7 @@ async fn prune_interrupted_once_under_way(
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let status = std::process::Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    send_signal(signal, &child.id().to_string());
     child
 }
 
@@ -645,16 +641,9 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
         tokio::time::sleep(poll).await;
     }
     let pid = child.id().to_string();
-    let signal = |name: &str| {
-        let sent = std::process::Command::new("kill")
-            .args([&format!("-{name}"), &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    };
     // Ctrl-C, then the second signal once the first was taken, until prune is gone.
     let first = "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)";
-    signal("INT");
+    send_signal("INT", &pid);
     while !stderr().contains(first) {
         assert!(std::time::Instant::now() < deadline, "prune ignored Ctrl-C");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -664,7 +653,7 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
             std::time::Instant::now() < deadline,
             "prune ignored {second}"
         );
-        signal(second);
+        send_signal(second, &pid);
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let output = child.wait_with_output().unwrap();

@@ -1059,11 +1059,7 @@ async fn killed_replays_converge(backend: Backend, kills: usize, handler_sql: &s
                 if due && interrupt {
                     // Ctrl-C: the batch under way finishes, then the run stops (130), unless
                     // the signal came before the handler was set up, or after the last batch.
-                    let sent = Command::new("kill")
-                        .args(["-INT", &child.id().to_string()])
-                        .status()
-                        .unwrap();
-                    assert!(sent.success());
+                    send_signal("INT", &child.id().to_string());
                     let status = loop {
                         if let Some(status) = child.try_wait().unwrap() {
                             break status;
@@ -1807,11 +1803,7 @@ async fn a_signal_lets_the_exec_handler_finish_the_batch(
         "INT" => format!("-{}", child.id()),
         _ => child.id().to_string(),
     };
-    let sent = Command::new("kill")
-        .args([&format!("-{signal}"), "--", &target])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal(signal, &target);
     let exited = wait_until(&mut child, deadline).expect("the replay ignored the signal");
     let text = std::fs::read_to_string(&stderr).unwrap();
     assert_eq!(exited, code, "{text}");
@@ -1870,11 +1862,7 @@ async fn a_hung_exec_handler_goes_with_its_replay(sigkill: bool) {
         // Signals are not queued: two sent at once may arrive as one.
         while child.try_wait().unwrap().is_none() {
             assert!(Instant::now() < deadline, "the replay ignored Ctrl-C");
-            let sent = Command::new("kill")
-                .args(["-INT", &child.id().to_string()])
-                .status()
-                .unwrap();
-            assert!(sent.success());
+            send_signal("INT", &child.id().to_string());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let text = std::fs::read_to_string(&stderr).unwrap();
@@ -2060,37 +2048,34 @@ async fn an_exec_handler_that_takes_too_long_is_stopped(hang: &str, ended: &str)
     let (command, effects, received) = exec_handler(&db, 0.0);
     let marker = received.to_str().unwrap().to_string();
 
-    // stderr to a file, not a pipe: a handler left running would keep a pipe open and hang
-    // the test instead of failing it.
     let stderr = db.dir.path().join("replay.stderr");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .env("DATABASE_URL", &db.url)
-        .env("KAFKA_BROKERS", &broker().address)
-        .current_dir(db.dir.path())
-        .args(["replay", "--topic", &topic, "--from", "earliest"])
-        .args(["--consumer", "mailer", "--exec", &command])
-        .args(["--handler-timeout", "1s"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .expect("start inboxctl");
     let deadline = Instant::now() + RUN_LIMIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            let _ = Command::new("pkill")
-                .args(["-KILL", "-f", &marker])
-                .status();
-            panic!("the replay did not end after the handler's timeout");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let args = [
+        "--consumer",
+        "mailer",
+        "--exec",
+        &command,
+        "--handler-timeout",
+        "1s",
+    ];
+    let mut child = replay_under_way(
+        &db,
+        &broker().address,
+        &topic,
+        &args,
+        &stderr,
+        &received,
+        deadline,
+    )
+    .await;
+    let Some(code) = wait_until(&mut child, deadline) else {
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f", &marker])
+            .status();
+        panic!("the replay did not end after the handler's timeout");
     };
     let text = std::fs::read_to_string(&stderr).unwrap();
-    assert_eq!(status.code(), Some(1), "{text}");
+    assert_eq!(code, 1, "{text}");
     assert!(
         text.contains(&format!(
             "error: the exec handler ({command}) took over 1s (--handler-timeout) over 0:2 (event {}); \

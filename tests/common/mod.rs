@@ -38,6 +38,15 @@ fn with_database(admin: &str, database: &str) -> String {
     url.to_string()
 }
 
+/// Sends `signal` (`INT`, `TERM`, `KILL`) to `target`, a pid or `-PGID`, as kill(1) does.
+pub fn send_signal(signal: &str, target: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), "--", target])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {target}");
+}
+
 /// A database of its own for one test, dropped when the test ends.
 pub struct TestDb {
     pub backend: Backend,
