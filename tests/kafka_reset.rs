@@ -1668,3 +1668,226 @@ async fn to_inbox_ends_its_session_cleanly_on_postgres() {
     let (after, abandoned) = db.ended_sessions().await;
     assert_eq!((after - before, abandoned), (2, 0));
 }
+
+/// `offsets reset` started on `holding`'s broker with `args`, its stderr going to a file that
+/// the test reads while it runs.
+struct ResetUnderWay {
+    child: std::process::Child,
+    stderr_file: std::path::PathBuf,
+}
+
+impl ResetUnderWay {
+    /// Starts the reset with its commits held, and waits until its first one is.
+    fn held_at_its_commit(db: &TestDb, holding: &HoldingBroker, args: &[&str]) -> ResetUnderWay {
+        holding.hold(OFFSET_COMMIT);
+        let reset = ResetUnderWay::start(db, holding, args);
+        assert!(
+            holding.wait_until_held(Duration::from_secs(30)),
+            "the reset never committed:\n{}",
+            reset.stderr()
+        );
+        reset
+    }
+
+    fn start(db: &TestDb, holding: &HoldingBroker, args: &[&str]) -> ResetUnderWay {
+        let stderr_file = db.dir.path().join("reset.stderr");
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+            .args(["offsets", "reset"])
+            .args(args)
+            .env("DATABASE_URL", &db.url)
+            .env("KAFKA_BROKERS", &holding.broker.address)
+            .current_dir(db.dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_file).unwrap())
+            .spawn()
+            .unwrap();
+        ResetUnderWay { child, stderr_file }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_file).unwrap_or_default()
+    }
+
+    /// Sends `signal` and waits until the reset says `answer` on stderr.
+    fn signal(&mut self, signal: &str, answer: &str) {
+        send_signal(signal, &self.child.id().to_string());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.stderr().contains(answer) {
+            assert!(
+                self.child.try_wait().unwrap().is_none() && Instant::now() < deadline,
+                "no '{answer}' after {signal}:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for the reset to end, at most 30 s.
+    fn finish(mut self) -> Run {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the reset did not end:\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let stderr = self.stderr();
+        let output = self.child.wait_with_output().unwrap();
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr,
+        }
+    }
+}
+
+/// A group with offsets on two topics, and a reset that returns one partition to no offset
+/// (`--from-file plan.csv --undo-file undo.csv`): it deletes the group and commits the rest
+/// again, which the proxy holds. Returns (topic, other topic, group, the reset).
+async fn a_reset_that_deleted_its_group(
+    holding: &HoldingBroker,
+    db: &TestDb,
+) -> (String, String, String, ResetUnderWay) {
+    let broker = &holding.broker;
+    let (topic, other, group) = (unique("orders"), unique("payments"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    broker.create_topic(&other, 2).await;
+    fill(broker, &topic, "e", &[6, 9, 4]).await;
+    fill(broker, &other, "p", &[5, 5]).await;
+    broker.commit(&group, &topic, &[(0, 5), (1, 7), (2, 3)]);
+    broker.commit(&group, &other, &[(1, 2)]);
+    std::fs::write(
+        db.dir.path().join("plan.csv"),
+        format!("topic,partition,offset\n{topic},0,4\n{topic},1,\n{topic},2,1\n"),
+    )
+    .unwrap();
+    let reset = ResetUnderWay::held_at_its_commit(
+        db,
+        holding,
+        &[
+            "--group",
+            &group,
+            "--from-file",
+            "plan.csv",
+            "--execute",
+            "--undo-file",
+            "undo.csv",
+        ],
+    );
+    // The group is gone, with every offset it had.
+    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    (topic, other, group, reset)
+}
+
+/// Ctrl-C between deleting the group and committing its offsets again: stopped there, the
+/// group would have no offsets at all, and its consumers would start wherever
+/// auto.offset.reset says. The reset finishes first, then exits 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_after_a_reset_deleted_its_group_lets_it_commit_again() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, other, group, mut reset) = a_reset_that_deleted_its_group(&holding, &db).await;
+    reset.signal(
+        "INT",
+        &format!(
+            "Ctrl-C: finishing the reset first, since deleting group '{group}' takes its offsets \
+             until they are committed again (Ctrl-C again stops at once)"
+        ),
+    );
+    holding.release();
+    let run = reset.finish().code(130);
+    assert_eq!(
+        warnings(&run),
+        ["warning: interrupted: the reset was finished first"]
+    );
+    assert_eq!(
+        broker.committed(&group, &topic, 3),
+        vec![Some(4), None, Some(1)]
+    );
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, Some(2)]);
+    // The undo plan stays; the offsets to commit again, all committed, go.
+    assert_eq!(
+        std::fs::read_to_string(db.dir.path().join("undo.csv")).unwrap(),
+        format!("topic,partition,offset\n{topic},0,5\n{topic},1,7\n{topic},2,3\n")
+    );
+    assert!(!db.dir.path().join("undo.recommit.csv").exists());
+}
+
+/// A second Ctrl-C stops at once, and the warning gives the one command that commits the
+/// offsets the deleted group lost; run, it puts every one of them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_twice_after_a_reset_deleted_its_group_says_how_to_commit_again() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, other, group, mut reset) = a_reset_that_deleted_its_group(&holding, &db).await;
+    reset.signal("INT", "Ctrl-C: finishing the reset first");
+    send_signal("INT", &reset.child.id().to_string());
+    let run = reset.finish().code(130);
+    // The commit it had sent never reaches the broker.
+    holding.drop_held();
+    let recommit = db.dir.path().join("undo.recommit.csv");
+    // Named as the undo plan was, relative to where the reset ran.
+    let command =
+        format!("inboxctl offsets reset --group {group} --from-file undo.recommit.csv --execute");
+    assert_eq!(
+        warnings(&run),
+        [format!(
+            "warning: Ctrl-C again: stopping now; if group '{group}' was deleted, it has no \
+             committed offsets; commit them with: {command}"
+        )]
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    assert_eq!(
+        std::fs::read_to_string(&recommit).unwrap(),
+        format!("topic,partition,offset\n{topic},0,4\n{topic},2,1\n{other},1,2\n")
+    );
+
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    inboxctl(&db, broker, &args).ok();
+    assert_eq!(
+        broker.committed(&group, &topic, 3),
+        vec![Some(4), None, Some(1)]
+    );
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, Some(2)]);
+}
+
+/// SIGTERM while a reset's commit is on its way: the reset finishes, then exits 143.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_reset_lets_its_commit_finish() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[6, 9]).await;
+    broker.commit(&group, &topic, &[(0, 5), (1, 7)]);
+
+    let mut reset = ResetUnderWay::held_at_its_commit(
+        &db,
+        &holding,
+        &[
+            "--group",
+            &group,
+            "--topic",
+            &topic,
+            "--to-earliest",
+            "--execute",
+        ],
+    );
+    reset.signal(
+        "TERM",
+        "SIGTERM: finishing the reset first (SIGTERM again stops at once)",
+    );
+    holding.release();
+    let run = reset.finish().code(143);
+    assert_eq!(
+        warnings(&run),
+        ["warning: stopped by SIGTERM: the reset was finished first"]
+    );
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[0, 0]));
+}

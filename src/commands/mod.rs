@@ -175,12 +175,27 @@ impl StopRequest {
     }
 }
 
+/// What a first Ctrl-C or SIGTERM does, and what a second one leaves behind.
+pub(crate) enum OnStop {
+    /// The command stops after the batch in flight. Each batch is one transaction, so the
+    /// server applies it whole or not at all whatever becomes of the client, and the next
+    /// run does what is left.
+    AfterTheBatch,
+    /// The command finishes a step that must not be left half done (`finishing`, as in
+    /// "finishing the reset first, …"), then exits with the signal's code. A second signal
+    /// stops at once with `if_stopped_now`, which says how to finish the step by hand.
+    FinishFirst {
+        finishing: String,
+        if_stopped_now: String,
+    },
+}
+
 /// Listens for Ctrl-C and SIGTERM until the returned task is aborted. The first asks the
-/// command to stop after the batch in flight; a second ends the process at once, for a batch
-/// that does not finish (one waiting on a lock, say). Each batch is one transaction, so the
-/// server applies it whole or not at all whatever becomes of the client, and the next run
-/// does what is left.
-pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::JoinHandle<()>)> {
+/// command to stop as `on_stop` says; a second ends the process at once, for a step that
+/// does not finish (a batch waiting on a lock, a broker that does not answer).
+pub(crate) fn stop_on_signals(
+    on_stop: OnStop,
+) -> anyhow::Result<(StopRequest, tokio::task::JoinHandle<()>)> {
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
     let stop = StopRequest::default();
@@ -206,9 +221,14 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 received
                     .signal
                     .store(number, std::sync::atomic::Ordering::SeqCst);
-                eprintln!(
-                    "{name}: stopping after the batch in flight ({name} again stops at once)"
-                );
+                match &on_stop {
+                    OnStop::AfterTheBatch => eprintln!(
+                        "{name}: stopping after the batch in flight ({name} again stops at once)"
+                    ),
+                    OnStop::FinishFirst { finishing, .. } => {
+                        eprintln!("{name}: {finishing} ({name} again stops at once)")
+                    }
+                }
                 continue;
             }
             // "Ctrl-C again", or "SIGTERM after Ctrl-C": the exit code stays the first's.
@@ -258,10 +278,15 @@ pub(crate) fn stop_on_signals() -> anyhow::Result<(StopRequest, tokio::task::Joi
                 true => "nothing was done yet".to_string(),
                 false => done,
             };
-            eprintln!(
-                "warning: {again}: stopping now ({done}); a batch is done whole or \
-                 not at all, and running the same command again does the rest"
-            );
+            match &on_stop {
+                OnStop::AfterTheBatch => eprintln!(
+                    "warning: {again}: stopping now ({done}); a batch is done whole or \
+                     not at all, and running the same command again does the rest"
+                ),
+                OnStop::FinishFirst { if_stopped_now, .. } => {
+                    eprintln!("warning: {again}: stopping now; {if_stopped_now}")
+                }
+            }
             if let Some((failed, without_the_cancel)) = cancel_failed {
                 eprintln!(
                     "{}",

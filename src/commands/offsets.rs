@@ -17,6 +17,8 @@ use crate::kafka::{GroupState, Kafka, Watermarks};
 use crate::output::{or_dash, table, Output};
 use crate::store::{CreateMode, Store};
 
+use super::{OnStop, StopRequest};
+
 pub async fn run(args: OffsetsArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
         OffsetsCommand::Show(args) => show(args, output),
@@ -563,35 +565,13 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         return Ok(ExitStatus::Success);
     }
 
-    // The undo plan is written before anything changes: each partition's offset before, or
-    // an empty offset where the group had committed nothing.
     let undo_path = args
         .undo_file
         .clone()
         .unwrap_or_else(|| default_undo_path(&args.group));
-    write_plan(
-        &undo_path,
-        plan.iter()
-            .map(|p| (p.topic.as_str(), p.partition, p.current)),
-    )
-    .with_context(|| {
-        format!(
-            "could not write the undo plan to {}; nothing changed",
-            undo_path.display()
-        )
-    })?;
-    output.note(format!(
-        "Undo plan written to {} (apply it with: inboxctl offsets reset --group {} --from-file {} --execute)",
-        undo_path.display(),
-        args.group,
-        undo_path.display()
-    ));
-    // Deleting the group takes every committed offset with it: what is committed again
-    // afterwards is written down first, so that a run that stops in between can be finished
-    // with one command.
-    let (deleting, others): (bool, &[(String, i32, i64)]) = match &forgetting {
-        Forgetting::DeleteGroup { others } => (true, others),
-        Forgetting::Nothing => (false, &[]),
+    let others: &[(String, i32, i64)] = match &forgetting {
+        Forgetting::DeleteGroup { others } => others,
+        Forgetting::Nothing => &[],
     };
     // What is committed: the plan's offsets and, after deleting the group, its others.
     let to_commit: Vec<(String, i32, i64)> = plan
@@ -599,112 +579,216 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
         .chain(others.iter().cloned())
         .collect();
-    let recommit_path = if deleting && !to_commit.is_empty() {
-        let path = undo_path.with_extension("recommit.csv");
-        let rows = to_commit
-            .iter()
-            .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)));
-        if let Err(error) = write_plan(&path, rows) {
-            // Nothing changes, so the undo plan written a moment ago undoes nothing.
-            let _ = std::fs::remove_file(&undo_path);
-            return Err(error.context(format!(
-                "could not write the offsets to commit after deleting group '{}' to {}; nothing changed",
-                args.group,
-                path.display()
-            )));
-        }
-        Some(path)
-    } else {
-        None
+    // Deleting the group takes every committed offset with it: what is committed again
+    // afterwards is written down first, so that a run that stops in between can be finished
+    // with one command.
+    let deleting = matches!(forgetting, Forgetting::DeleteGroup { .. });
+    let recommit_path =
+        (deleting && !to_commit.is_empty()).then(|| undo_path.with_extension("recommit.csv"));
+    let reset = Reset {
+        kafka: &kafka,
+        group: &args.group,
+        plan: &plan,
+        forgetting: &forgetting,
+        others,
+        to_commit: &to_commit,
+        undo_path: &undo_path,
+        recommit_path: recommit_path.as_deref(),
+        output: &output,
     };
+    // From here a signal lets the reset finish: one that stopped it between deleting the
+    // group and committing again would leave the group with no offsets at all, and its
+    // consumers would start wherever auto.offset.reset says.
+    let (stop, signals) = super::stop_on_signals(reset.on_stop())?;
+    let result = reset.execute(&stop);
+    signals.abort();
+    let status = result?;
+    if stop.requested() {
+        return Ok(stop.exit_status());
+    }
+    Ok(status)
+}
 
-    let after = block_in_place(|| -> anyhow::Result<OffsetsByPartition> {
-        let client = kafka.group_client(&args.group)?;
-        let group = &args.group;
-        if deleting {
+/// `offsets reset --execute` once the plan is made.
+struct Reset<'a> {
+    kafka: &'a Kafka,
+    group: &'a str,
+    plan: &'a [PlannedOffset],
+    forgetting: &'a Forgetting,
+    /// The group's committed offsets outside the plan, committed again after deleting it.
+    others: &'a [(String, i32, i64)],
+    to_commit: &'a [(String, i32, i64)],
+    undo_path: &'a Path,
+    /// Where the offsets to commit after deleting the group are written down first.
+    recommit_path: Option<&'a Path>,
+    output: &'a Output,
+}
+
+impl Reset<'_> {
+    /// What Ctrl-C or SIGTERM says while the reset runs, and what a second one leaves to do
+    /// by hand.
+    fn on_stop(&self) -> OnStop {
+        let group = self.group;
+        match self.recommit_path {
+            Some(recommit) => OnStop::FinishFirst {
+                finishing: format!(
+                    "finishing the reset first, since deleting group '{group}' takes its \
+                     offsets until they are committed again"
+                ),
+                if_stopped_now: format!(
+                    "if group '{group}' was deleted, it has no committed offsets; commit them \
+                     with: inboxctl offsets reset --group {group} --from-file {} --execute",
+                    recommit.display()
+                ),
+            },
+            None => OnStop::FinishFirst {
+                finishing: "finishing the reset first".to_string(),
+                if_stopped_now: format!(
+                    "group '{group}' may have its new offsets or its old ones (inboxctl offsets \
+                     show --group {group} tells); the undo plan puts back the old ones: \
+                     inboxctl offsets reset --group {group} --from-file {} --execute",
+                    self.undo_path.display()
+                ),
+            },
+        }
+    }
+
+    /// Writes the undo plan (and the offsets to commit again), then changes the group's
+    /// offsets and reads them back.
+    fn execute(&self, stop: &StopRequest) -> anyhow::Result<ExitStatus> {
+        let (group, output) = (self.group, self.output);
+        // The undo plan is written before anything changes: each partition's offset before,
+        // or an empty offset where the group had committed nothing.
+        write_plan(
+            self.undo_path,
+            self.plan
+                .iter()
+                .map(|p| (p.topic.as_str(), p.partition, p.current)),
+        )
+        .with_context(|| {
+            format!(
+                "could not write the undo plan to {}; nothing changed",
+                self.undo_path.display()
+            )
+        })?;
+        if let Some(path) = self.recommit_path {
+            let rows = self
+                .to_commit
+                .iter()
+                .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset)));
+            if let Err(error) = write_plan(path, rows) {
+                // Nothing changes, so the undo plan written a moment ago undoes nothing.
+                let _ = std::fs::remove_file(self.undo_path);
+                return Err(error.context(format!(
+                    "could not write the offsets to commit after deleting group '{group}' to {}; nothing changed",
+                    path.display()
+                )));
+            }
+        }
+        output.note(format!(
+            "Undo plan written to {} (apply it with: inboxctl offsets reset --group {group} --from-file {} --execute)",
+            self.undo_path.display(),
+            self.undo_path.display()
+        ));
+        let after = block_in_place(|| self.apply())?;
+        let applied: Vec<PlannedOffset> = self
+            .plan
+            .iter()
+            .map(|p| PlannedOffset {
+                new: after
+                    .get(&(p.topic.clone(), p.partition))
+                    .copied()
+                    .flatten(),
+                ..p.clone()
+            })
+            .collect();
+        print_plan(group, &applied, true, self.forgetting, output)?;
+        let expected = self
+            .plan
+            .iter()
+            .map(|p| (p.topic.as_str(), p.partition, p.new))
+            .chain(
+                self.others
+                    .iter()
+                    .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset))),
+            );
+        for (topic, partition, offset) in expected {
+            let read = after
+                .get(&(topic.to_string(), partition))
+                .copied()
+                .flatten();
+            if read != offset {
+                let kept = self.recommit_path.map_or_else(String::new, |path| {
+                    format!(
+                        " ({} holds every offset group '{group}' should have)",
+                        path.display()
+                    )
+                });
+                bail!(
+                    "the committed offset of {topic}:{partition} reads back as {}, not {}{kept}",
+                    or_dash(read),
+                    or_dash(offset)
+                );
+            }
+        }
+        if let Forgetting::DeleteGroup { others } = self.forgetting {
+            output.note(deleting_group_note(group, others.len(), true));
+        }
+        if let Some(path) = self.recommit_path {
+            // Everything it holds is committed and read back: it would only mislead later.
+            if let Err(error) = std::fs::remove_file(path) {
+                output.warn(format!(
+                    "could not remove {}, which is no longer needed: {error}",
+                    path.display()
+                ));
+            }
+        }
+        if stop.requested() {
+            output.warn(format!("{}: the reset was finished first", stop.describe()));
+        }
+        Ok(ExitStatus::Success)
+    }
+
+    /// Deletes the group where the plan needs it, commits, and reads the offsets back.
+    /// Blocks on the broker.
+    fn apply(&self) -> anyhow::Result<OffsetsByPartition> {
+        let (kafka, group) = (self.kafka, self.group);
+        let client = kafka.group_client(group)?;
+        if let Forgetting::DeleteGroup { .. } = self.forgetting {
             if let Err(error) = kafka.delete_group(group) {
                 // Nothing changed: the offsets written down to commit again would mislead.
-                if let Some(path) = &recommit_path {
+                if let Some(path) = self.recommit_path {
                     let _ = std::fs::remove_file(path);
                 }
                 return Err(error);
             }
         }
-        if !to_commit.is_empty() {
-            kafka.commit(&client, &to_commit).with_context(|| match &recommit_path {
-                Some(path) => format!(
-                    "group '{group}' was deleted, and its offsets could not be committed again; \
-                     commit them with: inboxctl offsets reset --group {group} --from-file {} --execute",
-                    path.display()
-                ),
-                None => format!(
-                    "could not commit the new offsets of group '{group}' (is a consumer still in the group?)"
-                ),
-            })?;
+        if !self.to_commit.is_empty() {
+            kafka
+                .commit(&client, self.to_commit)
+                .with_context(|| match self.recommit_path {
+                    Some(path) => format!(
+                        "group '{group}' was deleted, and its offsets could not be committed again; \
+                         commit them with: inboxctl offsets reset --group {group} --from-file {} --execute",
+                        path.display()
+                    ),
+                    None => format!(
+                        "could not commit the new offsets of group '{group}' (is a consumer still in the group?)"
+                    ),
+                })?;
         }
-        let keys: Vec<(String, i32)> = plan
+        let keys: Vec<(String, i32)> = self
+            .plan
             .iter()
             .map(|p| (p.topic.clone(), p.partition))
             .chain(
-                others
+                self.others
                     .iter()
                     .map(|(topic, partition, _)| (topic.clone(), *partition)),
             )
             .collect();
         kafka.committed(&client, &keys)
-    })?;
-    let applied: Vec<PlannedOffset> = plan
-        .iter()
-        .map(|p| PlannedOffset {
-            new: after
-                .get(&(p.topic.clone(), p.partition))
-                .copied()
-                .flatten(),
-            ..p.clone()
-        })
-        .collect();
-    print_plan(&args.group, &applied, true, &forgetting, &output)?;
-    let expected = plan
-        .iter()
-        .map(|p| (p.topic.as_str(), p.partition, p.new))
-        .chain(
-            others
-                .iter()
-                .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset))),
-        );
-    for (topic, partition, offset) in expected {
-        let read = after
-            .get(&(topic.to_string(), partition))
-            .copied()
-            .flatten();
-        if read != offset {
-            let kept = recommit_path.as_ref().map_or_else(String::new, |path| {
-                format!(
-                    " ({} holds every offset group '{}' should have)",
-                    path.display(),
-                    args.group
-                )
-            });
-            bail!(
-                "the committed offset of {topic}:{partition} reads back as {}, not {}{kept}",
-                or_dash(read),
-                or_dash(offset)
-            );
-        }
     }
-    if deleting {
-        output.note(deleting_group_note(&args.group, others.len(), true));
-    }
-    if let Some(path) = &recommit_path {
-        // Everything it holds is committed and read back: it would only mislead later.
-        if let Err(error) = std::fs::remove_file(path) {
-            output.warn(format!(
-                "could not remove {}, which is no longer needed: {error}",
-                path.display()
-            ));
-        }
-    }
-    Ok(ExitStatus::Success)
 }
 
 /// What `--execute` does about the planned partitions with an empty offset ("no committed

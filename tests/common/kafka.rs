@@ -3,7 +3,7 @@
 //! way a real producer does, returning where each event landed.
 
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -131,6 +131,137 @@ impl Drop for RestartableBroker {
     }
 }
 
+/// A plaintext broker of its own that clients reach only through a proxy in the test
+/// process, which it advertises as its address. The proxy can hold the requests of one kind
+/// (by Kafka API key) until the test lets them through: a test stops a command in the middle
+/// of a step that otherwise takes a millisecond.
+pub struct HoldingBroker {
+    pub broker: Broker,
+    hold: Arc<Hold>,
+}
+
+#[derive(Default)]
+struct Hold {
+    state: Mutex<HoldState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct HoldState {
+    /// The API key whose requests wait, if any.
+    api_key: Option<i16>,
+    /// Requests waiting now.
+    waiting: usize,
+    /// What waiting requests do once no longer held: go on to the broker, or be dropped
+    /// with their connection.
+    drop_held: bool,
+}
+
+/// Kafka API keys (the first field of every request header).
+pub const OFFSET_COMMIT: i16 = 8;
+pub const DELETE_GROUPS: i16 = 42;
+
+impl HoldingBroker {
+    pub fn start() -> HoldingBroker {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy_port = listener.local_addr().unwrap().port();
+        let broker_port = free_port();
+        let hold = Arc::new(Hold::default());
+        let held = hold.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let hold = held.clone();
+                std::thread::spawn(move || proxy_connection(client, broker_port, hold));
+            }
+        });
+        let broker = start_broker_at(Security::Plaintext, "", broker_port, proxy_port);
+        HoldingBroker { broker, hold }
+    }
+
+    /// From now on, requests with this API key wait in the proxy.
+    pub fn hold(&self, api_key: i16) {
+        let mut state = self.hold.state.lock().unwrap();
+        state.api_key = Some(api_key);
+        state.drop_held = false;
+    }
+
+    /// Waits until a request is held; false after `within`.
+    pub fn wait_until_held(&self, within: Duration) -> bool {
+        let state = self.hold.state.lock().unwrap();
+        let (state, _) = self
+            .hold
+            .changed
+            .wait_timeout_while(state, within, |state| state.waiting == 0)
+            .unwrap();
+        state.waiting > 0
+    }
+
+    /// Lets held requests through to the broker, and holds no more.
+    pub fn release(&self) {
+        self.stop_holding(false);
+    }
+
+    /// Drops held requests with their connections, as if they had never been sent, and
+    /// holds no more.
+    pub fn drop_held(&self) {
+        self.stop_holding(true);
+    }
+
+    fn stop_holding(&self, drop_held: bool) {
+        let mut state = self.hold.state.lock().unwrap();
+        state.api_key = None;
+        state.drop_held = drop_held;
+        self.hold.changed.notify_all();
+    }
+}
+
+/// Copies one client connection to the broker and back, frame by frame towards the broker
+/// (a 4-byte big-endian length, then the request, whose header starts with its API key).
+fn proxy_connection(mut client: std::net::TcpStream, broker_port: u16, hold: Arc<Hold>) {
+    use std::io::{Read, Write};
+    let Ok(mut broker) = std::net::TcpStream::connect(("127.0.0.1", broker_port)) else {
+        return;
+    };
+    let (Ok(mut from_broker), Ok(mut to_client)) = (broker.try_clone(), client.try_clone()) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_broker, &mut to_client);
+        let _ = to_client.shutdown(std::net::Shutdown::Both);
+    });
+    loop {
+        let mut length = [0u8; 4];
+        if client.read_exact(&mut length).is_err() {
+            break;
+        }
+        let mut request = vec![0u8; u32::from_be_bytes(length) as usize];
+        if client.read_exact(&mut request).is_err() {
+            break;
+        }
+        let api_key = i16::from_be_bytes([request[0], request[1]]);
+        let mut state = hold.state.lock().unwrap();
+        if state.api_key == Some(api_key) {
+            state.waiting += 1;
+            hold.changed.notify_all();
+            state = hold
+                .changed
+                .wait_while(state, |state| state.api_key == Some(api_key))
+                .unwrap();
+            state.waiting -= 1;
+            if state.drop_held {
+                break;
+            }
+        }
+        drop(state);
+        if broker.write_all(&length).is_err() || broker.write_all(&request).is_err() {
+            break;
+        }
+    }
+    let _ = broker.shutdown(std::net::Shutdown::Both);
+    let _ = client.shutdown(std::net::Shutdown::Both);
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -159,8 +290,18 @@ fn wait_until_answering(broker: &Broker, log: &std::path::Path) {
 
 /// Starts nisshi on SQLite storage; `storage_query` is added to the storage URL.
 fn start_broker(security: Security, storage_query: &str) -> Broker {
-    let tls = security == Security::Tls;
     let port = free_port();
+    start_broker_at(security, storage_query, port, port)
+}
+
+/// [`start_broker`] listening on `port`, telling clients to connect to `advertised_port`.
+fn start_broker_at(
+    security: Security,
+    storage_query: &str,
+    port: u16,
+    advertised_port: u16,
+) -> Broker {
+    let tls = security == Security::Tls;
     let dir = tempfile::Builder::new()
         .prefix("inboxctl-nisshi-")
         .tempdir()
@@ -233,7 +374,7 @@ fn start_broker(security: Security, storage_query: &str) -> Broker {
     let script = format!(
         r#"cd "$1" || exit 1
 "$2" broker --storage-engine "sqlite://broker.db$5" \
-    --listener-url "tcp://127.0.0.1:$3" --advertised-listener-url "tcp://127.0.0.1:$3" \
+    --listener-url "tcp://127.0.0.1:$3" --advertised-listener-url "tcp://127.0.0.1:$6" \
     --group-initial-rebalance-delay 0s{extra} > broker.log 2>&1 &
 broker=$!
 while kill -0 "$4" 2>/dev/null && kill -0 "$broker" 2>/dev/null; do sleep 0.5; done
@@ -250,13 +391,14 @@ rm -rf "$1""#
         .arg(port.to_string())
         .arg(std::process::id().to_string())
         .arg(storage_query)
+        .arg(advertised_port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start the nisshi broker (installed by scripts/test.sh)");
     let broker = Broker {
-        address: format!("127.0.0.1:{port}"),
+        address: format!("127.0.0.1:{advertised_port}"),
         tls_ca,
         sasl,
     };
