@@ -562,6 +562,86 @@ async fn prune_stopped_by_a_signal_reports_what_it_deleted(
     assert_eq!(db.count("processed_messages").await, 0);
 }
 
+/// Locks every row of `consumer` in a transaction of its own, which holds the locks until it
+/// is rolled back.
+async fn lock_rows_of(db: &mut TestDb, consumer: &str) -> sqlx::Transaction<'static, sqlx::Any> {
+    let pool = db.pool().await;
+    let mut lock = pool.begin().await.unwrap();
+    sqlx::raw_sql(&format!(
+        "SELECT event_id FROM processed_messages WHERE consumer = '{consumer}' FOR UPDATE"
+    ))
+    .execute(&mut *lock)
+    .await
+    .unwrap();
+    lock
+}
+
+/// A batch that fails ends prune with exit 1, and the report still says what the batches
+/// before it deleted: here consumer a's 20 rows go in two batches, then consumer b's batch
+/// runs out of lock_timeout on rows another transaction holds.
+#[tokio::test]
+async fn a_prune_that_fails_midway_reports_what_it_deleted() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lock_timeout = %L', \
+         current_database(), '300ms'); END $$",
+    )
+    .await;
+    let old = now_ms() - Duration::days(30);
+    let mut rows: Vec<_> = (0..20)
+        .map(|n| row("a", &format!("a{n:06}"), None, old))
+        .collect();
+    rows.extend((0..30).map(|n| row("b", &format!("b{n:06}"), None, old)));
+    db.insert_rows(&rows).await;
+    let lock = lock_rows_of(&mut db, "b").await;
+
+    let args = [
+        "prune",
+        "--older-than",
+        "1d",
+        "--yes",
+        "--batch-size",
+        "10",
+        "--strategy",
+        "index",
+        "--format",
+        "json",
+    ];
+    let run = db.run(&args).code(1);
+    assert!(
+        run.stderr
+            .starts_with("error: prune stopped after deleting 20 rows; re-run to continue: ")
+            && run.stderr.contains("lock timeout"),
+        "{}",
+        run.stderr
+    );
+    let json = run.json();
+    assert_eq!(json["rows_deleted"], 20, "{json}");
+    assert_eq!(json["batches"], 2, "{json}");
+    let deleted: Vec<_> = json["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["consumer"].clone(), c["deleted"].clone()))
+        .collect();
+    assert_eq!(
+        deleted,
+        [
+            (serde_json::json!("a"), serde_json::json!(20)),
+            (serde_json::json!("b"), serde_json::json!(0))
+        ],
+        "{json}"
+    );
+    assert_eq!(db.event_ids("a").await, Vec::<String>::new());
+    assert_eq!(db.event_ids("b").await.len(), 30);
+
+    lock.rollback().await.unwrap();
+    let again = db.run(&args).ok().json();
+    assert_eq!(again["rows_deleted"], 30, "{again}");
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 /// A batch that cannot finish (its rows locked by another transaction): the first Ctrl-C
 /// waits for it, a second stops prune at once and says what it had deleted. The server
 /// cancels the batch while the lock is still held, and the next run deletes the rest.
@@ -594,12 +674,7 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
         .map(|n| row("b", &format!("b{n:06}"), None, old))
         .collect();
     db.insert_rows(&rows).await;
-    let pool = db.pool().await;
-    let mut lock = pool.begin().await.unwrap();
-    sqlx::raw_sql("SELECT event_id FROM processed_messages WHERE consumer = 'b' FOR UPDATE")
-        .execute(&mut *lock)
-        .await
-        .unwrap();
+    let lock = lock_rows_of(&mut db, "b").await;
     let stderr_file = db.dir.path().join("prune.stderr");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
         .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "10"])

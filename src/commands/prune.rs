@@ -243,7 +243,7 @@ async fn prune(
 
     // Ctrl-C or SIGTERM asks to stop; the batch in flight finishes (it is one transaction)
     // and the summary says how far the run got.
-    let (stop, signal) = super::stop_on_signals()?;
+    let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch)?;
 
     let started = Instant::now();
     // Without a count, the planner's estimate sizes the bar where there is one.
@@ -261,16 +261,28 @@ async fn prune(
         output,
         stop: &stop,
     };
-    match (strategy, extent) {
+    let deleted = match (strategy, extent) {
         (PruneStrategy::Blocks, Some(extent)) => {
             deleting
                 .by_blocks(&mut report, only.as_deref(), extent)
-                .await?
+                .await
         }
-        _ => deleting.by_index(&mut report).await?,
-    }
+        _ => deleting.by_index(&mut report).await,
+    };
     progress.finish_and_clear();
     signal.abort();
+    let elapsed = started.elapsed();
+    report.elapsed_ms = elapsed.as_millis();
+    report.rows_per_second = if elapsed.as_secs_f64() > 0.0 {
+        report.rows_deleted as f64 / elapsed.as_secs_f64()
+    } else {
+        0.0
+    };
+    if let Err(error) = deleted {
+        // What the batches before it deleted is gone for good: the report says how much.
+        print_report(&report, output)?;
+        return Err(error);
+    }
     match report.rows_planned {
         // A row moved to a page already passed (an UPDATE of an inbox row) escapes the pass.
         Some(planned)
@@ -286,13 +298,6 @@ async fn prune(
         }
         _ => {}
     }
-    let elapsed = started.elapsed();
-    report.elapsed_ms = elapsed.as_millis();
-    report.rows_per_second = if elapsed.as_secs_f64() > 0.0 {
-        report.rows_deleted as f64 / elapsed.as_secs_f64()
-    } else {
-        0.0
-    };
     print_report(&report, output)?;
     if report.interrupted {
         let of = report
