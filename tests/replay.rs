@@ -2216,6 +2216,60 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1), row(2)]);
 }
 
+/// The handler did its work but the inbox cannot record it (here the handler moves the inbox
+/// table away while it answers the third message): the error says a re-run sends those events
+/// again, and the summary still shows the batches finished before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_the_inbox_cannot_record_fails_after_the_summary_of_the_others() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    produce(&topic, &deposits("r", 1, 4)).await;
+    script(
+        &db,
+        "moves.py",
+        "#!/usr/bin/env python3\n\
+         import json, sqlite3, sys\n\
+         for n, line in enumerate(sys.stdin):\n\
+         \x20   if n == 2:\n\
+         \x20       db = sqlite3.connect('inbox.db')\n\
+         \x20       db.execute('ALTER TABLE processed_messages RENAME TO inbox_moved')\n\
+         \x20       db.commit()\n\
+         \x20       db.close()\n\
+         \x20   print(json.dumps({'ok': True}), flush=True)\n",
+        true,
+    );
+    let run = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", "./moves.py", "--batch-size", "2"],
+    )
+    .code(1);
+    assert!(
+        run.stderr.starts_with(
+            "error: could not record in the inbox the 2 event(s) of this batch the handler \
+             answered ok for; a re-run sends them to the handler again: "
+        ) && run.stderr.contains("no such table: processed_messages"),
+        "{}",
+        run.stderr
+    );
+    let json = run.json();
+    assert_eq!(totals(&json), (2, 2, 0, 0, 0));
+    assert_eq!(json["partitions"][0]["last_offset"], 1);
+
+    db.exec("ALTER TABLE inbox_moved RENAME TO processed_messages")
+        .await;
+    let row = |n: i64| (format!("r-p0-{n}"), topic.clone(), 0, n);
+    assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1)]);
+    let again = replay(&db, &topic, "mailer", &["--exec", "./moves.py"]).ok();
+    assert_eq!(totals(&again.json()), (4, 2, 2, 0, 0));
+    assert_eq!(
+        inbox(&mut db, "mailer").await,
+        vec![row(0), row(1), row(2), row(3)]
+    );
+}
+
 /// An answer that is not `"ok": true` is a failure, and the warning says what came back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_handler_answer_without_ok_true_is_a_failure_that_says_why() {

@@ -322,7 +322,7 @@ async fn replay(
     let total: i64 = ranges.iter().map(|(_, from, to)| to - from).sum();
     let progress = output.progress(Some(total.max(0) as u64), "messages");
 
-    let (stop, signal) = super::stop_on_signals()?;
+    let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch)?;
 
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Replayed>>(4);
@@ -367,6 +367,21 @@ async fn replay(
     // The batch after the current one, when it was already read: its inbox rows may be
     // inserted while the current batch's handler runs (see PgPipeline::run).
     let mut peeked: Option<Vec<Replayed>> = None;
+    // A batch that fails ends the run; the summary still shows the batches before it, and
+    // the error what became of this one.
+    let mut settled = summaries.clone();
+    macro_rules! or_fail {
+        ($result:expr) => {
+            match $result {
+                Ok(value) => value,
+                Err(error) => {
+                    summaries = std::mem::take(&mut settled);
+                    failure = Some(error);
+                    break;
+                }
+            }
+        };
+    }
     loop {
         let batch = match peeked.take() {
             Some(batch) => batch,
@@ -379,6 +394,7 @@ async fn replay(
             interrupted = true;
             break;
         }
+        settled.clone_from(&summaries);
         let batch_len = batch.len();
         let mut with_id = Vec::with_capacity(batch_len);
         // Where each message with an id stands in the batch, and the messages without one:
@@ -421,7 +437,12 @@ async fn replay(
         // that the run stops exactly there and every message read is accounted for.
         if failure.is_some() && with_id.is_empty() {
             for (_, message, error) in &without_id {
-                write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
+                or_fail!(write_dead_letter(
+                    &mut dead_letter,
+                    &args.topic,
+                    message,
+                    error
+                ));
             }
             note_last_offsets(&mut summaries, last_offsets);
             break;
@@ -451,7 +472,7 @@ async fn replay(
                     .iter()
                     .filter_map(|m| m.event_id.as_deref())
                     .collect();
-                let done = store.processed_ids(&args.consumer, &ids).await?;
+                let done = or_fail!(store.processed_ids(&args.consumer, &ids).await);
                 let mut outcome = Outcome::default();
                 for (index, m) in with_id.iter().enumerate() {
                     let id = m.event_id.as_deref().unwrap_or_default();
@@ -485,10 +506,10 @@ async fn replay(
                     }
                     _ => None,
                 };
-                apply_sql(job, pipeline.as_mut(), next.as_deref(), output).await?
+                or_fail!(apply_sql(job, pipeline.as_mut(), next.as_deref(), output).await)
             }
             Handler::Exec(exec) => {
-                apply_exec(store, exec, &args.consumer, &args.topic, for_handler).await?
+                or_fail!(apply_exec(store, exec, &args.consumer, &args.topic, for_handler).await)
             }
         };
         if !too_long.is_empty() {
@@ -535,7 +556,12 @@ async fn replay(
         }
         rejected.sort_by_key(|(position, _, _)| *position);
         for (_, message, error) in rejected {
-            write_dead_letter(&mut dead_letter, &args.topic, message, error)?;
+            or_fail!(write_dead_letter(
+                &mut dead_letter,
+                &args.topic,
+                message,
+                error
+            ));
         }
         note_last_offsets(&mut summaries, last_offsets);
         progress.inc(batch_len as u64);
@@ -573,8 +599,8 @@ async fn replay(
     if let Handler::Exec(exec) = handler {
         finish_exec(*exec).await;
     }
-    if failure.is_none() && !interrupted {
-        read?;
+    if let (Err(error), None, false) = (read, &failure, interrupted) {
+        failure = Some(error);
     }
     let elapsed = started.elapsed();
     print_summary(args, &summaries, elapsed, interrupted, output)?;
@@ -1500,9 +1526,12 @@ async fn apply_exec(
                     tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
                 }
                 Err(error) => {
-                    return Err(
-                        anyhow!(error).context("could not record the handled events in the inbox")
-                    )
+                    // Their effects happened, but nothing says so: a re-run sends them again.
+                    return Err(anyhow!(error).context(format!(
+                        "could not record in the inbox the {} event(s) of this batch the handler \
+                         answered ok for; a re-run sends them to the handler again",
+                        ok.len()
+                    )));
                 }
             }
         }
