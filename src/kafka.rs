@@ -557,10 +557,22 @@ impl Kafka {
         for (topic, partition, offset) in offsets {
             list.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
         }
+        let started = Instant::now();
         client
             .commit(&list, CommitMode::Sync)
-            .context("the group coordinator refused the new offsets")?;
-        Ok(())
+            .map_err(|error| match error {
+                // librdkafka tries again after a timeout, so the wait is longer than one.
+                KafkaError::ConsumerCommit(
+                    RDKafkaErrorCode::OperationTimedOut | RDKafkaErrorCode::RequestTimedOut,
+                ) => anyhow::anyhow!(
+                    "the group coordinator did not answer the commit in {:.1}s \
+                     (--kafka-timeout is {} a try)",
+                    started.elapsed().as_secs_f64(),
+                    humantime::format_duration(self.timeout())
+                ),
+                error => anyhow::Error::new(error)
+                    .context("the group coordinator refused the new offsets"),
+            })
     }
 
     /// Deletes an empty group with everything it committed (Kafka's DeleteGroups): the one

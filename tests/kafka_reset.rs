@@ -1748,6 +1748,7 @@ impl ResetUnderWay {
 async fn a_reset_that_deleted_its_group(
     holding: &HoldingBroker,
     db: &TestDb,
+    more_args: &[&str],
 ) -> (String, String, String, ResetUnderWay) {
     let broker = &holding.broker;
     let (topic, other, group) = (unique("orders"), unique("payments"), unique("billing"));
@@ -1762,19 +1763,17 @@ async fn a_reset_that_deleted_its_group(
         format!("topic,partition,offset\n{topic},0,4\n{topic},1,\n{topic},2,1\n"),
     )
     .unwrap();
-    let reset = ResetUnderWay::held_at_its_commit(
-        db,
-        holding,
-        &[
-            "--group",
-            &group,
-            "--from-file",
-            "plan.csv",
-            "--execute",
-            "--undo-file",
-            "undo.csv",
-        ],
-    );
+    let mut args = vec![
+        "--group",
+        &group,
+        "--from-file",
+        "plan.csv",
+        "--execute",
+        "--undo-file",
+        "undo.csv",
+    ];
+    args.extend_from_slice(more_args);
+    let reset = ResetUnderWay::held_at_its_commit(db, holding, &args);
     // The group is gone, with every offset it had.
     assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
     assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
@@ -1789,7 +1788,7 @@ async fn ctrl_c_after_a_reset_deleted_its_group_lets_it_commit_again() {
     let holding = HoldingBroker::start();
     let broker = &holding.broker;
     let db = TestDb::new(Backend::Sqlite).await;
-    let (topic, other, group, mut reset) = a_reset_that_deleted_its_group(&holding, &db).await;
+    let (topic, other, group, mut reset) = a_reset_that_deleted_its_group(&holding, &db, &[]).await;
     reset.signal(
         "INT",
         &format!(
@@ -1823,13 +1822,12 @@ async fn ctrl_c_twice_after_a_reset_deleted_its_group_says_how_to_commit_again()
     let holding = HoldingBroker::start();
     let broker = &holding.broker;
     let db = TestDb::new(Backend::Sqlite).await;
-    let (topic, other, group, mut reset) = a_reset_that_deleted_its_group(&holding, &db).await;
+    let (topic, other, group, mut reset) = a_reset_that_deleted_its_group(&holding, &db, &[]).await;
     reset.signal("INT", "Ctrl-C: finishing the reset first");
     send_signal("INT", &reset.child.id().to_string());
     let run = reset.finish().code(130);
     // The commit it had sent never reaches the broker.
     holding.drop_held();
-    let recommit = db.dir.path().join("undo.recommit.csv");
     // Named as the undo plan was, relative to where the reset ran.
     let command =
         format!("inboxctl offsets reset --group {group} --from-file undo.recommit.csv --execute");
@@ -1842,18 +1840,57 @@ async fn ctrl_c_twice_after_a_reset_deleted_its_group_says_how_to_commit_again()
     );
     assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
     assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+
+    commit_again(&db, broker, &command, (&topic, &other, &group));
+}
+
+/// Runs `command`, the one a reset stopped after deleting its group gave, and checks that
+/// it commits every offset the group should have after [`a_reset_that_deleted_its_group`].
+fn commit_again(db: &TestDb, broker: &Broker, command: &str, names: (&str, &str, &str)) {
+    let (topic, other, group) = names;
     assert_eq!(
-        std::fs::read_to_string(&recommit).unwrap(),
+        std::fs::read_to_string(db.dir.path().join("undo.recommit.csv")).unwrap(),
         format!("topic,partition,offset\n{topic},0,4\n{topic},2,1\n{other},1,2\n")
     );
-
     let args: Vec<&str> = command.split(' ').skip(1).collect();
-    inboxctl(&db, broker, &args).ok();
+    inboxctl(db, broker, &args).ok();
     assert_eq!(
-        broker.committed(&group, &topic, 3),
+        broker.committed(group, topic, 3),
         vec![Some(4), None, Some(1)]
     );
-    assert_eq!(broker.committed(&group, &other, 2), vec![None, Some(2)]);
+    assert_eq!(broker.committed(group, other, 2), vec![None, Some(2)]);
+}
+
+/// The commit after the delete fails (the broker does not answer it within
+/// --kafka-timeout): the error names the file of offsets to commit again, and the command it
+/// gives puts every one of them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_fails_after_the_group_was_deleted_says_how_to_commit_again() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, other, group, reset) =
+        a_reset_that_deleted_its_group(&holding, &db, &["--kafka-timeout", "2s"]).await;
+    let run = reset.finish().code(1);
+    holding.drop_held();
+    let command =
+        format!("inboxctl offsets reset --group {group} --from-file undo.recommit.csv --execute");
+    let error = run.stderr.lines().last().unwrap();
+    let (said, waited) = error
+        .strip_suffix("s (--kafka-timeout is 2s a try)")
+        .and_then(|e| e.rsplit_once(" in "))
+        .unwrap_or_else(|| panic!("{error}"));
+    assert_eq!(
+        said,
+        format!(
+            "error: group '{group}' was deleted, and its offsets could not be committed again; \
+             commit them with: {command}: the group coordinator did not answer the commit"
+        )
+    );
+    assert!(waited.parse::<f64>().unwrap() >= 2.0, "{error}");
+    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    commit_again(&db, broker, &command, (&topic, &other, &group));
 }
 
 /// SIGTERM while a reset's commit is on its way: the reset finishes, then exits 143.
