@@ -1,5 +1,6 @@
 //! The Kafka side: one place that builds librdkafka clients from `--brokers` and `-X`, and the
-//! few broker calls the commands need, each bounded by `--kafka-timeout`.
+//! few broker calls the commands need, each bounded by `--kafka-timeout` (a commit by a few
+//! times it: librdkafka tries a commit again after a timeout).
 //!
 //! Every call here blocks (librdkafka's own threads do the I/O); async callers wrap them in
 //! [`tokio::task::block_in_place`].
