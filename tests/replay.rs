@@ -2126,6 +2126,97 @@ async fn an_exec_handler_that_ignores_sigterm_is_killed_on_sqlite() {
     .await;
 }
 
+/// With --on-error skip, a message the exec handler dies on or hangs over fails like any
+/// other: it goes to the dead-letter file, and a new handler takes the rest. A re-run (the
+/// handler crashes and hangs only once) applies the two it skipped, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_on_error_skip_a_handler_that_dies_or_hangs_is_started_again() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    let mut events = deposits("k", 1, 5);
+    events[1].payload["crash"] = json!(true);
+    events[3].payload["hang"] = json!("yes");
+    let landed = produce(&topic, &events).await;
+    let id = |n: usize| events[n].id.clone().unwrap();
+    let (command, effects, received) = exec_handler(&db, 0.0);
+    let args = [
+        "--exec",
+        &command,
+        "--on-error",
+        "skip",
+        "--handler-timeout",
+        "1s",
+        "--dead-letter",
+        "dead.jsonl",
+    ];
+
+    let run = replay(&db, &topic, "mailer", &args).code(1);
+    assert_eq!(totals(&run.json()), (5, 3, 0, 2, 0), "{}", run.stderr);
+    assert_eq!(lines(&effects), [id(0), id(2), id(4)]);
+    let recorded: Vec<String> = inbox(&mut db, "mailer")
+        .await
+        .into_iter()
+        .map(|row| row.0)
+        .collect();
+    assert_eq!(recorded, [id(0), id(2), id(4)]);
+    let crashed = format!("the exec handler ({command}) exited with status 3 before answering 0:1");
+    let hung = format!(
+        "the exec handler ({command}) took over 1s (--handler-timeout) over 0:3 (event {}); \
+         it was stopped (SIGTERM to its process group)",
+        id(3)
+    );
+    let dead: Vec<(i64, String)> = lines(&db.dir.path().join("dead.jsonl"))
+        .iter()
+        .map(|line| {
+            let record: Value = serde_json::from_str(line).unwrap();
+            let offset = record["offset"].as_i64().unwrap();
+            (offset, record["error"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(dead, [(1, crashed.clone()), (3, hung.clone())]);
+    assert!(
+        run.stderr
+            .contains(&format!("warning: 0:1 (event {}): {crashed}", id(1)))
+            && run
+                .stderr
+                .contains(&format!("warning: 0:3 (event {}): {hung}", id(3))),
+        "{}",
+        run.stderr
+    );
+    // Three handlers were started: each message reached one of them once.
+    assert_eq!(lines(&received).len(), 5);
+    assert_eq!(handler_processes(received.to_str().unwrap()), 0);
+
+    let again = replay(&db, &topic, "mailer", &["--exec", &command]).ok();
+    assert_eq!(totals(&again.json()), (5, 2, 3, 0, 0));
+    let mut applied = lines(&effects);
+    applied.sort();
+    assert_eq!(applied, distinct_ids(&landed), "each event applied once");
+}
+
+/// A handler that fails again at once after being started in place of one that failed ends
+/// the run: a program that cannot run is not skipped message by message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_on_error_skip_a_handler_that_cannot_run_still_ends_the_run() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    produce(&topic, &deposits("n", 1, 4)).await;
+    let run = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", "exit 3", "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(
+        run.stderr.trim(),
+        "error: the exec handler (exit 3) exited with status 3 before answering 0:1"
+    );
+    assert_eq!(totals(&run.json()), (0, 0, 0, 0, 0));
+}
+
 /// A handler script in the test's folder, executable or not.
 fn script(db: &TestDb, name: &str, text: &str, executable: bool) {
     use std::os::unix::fs::PermissionsExt;

@@ -198,6 +198,8 @@ struct ExecHandler {
     answered: bool,
     /// `--handler-timeout`: how long one message may take.
     timeout: Option<Duration>,
+    /// Whether it was started in place of one that failed (`--on-error skip`).
+    restarted: bool,
     /// The watchdog that ends the handler's process group once this end of its pipe closes,
     /// and the pipe: see [`start_watchdog`]. Declared last, so dropped last.
     watchdog: Option<(tokio::process::Child, tokio::process::ChildStdin)>,
@@ -509,7 +511,9 @@ async fn replay(
                 or_fail!(apply_sql(job, pipeline.as_mut(), next.as_deref(), output).await)
             }
             Handler::Exec(exec) => {
-                or_fail!(apply_exec(store, exec, &args.consumer, &args.topic, for_handler).await)
+                let skip = args.on_error == OnError::Skip;
+                let job = apply_exec(store, exec, &args.consumer, &args.topic, for_handler, skip);
+                or_fail!(job.await)
             }
         };
         if !too_long.is_empty() {
@@ -1223,8 +1227,27 @@ fn start_exec(command: &str, timeout: Option<Duration>) -> anyhow::Result<ExecHa
         replies: BufReader::new(stdout).lines(),
         answered: false,
         timeout,
+        restarted: false,
         watchdog,
     })
+}
+
+/// `--on-error skip`: a handler that failed on a message (it exited, closed its output, or
+/// took over --handler-timeout) is replaced by a new one, unless it was itself a replacement
+/// that never answered: a program that cannot run is not skipped message by message.
+async fn restart_exec(exec: &mut ExecHandler) -> anyhow::Result<bool> {
+    if exec.restarted && !exec.answered {
+        return Ok(false);
+    }
+    let mut fresh = start_exec(&exec.command, exec.timeout)?;
+    fresh.restarted = true;
+    let failed = std::mem::replace(exec, fresh);
+    // One that closed its output may still run: it goes, with whatever it started.
+    if let Some(pid) = failed.child.id() {
+        super::signal_group(pid, libc::SIGTERM);
+    }
+    finish_exec(failed).await;
+    Ok(true)
 }
 
 /// A process that ends the handler's process group (SIGTERM) when inboxctl is gone, however
@@ -1465,6 +1488,7 @@ async fn apply_exec(
     consumer: &str,
     topic: &str,
     batch: &[Replayed],
+    skip: bool,
 ) -> anyhow::Result<Outcome> {
     let ids: Vec<&str> = batch.iter().filter_map(|m| m.event_id.as_deref()).collect();
     let done = store.processed_ids(consumer, &ids).await?;
@@ -1483,6 +1507,23 @@ async fn apply_exec(
         let reply = match ask_exec(exec, message, topic).await {
             Ok(reply) => reply,
             Err(error) => {
+                if skip {
+                    match restart_exec(exec).await {
+                        Ok(true) => {
+                            outcome.failed.push((index, crate::error_chain(&error)));
+                            continue;
+                        }
+                        Ok(false) => {}
+                        Err(restart) => {
+                            stopped = Some(anyhow!(
+                                "{}; and starting it again failed: {}",
+                                crate::error_chain(&error),
+                                crate::error_chain(&restart)
+                            ));
+                            break;
+                        }
+                    }
+                }
                 stopped = Some(error);
                 break;
             }
