@@ -662,6 +662,10 @@ pub fn read_range<C>(
     while !ends.is_empty() {
         queue.consume(&mut batch, Duration::from_millis(100));
         if batch.is_empty() {
+            // No one takes the batches any more: a replay stopped while nothing arrived.
+            if sender.is_closed() {
+                return Ok(());
+            }
             // Nothing delivered: partitions whose position passed their end are done.
             if let Ok(positions) = client.position() {
                 for element in positions.elements() {

@@ -2217,6 +2217,56 @@ async fn with_on_error_skip_a_handler_that_cannot_run_still_ends_the_run() {
     assert_eq!(totals(&run.json()), (0, 0, 0, 0, 0));
 }
 
+/// Ctrl-C while the brokers are slow to deliver the next batch: with no batch in flight to
+/// finish, replay stops at once rather than after --kafka-timeout (here a minute).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_replay_waits_for_messages_stops_at_once() {
+    let holding = HoldingBroker::start();
+    let db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = unique("replay");
+    holding.broker.create_topic(&topic, 1).await;
+    holding
+        .broker
+        .produce(&topic, &[(0, "a".to_string()), (0, "b".to_string())])
+        .await;
+    holding.hold(FETCH);
+    let stderr = db.dir.path().join("replay.stderr");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .args(["replay", "--topic", &topic, "--from", "earliest"])
+        .args(["--consumer", "mailer", "--dry-run", "--format", "json"])
+        .args(["--kafka-timeout", "60s"])
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", &holding.broker.address)
+        .current_dir(db.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        holding.wait_until_held(Duration::from_secs(30)),
+        "replay never fetched:\n{}",
+        std::fs::read_to_string(&stderr).unwrap()
+    );
+    send_signal("INT", &child.id().to_string());
+    let code = wait_until(&mut child, Instant::now() + Duration::from_secs(20));
+    holding.release();
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(code, Some(130), "{text}");
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        [
+            "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)",
+            "warning: interrupted: every finished batch is committed; re-run the same command \
+             to complete the replay"
+        ]
+    );
+    let output = child.wait_with_output().unwrap();
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["interrupted"], true);
+    assert_eq!(totals(&json), (0, 0, 0, 0, 0));
+}
+
 /// A handler script in the test's folder, executable or not.
 fn script(db: &TestDb, name: &str, text: &str, executable: bool) {
     use std::os::unix::fs::PermissionsExt;

@@ -97,6 +97,8 @@ pub(crate) struct StopRequest {
     in_flight: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// What a stop at once cancels on the server: the batch in flight.
     canceller: std::sync::Arc<std::sync::Mutex<Option<QueryCanceller>>>,
+    /// Wakes a command waiting for its next batch when the first signal comes.
+    asked: std::sync::Arc<tokio::sync::Notify>,
 }
 
 /// How long a stop at once waits for the server to take the cancel of the batch in flight.
@@ -124,6 +126,21 @@ impl StopRequest {
 
     fn signal(&self) -> i32 {
         self.signal.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Returns once a stop is requested: a command waiting for its next batch (one the
+    /// brokers are slow to deliver) stops at once, having no batch in flight to finish.
+    pub(crate) async fn asked(&self) {
+        loop {
+            let asked = self.asked.notified();
+            tokio::pin!(asked);
+            // Registered before the look, so that a signal in between still wakes it.
+            asked.as_mut().enable();
+            if self.requested() {
+                return;
+            }
+            asked.await;
+        }
     }
 
     /// 130 after Ctrl-C, 143 after SIGTERM: 128 plus the signal, as a shell reports it.
@@ -221,6 +238,7 @@ pub(crate) fn stop_on_signals(
                 received
                     .signal
                     .store(number, std::sync::atomic::Ordering::SeqCst);
+                received.asked.notify_waiters();
                 match &on_stop {
                     OnStop::AfterTheBatch => eprintln!(
                         "{name}: stopping after the batch in flight ({name} again stops at once)"

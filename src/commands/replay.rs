@@ -387,10 +387,22 @@ async fn replay(
     loop {
         let batch = match peeked.take() {
             Some(batch) => batch,
-            None => match receiver.recv().await {
-                Some(batch) => batch,
-                None => break,
-            },
+            None => {
+                // A stop while no batch is in flight has nothing to wait for.
+                let next = tokio::select! {
+                    biased;
+                    next = receiver.recv() => Some(next),
+                    () = stop.asked() => None,
+                };
+                match next {
+                    Some(Some(batch)) => batch,
+                    Some(None) => break,
+                    None => {
+                        interrupted = true;
+                        break;
+                    }
+                }
+            }
         };
         if stop.requested() {
             interrupted = true;

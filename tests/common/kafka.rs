@@ -158,6 +158,7 @@ struct HoldState {
 }
 
 /// Kafka API keys (the first field of every request header).
+pub const FETCH: i16 = 1;
 pub const OFFSET_COMMIT: i16 = 8;
 pub const DELETE_GROUPS: i16 = 42;
 
