@@ -617,6 +617,11 @@ async fn a_prune_that_fails_midway_reports_what_it_deleted() {
         run.stderr
     );
     let json = run.json();
+    // The error is in the report too, for a script that reads only stdout.
+    assert_eq!(
+        format!("error: {}\n", json["error"].as_str().unwrap()),
+        run.stderr
+    );
     assert_eq!(json["rows_deleted"], 20, "{json}");
     assert_eq!(json["batches"], 2, "{json}");
     let deleted: Vec<_> = json["consumers"]
@@ -639,6 +644,7 @@ async fn a_prune_that_fails_midway_reports_what_it_deleted() {
     lock.rollback().await.unwrap();
     let again = db.run(&args).ok().json();
     assert_eq!(again["rows_deleted"], 30, "{again}");
+    assert_eq!(again.get("error"), None, "{again}");
     assert_eq!(db.count("processed_messages").await, 0);
 }
 

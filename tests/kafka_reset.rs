@@ -1679,11 +1679,16 @@ struct ResetUnderWay {
 impl ResetUnderWay {
     /// Starts the reset with its commits held, and waits until its first one is.
     fn held_at_its_commit(db: &TestDb, holding: &HoldingBroker, args: &[&str]) -> ResetUnderWay {
-        holding.hold(OFFSET_COMMIT);
+        ResetUnderWay::held_at(db, holding, OFFSET_COMMIT, args)
+    }
+
+    /// Starts the reset with its requests of `api_key` held, and waits until one is.
+    fn held_at(db: &TestDb, holding: &HoldingBroker, api_key: i16, args: &[&str]) -> ResetUnderWay {
+        holding.hold(api_key);
         let reset = ResetUnderWay::start(db, holding, args);
         assert!(
             holding.wait_until_held(Duration::from_secs(30)),
-            "the reset never committed:\n{}",
+            "the reset never sent request {api_key}:\n{}",
             reset.stderr()
         );
         reset
@@ -1750,6 +1755,22 @@ async fn a_reset_that_deleted_its_group(
     db: &TestDb,
     more_args: &[&str],
 ) -> (String, String, String, ResetUnderWay) {
+    let (topic, other, group, reset) =
+        a_reset_that_deletes_its_group(holding, db, OFFSET_COMMIT, more_args).await;
+    // The group is gone, with every offset it had.
+    let broker = &holding.broker;
+    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    (topic, other, group, reset)
+}
+
+/// The reset of [`a_reset_that_deleted_its_group`], held at its first request of `api_key`.
+async fn a_reset_that_deletes_its_group(
+    holding: &HoldingBroker,
+    db: &TestDb,
+    api_key: i16,
+    more_args: &[&str],
+) -> (String, String, String, ResetUnderWay) {
     let broker = &holding.broker;
     let (topic, other, group) = (unique("orders"), unique("payments"), unique("billing"));
     broker.create_topic(&topic, 3).await;
@@ -1773,10 +1794,7 @@ async fn a_reset_that_deleted_its_group(
         "undo.csv",
     ];
     args.extend_from_slice(more_args);
-    let reset = ResetUnderWay::held_at_its_commit(db, holding, &args);
-    // The group is gone, with every offset it had.
-    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
-    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    let reset = ResetUnderWay::held_at(db, holding, api_key, &args);
     (topic, other, group, reset)
 }
 
@@ -1834,14 +1852,62 @@ async fn ctrl_c_twice_after_a_reset_deleted_its_group_says_how_to_commit_again()
     assert_eq!(
         warnings(&run),
         [format!(
-            "warning: Ctrl-C again: stopping now; if group '{group}' was deleted, it has no \
-             committed offsets; commit them with: {command}"
+            "warning: Ctrl-C again: stopping now; group '{group}' was deleted, and its offsets \
+             were sent but not answered; commit them with: {command}"
         )]
     );
     assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
     assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
 
     commit_again(&db, broker, &command, (&topic, &other, &group));
+}
+
+/// A second Ctrl-C while the group's deletion is on its way: the warning cannot know whether
+/// the broker deleted it, and says how to tell, and what to do in either case. Here the
+/// deletion never arrives, and the group keeps its old offsets, as `offsets show` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_twice_while_a_reset_deletes_its_group_says_how_to_tell() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, other, group, mut reset) =
+        a_reset_that_deletes_its_group(&holding, &db, DELETE_GROUPS, &[]).await;
+    reset.signal("INT", "Ctrl-C: finishing the reset first");
+    send_signal("INT", &reset.child.id().to_string());
+    let run = reset.finish().code(130);
+    holding.drop_held();
+    assert_eq!(
+        warnings(&run),
+        [format!(
+            "warning: Ctrl-C again: stopping now; the deletion of group '{group}' was sent but \
+             not answered; if `inboxctl offsets show --group {group}` finds no offsets, it was \
+             deleted: commit them with: inboxctl offsets reset --group {group} --from-file \
+             undo.recommit.csv --execute; if it lists the old ones, nothing changed"
+        )]
+    );
+    assert_eq!(
+        broker.committed(&group, &topic, 3),
+        vec![Some(5), Some(7), Some(3)]
+    );
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, Some(2)]);
+    let shown = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "--group", &group, "--format", "json"],
+    )
+    .ok()
+    .json();
+    let committed: Vec<_> = shown["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["committed"].as_i64())
+        .collect();
+    assert_eq!(
+        committed,
+        [Some(5), Some(7), Some(3), None, Some(2)],
+        "{shown}"
+    );
 }
 
 /// Runs `command`, the one a reset stopped after deleting its group gave, and checks that

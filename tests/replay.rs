@@ -2398,6 +2398,11 @@ async fn a_batch_the_inbox_cannot_record_fails_after_the_summary_of_the_others()
     let json = run.json();
     assert_eq!(totals(&json), (2, 2, 0, 0, 0));
     assert_eq!(json["partitions"][0]["last_offset"], 1);
+    // The error is in the summary too, for a script that reads only stdout.
+    assert_eq!(
+        format!("error: {}\n", json["error"].as_str().unwrap()),
+        run.stderr
+    );
 
     db.exec("ALTER TABLE inbox_moved RENAME TO processed_messages")
         .await;
@@ -2405,6 +2410,7 @@ async fn a_batch_the_inbox_cannot_record_fails_after_the_summary_of_the_others()
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1)]);
     let again = replay(&db, &topic, "mailer", &["--exec", "./moves.py"]).ok();
     assert_eq!(totals(&again.json()), (4, 2, 2, 0, 0));
+    assert_eq!(again.json().get("error"), None);
     assert_eq!(
         inbox(&mut db, "mailer").await,
         vec![row(0), row(1), row(2), row(3)]

@@ -200,10 +200,11 @@ pub(crate) enum OnStop {
     AfterTheBatch,
     /// The command finishes a step that must not be left half done (`finishing`, as in
     /// "finishing the reset first, …"), then exits with the signal's code. A second signal
-    /// stops at once with `if_stopped_now`, which says how to finish the step by hand.
+    /// stops at once with what `if_stopped_now` says at that moment: where the step had got
+    /// to, and how to finish it by hand.
     FinishFirst {
         finishing: String,
-        if_stopped_now: String,
+        if_stopped_now: Box<dyn Fn() -> String + Send + Sync>,
     },
 }
 
@@ -302,7 +303,7 @@ pub(crate) fn stop_on_signals(
                      not at all, and running the same command again does the rest"
                 ),
                 OnStop::FinishFirst { if_stopped_now, .. } => {
-                    eprintln!("warning: {again}: stopping now; {if_stopped_now}")
+                    eprintln!("warning: {again}: stopping now; {}", if_stopped_now())
                 }
             }
             if let Some((failed, without_the_cancel)) = cancel_failed {

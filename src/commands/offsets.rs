@@ -595,6 +595,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         undo_path: &undo_path,
         recommit_path: recommit_path.as_deref(),
         output: &output,
+        step: Default::default(),
     };
     // From here a signal lets the reset finish: one that stopped it between deleting the
     // group and committing again would leave the group with no offsets at all, and its
@@ -622,34 +623,102 @@ struct Reset<'a> {
     /// Where the offsets to commit after deleting the group are written down first.
     recommit_path: Option<&'a Path>,
     output: &'a Output,
+    /// How far it got: a [`ResetStep`].
+    step: std::sync::Arc<std::sync::atomic::AtomicU8>,
+}
+
+/// The steps of `offsets reset --execute` that a second signal can stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ResetStep {
+    /// Nothing sent to the brokers yet.
+    Planned,
+    /// The group's deletion is sent, and not answered yet.
+    Deleting,
+    /// The new offsets are sent (after the group was deleted, if it was), and not answered.
+    Committing,
+    /// The new offsets are committed.
+    Committed,
+}
+
+impl From<u8> for ResetStep {
+    fn from(step: u8) -> Self {
+        match step {
+            0 => ResetStep::Planned,
+            1 => ResetStep::Deleting,
+            2 => ResetStep::Committing,
+            _ => ResetStep::Committed,
+        }
+    }
+}
+
+/// What a reset stopped at once at `step` leaves, and how to finish it by hand.
+fn if_stopped_at(step: ResetStep, group: &str, undo: &Path, recommit: Option<&Path>) -> String {
+    let show = format!("inboxctl offsets show --group {group}");
+    let apply = |plan: &Path| {
+        format!(
+            "inboxctl offsets reset --group {group} --from-file {} --execute",
+            plan.display()
+        )
+    };
+    let not_needed = match recommit {
+        Some(recommit) => format!("{} and {}", undo.display(), recommit.display()),
+        None => undo.display().to_string(),
+    };
+    match (step, recommit) {
+        (ResetStep::Planned, _) => format!(
+            "nothing was sent to the brokers, so group '{group}' keeps its offsets ({not_needed} \
+             can go)"
+        ),
+        (ResetStep::Deleting, Some(recommit)) => format!(
+            "the deletion of group '{group}' was sent but not answered; if `{show}` finds no \
+             offsets, it was deleted: commit them with: {}; if it lists the old ones, nothing \
+             changed",
+            apply(recommit)
+        ),
+        (ResetStep::Deleting, None) => format!(
+            "the deletion of group '{group}' was sent but not answered (`{show}` tells whether \
+             it went); the undo plan puts back the old offsets: {}",
+            apply(undo)
+        ),
+        (ResetStep::Committing, Some(recommit)) => format!(
+            "group '{group}' was deleted, and its offsets were sent but not answered; commit \
+             them with: {}",
+            apply(recommit)
+        ),
+        (ResetStep::Committing, None) => format!(
+            "the new offsets of group '{group}' were sent but not answered (`{show}` tells \
+             whether they were committed); the undo plan puts back the old ones: {}",
+            apply(undo)
+        ),
+        (ResetStep::Committed, _) => format!(
+            "the new offsets of group '{group}' are committed, but were not read back (`{show}` \
+             shows them); the undo plan puts back the old ones: {}",
+            apply(undo)
+        ),
+    }
 }
 
 impl Reset<'_> {
     /// What Ctrl-C or SIGTERM says while the reset runs, and what a second one leaves to do
-    /// by hand.
+    /// by hand, which depends on the step the reset had got to.
     fn on_stop(&self) -> OnStop {
-        let group = self.group;
-        match self.recommit_path {
-            Some(recommit) => OnStop::FinishFirst {
-                finishing: format!(
-                    "finishing the reset first, since deleting group '{group}' takes its \
-                     offsets until they are committed again"
-                ),
-                if_stopped_now: format!(
-                    "if group '{group}' was deleted, it has no committed offsets; commit them \
-                     with: inboxctl offsets reset --group {group} --from-file {} --execute",
-                    recommit.display()
-                ),
-            },
-            None => OnStop::FinishFirst {
-                finishing: "finishing the reset first".to_string(),
-                if_stopped_now: format!(
-                    "group '{group}' may have its new offsets or its old ones (inboxctl offsets \
-                     show --group {group} tells); the undo plan puts back the old ones: \
-                     inboxctl offsets reset --group {group} --from-file {} --execute",
-                    self.undo_path.display()
-                ),
-            },
+        let group = self.group.to_string();
+        let finishing = match self.recommit_path {
+            Some(_) => format!(
+                "finishing the reset first, since deleting group '{group}' takes its offsets \
+                 until they are committed again"
+            ),
+            None => "finishing the reset first".to_string(),
+        };
+        let step = self.step.clone();
+        let undo = self.undo_path.to_path_buf();
+        let recommit = self.recommit_path.map(Path::to_path_buf);
+        OnStop::FinishFirst {
+            finishing,
+            if_stopped_now: Box::new(move || {
+                let step = ResetStep::from(step.load(std::sync::atomic::Ordering::SeqCst));
+                if_stopped_at(step, &group, &undo, recommit.as_deref())
+            }),
         }
     }
 
@@ -754,7 +823,12 @@ impl Reset<'_> {
     fn apply(&self) -> anyhow::Result<OffsetsByPartition> {
         let (kafka, group) = (self.kafka, self.group);
         let client = kafka.group_client(group)?;
+        let reached = |step: ResetStep| {
+            self.step
+                .store(step as u8, std::sync::atomic::Ordering::SeqCst)
+        };
         if let Forgetting::DeleteGroup { .. } = self.forgetting {
+            reached(ResetStep::Deleting);
             if let Err(error) = kafka.delete_group(group) {
                 // Nothing changed: the offsets written down to commit again would mislead.
                 if let Some(path) = self.recommit_path {
@@ -763,6 +837,7 @@ impl Reset<'_> {
                 return Err(error);
             }
         }
+        reached(ResetStep::Committing);
         if !self.to_commit.is_empty() {
             kafka
                 .commit(&client, self.to_commit)
@@ -777,6 +852,7 @@ impl Reset<'_> {
                     ),
                 })?;
         }
+        reached(ResetStep::Committed);
         let keys: Vec<(String, i32)> = self
             .plan
             .iter()
@@ -1136,6 +1212,37 @@ fn print_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The wordings the integration tests cannot stop at (they hold a request to stop in
+    /// the deletion and in the commit after it).
+    #[test]
+    fn a_reset_stopped_at_once_says_what_it_leaves() {
+        let (undo, recommit) = (Path::new("u.csv"), Path::new("u.recommit.csv"));
+        let said = |step, recommit| if_stopped_at(step, "g", undo, recommit);
+        assert_eq!(
+            said(ResetStep::Planned, Some(recommit)),
+            "nothing was sent to the brokers, so group 'g' keeps its offsets (u.csv and \
+             u.recommit.csv can go)"
+        );
+        assert_eq!(
+            said(ResetStep::Deleting, None),
+            "the deletion of group 'g' was sent but not answered (`inboxctl offsets show \
+             --group g` tells whether it went); the undo plan puts back the old offsets: \
+             inboxctl offsets reset --group g --from-file u.csv --execute"
+        );
+        assert_eq!(
+            said(ResetStep::Committing, None),
+            "the new offsets of group 'g' were sent but not answered (`inboxctl offsets show \
+             --group g` tells whether they were committed); the undo plan puts back the old \
+             ones: inboxctl offsets reset --group g --from-file u.csv --execute"
+        );
+        assert_eq!(
+            said(ResetStep::Committed, Some(recommit)),
+            "the new offsets of group 'g' are committed, but were not read back (`inboxctl \
+             offsets show --group g` shows them); the undo plan puts back the old ones: \
+             inboxctl offsets reset --group g --from-file u.csv --execute"
+        );
+    }
 
     #[test]
     fn plans_round_trip_through_csv() {

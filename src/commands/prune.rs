@@ -53,6 +53,9 @@ struct PruneReport {
     /// With --group: rows older than the cutoff kept because they may be redelivered.
     rows_kept_for_redelivery: u64,
     consumers: Vec<ConsumerPrune>,
+    /// Why a run that failed midway stopped (it is also on stderr); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -205,6 +208,7 @@ async fn prune(
         interrupted: false,
         rows_kept_for_redelivery,
         consumers,
+        error: None,
     };
     if args.dry_run || rows_planned == Some(0) {
         print_report(&report, output)?;
@@ -280,6 +284,7 @@ async fn prune(
     };
     if let Err(error) = deleted {
         // What the batches before it deleted is gone for good: the report says how much.
+        report.error = Some(crate::output::redact_secrets(&crate::error_chain(&error)));
         print_report(&report, output)?;
         return Err(error);
     }

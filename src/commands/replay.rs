@@ -619,7 +619,10 @@ async fn replay(
         failure = Some(error);
     }
     let elapsed = started.elapsed();
-    print_summary(args, &summaries, elapsed, interrupted, output)?;
+    let error = failure
+        .as_ref()
+        .map(|error| crate::output::redact_secrets(&crate::error_chain(error)));
+    print_summary(args, &summaries, elapsed, interrupted, error, output)?;
     if let Some(error) = failure {
         return Err(error);
     }
@@ -1645,6 +1648,7 @@ fn print_summary(
     summaries: &BTreeMap<i32, PartitionSummary>,
     elapsed: Duration,
     interrupted: bool,
+    error: Option<String>,
     output: &Output,
 ) -> anyhow::Result<()> {
     let messages: u64 = summaries.values().map(|s| s.messages).sum();
@@ -1654,7 +1658,7 @@ fn print_summary(
         0.0
     };
     if output.format == Format::Json {
-        return output.print_json(&json!({
+        let mut summary = json!({
             "topic": args.topic,
             "consumer": args.consumer,
             "dry_run": args.dry_run,
@@ -1667,7 +1671,12 @@ fn print_summary(
             "missing_id": summaries.values().map(|s| s.missing_id).sum::<u64>(),
             "elapsed_ms": elapsed.as_millis(),
             "messages_per_second": rate,
-        }));
+        });
+        // Why a run that failed stopped (it is also on stderr).
+        if let Some(error) = error {
+            summary["error"] = json!(error);
+        }
+        return output.print_json(&summary);
     }
     let (processed, skipped) = if args.dry_run {
         ("WOULD PROCESS", "WOULD SKIP")
