@@ -270,7 +270,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --event-id-from 'Where a message''s event id is: header:NAME, json:/pointer, key, coordinates (default: header event_id, then JSON field event_id)'
             cand --sql 'SQL handler: a file of statements with :placeholders, run in the inbox''s transaction'
             cand --exec 'Exec handler: a command started once, fed one JSON line per message, answering {"ok":true} or {"ok":false,"error":"…"} per line'
-            cand --handler-timeout 'Exec handler: how long it may take over one message (e.g. 30s). One that takes longer is stopped, with its process group, and the run ends (exit 1) after recording what it answered ok for [default: no limit]'
+            cand --handler-timeout 'Exec handler: how long it may take over one message (e.g. 30s). One that takes longer is stopped, with its process group, and the run ends (exit 1) after recording what it answered ok for; with --on-error skip, the message fails and a new handler goes on [default: no limit]'
             cand --param 'Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)'
             cand --batch-size 'Messages per transaction'
             cand --on-missing-id 'A message without an event id: fail (stop) or skip it'

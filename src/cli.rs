@@ -493,7 +493,8 @@ pub struct ReplayArgs {
 
     /// Exec handler: how long it may take over one message (e.g. 30s). One that takes longer
     /// is stopped, with its process group, and the run ends (exit 1) after recording what it
-    /// answered ok for [default: no limit]
+    /// answered ok for; with --on-error skip, the message fails and a new handler goes on
+    /// [default: no limit]
     #[arg(long, value_name = "DURATION", value_parser = parse_handler_timeout)]
     pub handler_timeout: Option<Duration>,
 

@@ -1880,9 +1880,10 @@ async fn ctrl_c_twice_while_a_reset_deletes_its_group_says_how_to_tell() {
         warnings(&run),
         [format!(
             "warning: Ctrl-C again: stopping now; the deletion of group '{group}' was sent but \
-             not answered; if `inboxctl offsets show --group {group}` finds no offsets, it was \
-             deleted: commit them with: inboxctl offsets reset --group {group} --from-file \
-             undo.recommit.csv --execute; if it lists the old ones, nothing changed"
+             not answered; if `inboxctl offsets show --group {group}` says the group does not \
+             exist, it was deleted: commit its offsets with: inboxctl offsets reset --group \
+             {group} --from-file undo.recommit.csv --execute; if it lists the old offsets, \
+             nothing changed (undo.csv and undo.recommit.csv can go)"
         )]
     );
     assert_eq!(

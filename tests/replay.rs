@@ -2212,7 +2212,9 @@ async fn with_on_error_skip_a_handler_that_cannot_run_still_ends_the_run() {
     .code(1);
     assert_eq!(
         run.stderr.trim(),
-        "error: the exec handler (exit 3) exited with status 3 before answering 0:1"
+        "error: the exec handler (exit 3) exited with status 3 before answering 0:1; it had \
+         been started again after a failure and failed too before answering anything, so the \
+         run stops (--on-error skip skips a message, not a handler that cannot run)"
     );
     assert_eq!(totals(&run.json()), (0, 0, 0, 0, 0));
 }
@@ -2257,8 +2259,7 @@ async fn ctrl_c_while_replay_waits_for_messages_stops_at_once() {
         text.lines().collect::<Vec<_>>(),
         [
             "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)",
-            "warning: interrupted: every finished batch is committed; re-run the same command \
-             to complete the replay"
+            "warning: interrupted: the dry run changed nothing; re-run it to see the whole range"
         ]
     );
     let output = child.wait_with_output().unwrap();

@@ -670,9 +670,9 @@ fn if_stopped_at(step: ResetStep, group: &str, undo: &Path, recommit: Option<&Pa
              can go)"
         ),
         (ResetStep::Deleting, Some(recommit)) => format!(
-            "the deletion of group '{group}' was sent but not answered; if `{show}` finds no \
-             offsets, it was deleted: commit them with: {}; if it lists the old ones, nothing \
-             changed",
+            "the deletion of group '{group}' was sent but not answered; if `{show}` says the \
+             group does not exist, it was deleted: commit its offsets with: {}; if it lists the \
+             old offsets, nothing changed ({not_needed} can go)",
             apply(recommit)
         ),
         (ResetStep::Deleting, None) => format!(

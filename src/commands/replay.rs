@@ -628,10 +628,16 @@ async fn replay(
     }
     let failed: u64 = summaries.values().map(|s| s.failed).sum();
     if interrupted {
-        output.warn(format!(
-            "{}: every finished batch is committed; re-run the same command to complete the replay",
-            stop.describe()
-        ));
+        output.warn(match args.dry_run {
+            true => format!(
+                "{}: the dry run changed nothing; re-run it to see the whole range",
+                stop.describe()
+            ),
+            false => format!(
+                "{}: every finished batch is committed; re-run the same command to complete the replay",
+                stop.describe()
+            ),
+        });
         return Ok(stop.exit_status());
     }
     if failed > 0 {
@@ -1528,7 +1534,15 @@ async fn apply_exec(
                             outcome.failed.push((index, crate::error_chain(&error)));
                             continue;
                         }
-                        Ok(false) => {}
+                        Ok(false) => {
+                            stopped = Some(anyhow!(
+                                "{}; it had been started again after a failure and failed too \
+                                 before answering anything, so the run stops (--on-error skip \
+                                 skips a message, not a handler that cannot run)",
+                                crate::error_chain(&error)
+                            ));
+                            break;
+                        }
                         Err(restart) => {
                             stopped = Some(anyhow!(
                                 "{}; and starting it again failed: {}",
