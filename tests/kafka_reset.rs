@@ -1730,12 +1730,8 @@ impl ResetUnderWay {
     /// Waits for the reset to end, at most 30 s.
     fn finish(mut self) -> Run {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("the reset did not end:\n{}", self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        if wait_until(&mut self.child, deadline).is_none() {
+            panic!("the reset did not end:\n{}", self.stderr());
         }
         let stderr = self.stderr();
         let output = self.child.wait_with_output().unwrap();
@@ -1758,10 +1754,15 @@ async fn a_reset_that_deleted_its_group(
     let (topic, other, group, reset) =
         a_reset_that_deletes_its_group(holding, db, OFFSET_COMMIT, more_args).await;
     // The group is gone, with every offset it had.
-    let broker = &holding.broker;
-    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
-    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    assert_has_no_offsets(&holding.broker, (&topic, &other, &group));
     (topic, other, group, reset)
+}
+
+/// The group of [`a_reset_that_deleted_its_group`] has no offset on either topic.
+fn assert_has_no_offsets(broker: &Broker, names: (&str, &str, &str)) {
+    let (topic, other, group) = names;
+    assert_eq!(broker.committed(group, topic, 3), vec![None, None, None]);
+    assert_eq!(broker.committed(group, other, 2), vec![None, None]);
 }
 
 /// The reset of [`a_reset_that_deleted_its_group`], held at its first request of `api_key`.
@@ -1856,8 +1857,7 @@ async fn ctrl_c_twice_after_a_reset_deleted_its_group_says_how_to_commit_again()
              were sent but not answered; commit them with: {command}"
         )]
     );
-    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
-    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    assert_has_no_offsets(broker, (&topic, &other, &group));
 
     commit_again(&db, broker, &command, (&topic, &other, &group));
 }
@@ -1955,8 +1955,7 @@ async fn a_commit_that_fails_after_the_group_was_deleted_says_how_to_commit_agai
         )
     );
     assert!(waited.parse::<f64>().unwrap() >= 2.0, "{error}");
-    assert_eq!(broker.committed(&group, &topic, 3), vec![None, None, None]);
-    assert_eq!(broker.committed(&group, &other, 2), vec![None, None]);
+    assert_has_no_offsets(broker, (&topic, &other, &group));
     commit_again(&db, broker, &command, (&topic, &other, &group));
 }
 

@@ -330,21 +330,6 @@ fn spawn(db: &TestDb, args: &[String], stderr: &Path) -> Child {
         .expect("start inboxctl")
 }
 
-/// Waits for the child until `deadline`, killing it then; `None` when it had to be killed.
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<i32> {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status.code().unwrap_or(-1));
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// A small deterministic generator (xorshift64*), seeded from the clock or from
 /// `INBOXCTL_TEST_SEED` to repeat a run; the seed is printed.
 struct Rng(u64);

@@ -47,6 +47,21 @@ pub fn send_signal(signal: &str, target: &str) {
     assert!(sent.success(), "kill -{signal} {target}");
 }
 
+/// Waits for the child until `deadline`, killing it then; `None` when it had to be killed.
+pub fn wait_until(child: &mut std::process::Child, deadline: std::time::Instant) -> Option<i32> {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status.code().unwrap_or(-1));
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// A database of its own for one test, dropped when the test ends.
 pub struct TestDb {
     pub backend: Backend,
