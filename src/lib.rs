@@ -52,10 +52,16 @@ pub fn main() -> ExitCode {
             } else {
                 ExitStatus::Error
             };
-            eprintln!("error: {}", output::redact_secrets(&error_chain(&error)));
+            eprintln!("error: {}", shown_error(&error));
             status.into()
         }
     }
+}
+
+/// An error as inboxctl shows it, on stderr or in a JSON report: its chain on one line, with
+/// any password hidden.
+pub fn shown_error(error: &anyhow::Error) -> String {
+    output::redact_secrets(&error_chain(error))
 }
 
 /// The error and its causes on one line, each cause once: drivers often repeat their source's

@@ -569,15 +569,11 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         .undo_file
         .clone()
         .unwrap_or_else(|| default_undo_path(&args.group));
-    let others: &[(String, i32, i64)] = match &forgetting {
-        Forgetting::DeleteGroup { others } => others,
-        Forgetting::Nothing => &[],
-    };
     // What is committed: the plan's offsets and, after deleting the group, its others.
     let to_commit: Vec<(String, i32, i64)> = plan
         .iter()
         .filter_map(|p| p.new.map(|new| (p.topic.clone(), p.partition, new)))
-        .chain(others.iter().cloned())
+        .chain(forgetting.others().iter().cloned())
         .collect();
     // Deleting the group takes every committed offset with it: what is committed again
     // afterwards is written down first, so that a run that stops in between can be finished
@@ -590,7 +586,6 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         group: &args.group,
         plan: &plan,
         forgetting: &forgetting,
-        others,
         to_commit: &to_commit,
         undo_path: &undo_path,
         recommit_path: recommit_path.as_deref(),
@@ -616,8 +611,6 @@ struct Reset<'a> {
     group: &'a str,
     plan: &'a [PlannedOffset],
     forgetting: &'a Forgetting,
-    /// The group's committed offsets outside the plan, committed again after deleting it.
-    others: &'a [(String, i32, i64)],
     to_commit: &'a [(String, i32, i64)],
     undo_path: &'a Path,
     /// Where the offsets to commit after deleting the group are written down first.
@@ -777,7 +770,8 @@ impl Reset<'_> {
             .iter()
             .map(|p| (p.topic.as_str(), p.partition, p.new))
             .chain(
-                self.others
+                self.forgetting
+                    .others()
                     .iter()
                     .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(*offset))),
             );
@@ -858,7 +852,8 @@ impl Reset<'_> {
             .iter()
             .map(|p| (p.topic.clone(), p.partition))
             .chain(
-                self.others
+                self.forgetting
+                    .others()
                     .iter()
                     .map(|(topic, partition, _)| (topic.clone(), *partition)),
             )
@@ -875,6 +870,16 @@ enum Forgetting {
     /// Delete the group, then commit the plan's offsets and these, the group's committed
     /// offsets outside the plan, again.
     DeleteGroup { others: Vec<(String, i32, i64)> },
+}
+
+impl Forgetting {
+    /// The group's committed offsets outside the plan, committed again after deleting it.
+    fn others(&self) -> &[(String, i32, i64)] {
+        match self {
+            Forgetting::DeleteGroup { others } => others,
+            Forgetting::Nothing => &[],
+        }
+    }
 }
 
 /// `--all-topics`: the partitions the group has a committed offset for, as

@@ -284,7 +284,7 @@ async fn prune(
     };
     if let Err(error) = deleted {
         // What the batches before it deleted is gone for good: the report says how much.
-        report.error = Some(crate::output::redact_secrets(&crate::error_chain(&error)));
+        report.error = Some(crate::shown_error(&error));
         print_report(&report, output)?;
         return Err(error);
     }

@@ -619,9 +619,7 @@ async fn replay(
         failure = Some(error);
     }
     let elapsed = started.elapsed();
-    let error = failure
-        .as_ref()
-        .map(|error| crate::output::redact_secrets(&crate::error_chain(error)));
+    let error = failure.as_ref().map(crate::shown_error);
     print_summary(args, &summaries, elapsed, interrupted, error, output)?;
     if let Some(error) = failure {
         return Err(error);
@@ -1527,33 +1525,27 @@ async fn apply_exec(
         }
         let reply = match ask_exec(exec, message, topic).await {
             Ok(reply) => reply,
-            Err(error) => {
-                if skip {
-                    match restart_exec(exec).await {
-                        Ok(true) => {
-                            outcome.failed.push((index, crate::error_chain(&error)));
-                            continue;
-                        }
-                        Ok(false) => {
-                            stopped = Some(anyhow!(
-                                "{}; it had been started again after a failure and failed too \
-                                 before answering anything, so the run stops (--on-error skip \
-                                 skips a message, not a handler that cannot run)",
-                                crate::error_chain(&error)
-                            ));
-                            break;
-                        }
-                        Err(restart) => {
-                            stopped = Some(anyhow!(
-                                "{}; and starting it again failed: {}",
-                                crate::error_chain(&error),
-                                crate::error_chain(&restart)
-                            ));
-                            break;
-                        }
-                    }
-                }
+            Err(error) if !skip => {
                 stopped = Some(error);
+                break;
+            }
+            Err(error) => {
+                let chain = crate::error_chain(&error);
+                stopped = Some(match restart_exec(exec).await {
+                    Ok(true) => {
+                        outcome.failed.push((index, chain));
+                        continue;
+                    }
+                    Ok(false) => anyhow!(
+                        "{chain}; it had been started again after a failure and failed too \
+                         before answering anything, so the run stops (--on-error skip skips a \
+                         message, not a handler that cannot run)"
+                    ),
+                    Err(restart) => anyhow!(
+                        "{chain}; and starting it again failed: {}",
+                        crate::error_chain(&restart)
+                    ),
+                });
                 break;
             }
         };
