@@ -246,6 +246,18 @@ fn write(db: &TestDb, name: &str, text: &str) -> String {
     path.to_str().unwrap().to_string()
 }
 
+/// PostgreSQL: a login role that may use every table so far, and the database's URL with it.
+async fn a_role_with_its_url(db: &mut TestDb) -> (String, url::Url) {
+    let role = db.role("").await;
+    db.exec(&format!(
+        "GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"
+    ))
+    .await;
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.set_username(&role).unwrap();
+    (role, url)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running the binary
 
@@ -552,18 +564,12 @@ async fn producer_duplicates_apply_once(backend: Backend) {
 async fn without_temporary_objects_the_handler_goes_statement_by_statement_on_postgres() {
     let mut db = TestDb::new(Backend::Postgres).await;
     setup(&mut db).await;
-    let role = db.role("").await;
-    let mut url = url::Url::parse(&db.url).unwrap();
+    let (_, url) = a_role_with_its_url(&mut db).await;
     let database = url.path().trim_start_matches('/').to_string();
     db.exec(&format!(
         "REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC"
     ))
     .await;
-    db.exec(&format!(
-        "GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"
-    ))
-    .await;
-    url.set_username(&role).unwrap();
 
     let topic = topic(2).await;
     let landed = produce(&topic, &deposits("notemp", 2, 15)).await;
@@ -2180,28 +2186,84 @@ async fn with_on_error_skip_a_handler_that_dies_or_hangs_is_started_again() {
     assert_eq!(applied, distinct_ids(&landed), "each event applied once");
 }
 
-/// A handler that fails again at once after being started in place of one that failed ends
-/// the run: a program that cannot run is not skipped message by message.
+/// Two poison messages in a row, the first of the range, each ending its handler before it
+/// answers anything: both are skipped, and the third handler takes the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_on_error_skip_two_poison_messages_in_a_row_are_both_skipped() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    let mut events = deposits("p", 1, 5);
+    events[0].payload["crash"] = json!("always");
+    events[1].payload["crash"] = json!("always");
+    produce(&topic, &events).await;
+    let id = |n: usize| events[n].id.clone().unwrap();
+    let (command, effects, received) = exec_handler(&db, 0.0);
+    let args = ["--exec", &command, "--on-error", "skip"];
+    let run = replay(&db, &topic, "mailer", &args).code(1);
+    assert_eq!(totals(&run.json()), (5, 3, 0, 2, 0), "{}", run.stderr);
+    assert_eq!(lines(&effects), [id(2), id(3), id(4)]);
+    for n in [0, 1] {
+        let warning = format!(
+            "warning: 0:{n} (event {}): the exec handler ({command}) exited with status 3 \
+             before answering 0:{n}",
+            id(n)
+        );
+        assert!(run.stderr.contains(&warning), "{}", run.stderr);
+    }
+    assert_eq!(lines(&received).len(), 5);
+    assert_eq!(handler_processes(received.to_str().unwrap()), 0);
+    let recorded: Vec<String> = inbox(&mut db, "mailer")
+        .await
+        .into_iter()
+        .map(|row| row.0)
+        .collect();
+    assert_eq!(recorded, [id(2), id(3), id(4)]);
+}
+
+/// A program that fails whatever it is sent ends the run under --on-error skip too: at once
+/// when the shell cannot start it, and when it can, once three handlers in a row have failed
+/// before answering anything. It is not skipped message by message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_on_error_skip_a_handler_that_cannot_run_still_ends_the_run() {
     let db = TestDb::new(Backend::Sqlite).await;
     db.run(&["migrate", "run"]).ok();
     let topic = topic(1).await;
     produce(&topic, &deposits("n", 1, 4)).await;
-    let run = replay(
-        &db,
-        &topic,
-        "mailer",
-        &["--exec", "exit 3", "--on-error", "skip"],
-    )
-    .code(1);
-    assert_eq!(
-        run.stderr.trim(),
-        "error: the exec handler (exit 3) exited with status 3 before answering 0:1; it had \
-         been started again after a failure and failed too before answering anything, so the \
-         run stops (--on-error skip skips a message, not a handler that cannot run)"
-    );
-    assert_eq!(totals(&run.json()), (0, 0, 0, 0, 0));
+    let stops = "so the run stops (--on-error skip skips a message, not a handler that cannot run)";
+    for (command, error) in [
+        (
+            "exit 3",
+            format!(
+                "error: the exec handler (exit 3) exited with status 3 before answering 0:2; 3 \
+                 handlers in a row failed before answering anything, {stops}"
+            ),
+        ),
+        (
+            "inboxctl-no-such-handler",
+            format!(
+                "error: could not start the exec handler (inboxctl-no-such-handler): command \
+                 not found (the shell exited with status 127); the handler cannot be started, \
+                 {stops}"
+            ),
+        ),
+    ] {
+        let run = replay(
+            &db,
+            &topic,
+            "mailer",
+            &["--exec", command, "--on-error", "skip"],
+        );
+        let run = run.code(1);
+        // The shell's own complaint, if any, comes first.
+        assert_eq!(
+            run.stderr.lines().last(),
+            Some(error.as_str()),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(totals(&run.json()), (0, 0, 0, 0, 0));
+    }
 }
 
 /// Ctrl-C while the brokers are slow to deliver the next batch: with no batch in flight to
@@ -2401,6 +2463,136 @@ async fn a_batch_the_inbox_cannot_record_fails_after_the_summary_of_the_others()
         inbox(&mut db, "mailer").await,
         vec![row(0), row(1), row(2), row(3)]
     );
+}
+
+/// The database ends the replay's sessions in the middle of the range (the server was
+/// restarted, an administrator ended them). When it takes logins again at once, the replay
+/// connects again and finishes. When it refuses them (here the role lost LOGIN), the replay
+/// stops after a few tries with the batch in flight rolled back whole: no message is tried
+/// alone for a failure that is none of its doing, and with --on-error skip none is skipped
+/// for it. Once logins come back, the same command finishes the range, each effect once.
+async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    setup(&mut db).await;
+    let (role, url) = a_role_with_its_url(&mut db).await;
+    let topic = topic(1).await;
+    let landed = produce(&topic, &deposits("ended", 1, 60)).await;
+    // Slow enough (about 3 s in all) that the sessions end with most of the range to go.
+    let handler = write(
+        &db,
+        "deposit.sql",
+        &format!("{HANDLER}SELECT pg_sleep(0.05);\n"),
+    );
+    let stderr = db.dir.path().join("replay.stderr");
+    let args = [
+        "replay",
+        "--topic",
+        &topic,
+        "--from",
+        "earliest",
+        "--consumer",
+        "ended",
+        "--sql",
+        &handler,
+        "--batch-size",
+        "5",
+        "--on-error",
+        "skip",
+        "--dead-letter",
+        "dead.jsonl",
+        "--connect-timeout",
+        "2s",
+        "--format",
+        "json",
+        "-v",
+    ];
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", url.as_str())
+        .env("KAFKA_BROKERS", &broker().address)
+        .current_dir(db.dir.path())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while inbox_count(&mut db).await == 0 {
+        assert!(
+            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+            "no batch recorded:\n{}",
+            std::fs::read_to_string(&stderr).unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if refuse_logins {
+        db.exec(&format!("ALTER ROLE {role} NOLOGIN")).await;
+    }
+    db.exec(&format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+    ))
+    .await;
+    let code = wait_until(&mut child, Instant::now() + Duration::from_secs(60));
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let json: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{code:?}: {text}"));
+    assert!(!text.contains("message by message"), "{text}");
+    assert_eq!(
+        lines(&db.dir.path().join("dead.jsonl")),
+        Vec::<String>::new()
+    );
+    let recorded = inbox_count(&mut db).await;
+    if !refuse_logins {
+        assert_eq!(code, Some(0), "{text}");
+        assert!(
+            text.contains("the pipelined connection to the database was lost (")
+                && text.contains("); connected again, the batch goes again"),
+            "{text}"
+        );
+        assert_eq!(totals(&json), (60, 60, 0, 0, 0));
+        assert_eq!(recorded, 60);
+        assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+        return;
+    }
+    assert_eq!(code, Some(1), "{text}");
+    let error = text.lines().last().unwrap();
+    assert!(
+        error.starts_with(
+            "error: lost the connection to the database (tried 3 times) during the batch 0:"
+        ) && error.contains(
+            "; its transaction rolled back, so none of it is recorded; re-run the same \
+                 command once the database answers again: "
+        ) && error.contains(&format!("\"{role}\" is not permitted to log in")),
+        "{text}"
+    );
+    // Whole batches only, each recorded with its effects, and none failed or skipped.
+    let (messages, processed, duplicates, failed, missing) = totals(&json);
+    assert_eq!((duplicates, failed, missing), (0, 0, 0), "{json}");
+    assert_eq!((messages, recorded), (processed, processed), "{json}");
+    assert!(processed % 5 == 0 && processed < 60, "{json}");
+    assert_eq!(ledger(&mut db).await.len() as i64, recorded);
+
+    db.exec(&format!("ALTER ROLE {role} LOGIN")).await;
+    let mut command = db.cmd();
+    command
+        .env("DATABASE_URL", url.as_str())
+        .env("KAFKA_BROKERS", &broker().address)
+        .args(&args[..args.len() - 1])
+        .timeout(RUN_LIMIT);
+    let again = Run::from(command.output().unwrap()).ok();
+    assert_eq!(totals(&again.json()), (60, 60 - recorded, recorded, 0, 0));
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_whose_sessions_are_ended_connects_again_on_postgres() {
+    a_replay_whose_sessions_are_ended(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_whose_logins_are_refused_stops_whole_on_postgres() {
+    a_replay_whose_sessions_are_ended(true).await;
 }
 
 /// An answer that is not `"ok": true` is a failure, and the warning says what came back.

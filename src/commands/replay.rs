@@ -29,7 +29,7 @@ use crate::handler::{self, Statement};
 use crate::kafka::{read_range, Fetched, Kafka};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline::PgPipeline;
-use crate::store::{is_transient, Backend, CreateMode, Store, INBOX_TABLE};
+use crate::store::{Backend, BatchError, CreateMode, Store, INBOX_TABLE};
 use crate::time::{parse_duration, parse_timestamp};
 
 /// Where the replay starts in each partition.
@@ -198,8 +198,9 @@ struct ExecHandler {
     answered: bool,
     /// `--handler-timeout`: how long one message may take.
     timeout: Option<Duration>,
-    /// Whether it was started in place of one that failed (`--on-error skip`).
-    restarted: bool,
+    /// `--on-error skip`: how many handlers in a row before this one failed before answering
+    /// anything (see [`restart_exec`]).
+    failed_unanswered: u32,
     /// The watchdog that ends the handler's process group once this end of its pipe closes,
     /// and the pipe: see [`start_watchdog`]. Declared last, so dropped last.
     watchdog: Option<(tokio::process::Child, tokio::process::ChildStdin)>,
@@ -486,7 +487,7 @@ async fn replay(
                     .iter()
                     .filter_map(|m| m.event_id.as_deref())
                     .collect();
-                let done = or_fail!(store.processed_ids(&args.consumer, &ids).await);
+                let done = or_fail!(processed_ids(store, &args.consumer, &ids).await);
                 let mut outcome = Outcome::default();
                 for (index, m) in with_id.iter().enumerate() {
                     let id = m.event_id.as_deref().unwrap_or_default();
@@ -520,7 +521,7 @@ async fn replay(
                     }
                     _ => None,
                 };
-                or_fail!(apply_sql(job, pipeline.as_mut(), next.as_deref(), output).await)
+                or_fail!(apply_sql(job, pipeline, next.as_deref(), output).await)
             }
             Handler::Exec(exec) => {
                 let skip = args.on_error == OnError::Skip;
@@ -873,11 +874,6 @@ async fn inbox_widths(store: &Store) -> anyhow::Result<Widths> {
     })
 }
 
-/// Why a transaction failed.
-struct MessageError {
-    error: anyhow::Error,
-}
-
 /// A placeholder's value for one message: a built-in, a `--param` pointer or a payload field.
 fn message_value(
     topic: &str,
@@ -925,61 +921,91 @@ async fn apply_pipelined(
     pipeline: &mut PgPipeline,
     job: &SqlJob<'_>,
     next: Option<&[(String, i32, i64)]>,
-) -> Result<HashSet<usize>, anyhow::Error> {
+) -> Result<HashSet<usize>, BatchError> {
     let (consumer, topic, batch, pointers) = (job.consumer, job.topic, job.batch, job.pointers);
     let rows = inbox_rows(batch.iter());
     // Parsed when first asked for: on the plain path that is while the server inserts.
     let payloads: Vec<OnceLock<Option<Value>>> = batch.iter().map(|_| OnceLock::new()).collect();
+    let values = |index: usize, name: &str| {
+        let message = &batch[index];
+        let payload = payloads[index].get_or_init(|| message.payload_json());
+        message_value(topic, message, payload.as_ref(), pointers, name).ok_or_else(|| {
+            format!(
+                "message {}:{} has no value for :{name}",
+                message.partition, message.offset
+            )
+        })
+    };
+    // The pipeline's connections do not come back once lost: that is the caller's to mend.
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let values = |index: usize, name: &str| {
-            let message = &batch[index];
-            let payload = payloads[index].get_or_init(|| message.payload_json());
-            message_value(topic, message, payload.as_ref(), pointers, name).ok_or_else(|| {
-                format!(
-                    "message {}:{} has no value for :{name}",
-                    message.partition, message.offset
-                )
-            })
-        };
         match pipeline.run(consumer, topic, &rows, next, values).await {
             Ok(new) => return Ok(new),
             Err(failure) if failure.transient && attempt < TRANSIENT_RETRIES => {
                 tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
             }
-            Err(failure) => return Err(failure.error),
+            Err(failure) => return Err(failure),
         }
     }
 }
 
-/// The batch in one transaction; when that fails, each message in its own.
+/// The batch in one transaction; when that fails, each message in its own, so that the
+/// failure is pinned on the message that caused it. A lost or refused connection is no
+/// message's doing: the batch fails as a whole, and the run stops. The pipeline, when its
+/// connection is lost, is connected again once, or else left for the plain path.
 async fn apply_sql(
     job: SqlJob<'_>,
-    pipeline: Option<&mut PgPipeline>,
+    pipeline: &mut Option<PgPipeline>,
     next: Option<&[(String, i32, i64)]>,
     output: &Output,
 ) -> anyhow::Result<Outcome> {
     let batch = job.batch;
     let all: Vec<usize> = (0..batch.len()).collect();
-    let whole = match pipeline {
-        Some(pipeline) => apply_pipelined(pipeline, &job, next).await,
-        None => job.run(&all).await.map_err(|failure| failure.error),
+    let whole = match pipeline.as_mut() {
+        Some(lanes) => match apply_pipelined(lanes, &job, next).await {
+            Err(failure) if failure.connection_lost => {
+                if let Some(lost) = pipeline.take() {
+                    lost.close().await;
+                }
+                let url = job.store.url.connect_url();
+                let limit = job.store.pool().options().get_acquire_timeout();
+                let connect = PgPipeline::connect(url, job.statements);
+                *pipeline = tokio::time::timeout(limit, connect)
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                output.debug(format!(
+                    "the pipelined connection to the database was lost ({}); {}",
+                    crate::error_chain(&failure.error),
+                    match pipeline {
+                        Some(_) => "connected again, the batch goes again",
+                        None => "the batch goes again, and the rest, on the plain path",
+                    }
+                ));
+                match pipeline.as_mut() {
+                    Some(lanes) => apply_pipelined(lanes, &job, None).await,
+                    None => job.run(&all).await,
+                }
+            }
+            other => other,
+        },
+        None => job.run(&all).await,
+    };
+    let range = match (batch.first(), batch.last()) {
+        (Some(first), Some(last)) => format!(
+            "{}:{} … {}:{}",
+            first.partition, first.offset, last.partition, last.offset
+        ),
+        _ => String::new(),
     };
     match whole {
         Ok(new) => return Ok(split(&all, &new)),
-        Err(error) => {
-            if let (Some(first), Some(last)) = (batch.first(), batch.last()) {
-                output.debug(format!(
-                    "the batch {}:{} … {}:{} failed as a whole ({}); retrying it message by message",
-                    first.partition,
-                    first.offset,
-                    last.partition,
-                    last.offset,
-                    crate::error_chain(&error)
-                ));
-            }
-        }
+        Err(failure) if failure.connection_lost => return Err(lost_connection(failure, &range)),
+        Err(failure) => output.debug(format!(
+            "the batch {range} failed as a whole ({}); retrying it message by message",
+            crate::error_chain(&failure.error)
+        )),
     }
     let mut outcome = Outcome::default();
     for index in 0..batch.len() {
@@ -989,12 +1015,25 @@ async fn apply_sql(
                 outcome.processed.extend(one.processed);
                 outcome.duplicates.extend(one.duplicates);
             }
+            Err(failure) if failure.connection_lost => {
+                return Err(lost_connection(failure, &range))
+            }
             Err(failure) => outcome
                 .failed
                 .push((index, crate::error_chain(&failure.error))),
         }
     }
     Ok(outcome)
+}
+
+/// The error that stops a run whose database went away: what became of the batch, and that
+/// skipping messages would not help.
+fn lost_connection(failure: BatchError, range: &str) -> anyhow::Error {
+    failure.error.context(format!(
+        "lost the connection to the database (tried {CONNECTION_ATTEMPTS} times) during the \
+         batch {range}; its transaction rolled back, so none of it is recorded; re-run the \
+         same command once the database answers again"
+    ))
 }
 
 /// Which of `indexes` were new (processed) and which the inbox already held.
@@ -1010,8 +1049,53 @@ fn split(indexes: &[usize], new: &HashSet<usize>) -> Outcome {
     outcome
 }
 
+/// Which of `ids` the inbox holds for `consumer`; asked again as [`retried`] says.
+async fn processed_ids(
+    store: &Store,
+    consumer: &str,
+    ids: &[&str],
+) -> anyhow::Result<HashSet<String>> {
+    retried(async || {
+        store
+            .processed_ids(consumer, ids)
+            .await
+            .map_err(BatchError::from_anyhow)
+    })
+    .await
+    .map_err(|failure| failure.error)
+}
+
 /// Attempts of one transaction that hit a deadlock or a busy database.
 const TRANSIENT_RETRIES: u32 = 20;
+
+/// Attempts of one transaction whose connection was lost or refused, a second apart: a
+/// killed session or a server that restarts. The pool itself keeps trying a refused
+/// connection for --connect-timeout within each.
+const CONNECTION_ATTEMPTS: u32 = 3;
+const CONNECTION_PAUSE: Duration = Duration::from_secs(1);
+
+/// Runs `attempt` until it passes or fails for good: a deadlock or a busy database up to
+/// TRANSIENT_RETRIES times, a lost or refused connection up to CONNECTION_ATTEMPTS times,
+/// anything else once.
+async fn retried<T>(
+    mut attempt: impl AsyncFnMut() -> Result<T, BatchError>,
+) -> Result<T, BatchError> {
+    let (mut transient, mut lost) = (0, 0);
+    loop {
+        match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(failure) if failure.transient && transient + 1 < TRANSIENT_RETRIES => {
+                transient += 1;
+                tokio::time::sleep(Duration::from_millis(10 * u64::from(transient))).await;
+            }
+            Err(failure) if failure.connection_lost && lost + 1 < CONNECTION_ATTEMPTS => {
+                lost += 1;
+                tokio::time::sleep(CONNECTION_PAUSE).await;
+            }
+            Err(failure) => return Err(failure),
+        }
+    }
+}
 
 struct SqlJob<'a> {
     store: &'a Store,
@@ -1024,63 +1108,44 @@ struct SqlJob<'a> {
 
 impl SqlJob<'_> {
     /// One transaction: the inbox rows of `indexes`, then the handler for the new ones.
-    /// Returns the indexes that were new. Deadlocks and busy errors are retried.
-    async fn run(&self, indexes: &[usize]) -> Result<HashSet<usize>, MessageError> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match self.attempt(indexes).await {
-                Ok(new) => return Ok(new),
-                Err((failure, transient)) if transient && attempt < TRANSIENT_RETRIES => {
-                    let _ = failure;
-                    tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
-                }
-                Err((failure, _)) => return Err(failure),
-            }
-        }
+    /// Returns the indexes that were new. See [`retried`] for what is tried again.
+    async fn run(&self, indexes: &[usize]) -> Result<HashSet<usize>, BatchError> {
+        retried(async || self.attempt(indexes).await).await
     }
 
-    async fn attempt(&self, indexes: &[usize]) -> Result<HashSet<usize>, (MessageError, bool)> {
-        let fail = |error: anyhow::Error, transient: bool| (MessageError { error }, transient);
-        let mut conn = self.store.acquire().await.map_err(|e| fail(e, true))?;
-        if let Err(error) = conn.execute(self.store.dialect.begin_write).await {
-            let transient = is_transient(&error);
-            return Err(fail(error.into(), transient));
-        }
+    async fn attempt(&self, indexes: &[usize]) -> Result<HashSet<usize>, BatchError> {
+        let mut conn = self
+            .store
+            .acquire()
+            .await
+            .map_err(BatchError::from_anyhow)?;
+        conn.execute(self.store.dialect.begin_write)
+            .await
+            .map_err(BatchError::from_sqlx)?;
         let result = self.in_transaction(&mut conn, indexes).await;
-        match result {
-            Ok(new) => match conn.execute("COMMIT").await {
-                Ok(_) => Ok(new),
-                Err(error) => {
-                    let _ = conn.execute("ROLLBACK").await;
-                    let transient = is_transient(&error);
-                    Err(fail(error.into(), transient))
-                }
-            },
-            Err(failure) => {
-                let _ = conn.execute("ROLLBACK").await;
-                Err(failure)
-            }
+        let result = match result {
+            Ok(new) => conn
+                .execute("COMMIT")
+                .await
+                .map(|_| new)
+                .map_err(BatchError::from_sqlx),
+            Err(failure) => Err(failure),
+        };
+        if result.is_err() {
+            let _ = conn.execute("ROLLBACK").await;
         }
+        result
     }
 
     async fn in_transaction(
         &self,
         conn: &mut sqlx::pool::PoolConnection<Any>,
         indexes: &[usize],
-    ) -> Result<HashSet<usize>, (MessageError, bool)> {
+    ) -> Result<HashSet<usize>, BatchError> {
         let messages: Vec<&Replayed> = indexes.iter().map(|i| &self.batch[*i]).collect();
         let inserted = insert_new(self.store, conn, self.consumer, self.topic, &messages)
             .await
-            .map_err(|error| {
-                let transient = is_transient(&error);
-                (
-                    MessageError {
-                        error: error.into(),
-                    },
-                    transient,
-                )
-            })?;
+            .map_err(BatchError::from_sqlx)?;
         let mut new = HashSet::new();
         let mut handled: HashSet<&str> = HashSet::new();
         for &index in indexes {
@@ -1091,9 +1156,7 @@ impl SqlJob<'_> {
             }
             new.insert(index);
             for statement in self.statements {
-                self.execute(conn, statement, message)
-                    .await
-                    .map_err(|(error, transient)| (MessageError { error }, transient))?;
+                self.execute(conn, statement, message).await?;
             }
         }
         Ok(new)
@@ -1104,21 +1167,18 @@ impl SqlJob<'_> {
         conn: &mut sqlx::pool::PoolConnection<Any>,
         statement: &Statement,
         message: &Replayed,
-    ) -> Result<(), (anyhow::Error, bool)> {
+    ) -> Result<(), BatchError> {
         let payload = message.payload_json();
         let mut query = sqlx::query(&statement.sql);
         for name in &statement.params {
             let Some(value) =
                 message_value(self.topic, message, payload.as_ref(), self.pointers, name)
             else {
-                return Err((
-                    anyhow!(
-                        "message {}:{} has no value for :{name}",
-                        message.partition,
-                        message.offset
-                    ),
-                    false,
-                ));
+                return Err(BatchError::final_error(anyhow!(
+                    "message {}:{} has no value for :{name}",
+                    message.partition,
+                    message.offset
+                )));
             };
             query = match value {
                 Value::Null => query.bind(None::<String>),
@@ -1136,14 +1196,14 @@ impl SqlJob<'_> {
             .await
             .map(|_| ())
             .map_err(|error| {
-                let transient = is_transient(&error);
-                (
-                    anyhow!(error).context(format!(
+                let failure = BatchError::from_sqlx(error);
+                BatchError {
+                    error: failure.error.context(format!(
                         "handler statement failed on {}:{}",
                         message.partition, message.offset
                     )),
-                    transient,
-                )
+                    ..failure
+                }
             })
     }
 }
@@ -1246,27 +1306,50 @@ fn start_exec(command: &str, timeout: Option<Duration>) -> anyhow::Result<ExecHa
         replies: BufReader::new(stdout).lines(),
         answered: false,
         timeout,
-        restarted: false,
+        failed_unanswered: 0,
         watchdog,
     })
 }
 
+/// `--on-error skip`: the handlers in a row that may fail before answering anything, the
+/// last of them stopping the run. Two poison messages in a row are skipped; a program that
+/// fails whatever it is sent is not skipped message by message for long.
+const UNANSWERED_FAILURES: u32 = 3;
+
 /// `--on-error skip`: a handler that failed on a message (it exited, closed its output, or
-/// took over --handler-timeout) is replaced by a new one, unless it was itself a replacement
-/// that never answered: a program that cannot run is not skipped message by message.
-async fn restart_exec(exec: &mut ExecHandler) -> anyhow::Result<bool> {
-    if exec.restarted && !exec.answered {
-        return Ok(false);
+/// took over --handler-timeout) is replaced by a new one. Not one that could not be started
+/// (the shell's 127 or 126 before any answer), nor the UNANSWERED_FAILURES-th in a row to fail
+/// before answering anything: a program that cannot run is not skipped message by message.
+/// `Ok(None)` when it was replaced; otherwise why not.
+async fn restart_exec(exec: &mut ExecHandler) -> anyhow::Result<Option<String>> {
+    if !exec.answered {
+        let cannot_start = matches!(
+            exec.child.try_wait(),
+            Ok(Some(status)) if matches!(status.code(), Some(126 | 127))
+        );
+        if cannot_start {
+            return Ok(Some("the handler cannot be started".to_string()));
+        }
+        let in_a_row = exec.failed_unanswered + 1;
+        if in_a_row >= UNANSWERED_FAILURES {
+            return Ok(Some(format!(
+                "{in_a_row} handlers in a row failed before answering anything"
+            )));
+        }
     }
     let mut fresh = start_exec(&exec.command, exec.timeout)?;
-    fresh.restarted = true;
+    fresh.failed_unanswered = if exec.answered {
+        0
+    } else {
+        exec.failed_unanswered + 1
+    };
     let failed = std::mem::replace(exec, fresh);
     // One that closed its output may still run: it goes, with whatever it started.
     if let Some(pid) = failed.child.id() {
         super::signal_group(pid, libc::SIGTERM);
     }
     finish_exec(failed).await;
-    Ok(true)
+    Ok(None)
 }
 
 /// A process that ends the handler's process group (SIGTERM) when inboxctl is gone, however
@@ -1510,7 +1593,7 @@ async fn apply_exec(
     skip: bool,
 ) -> anyhow::Result<Outcome> {
     let ids: Vec<&str> = batch.iter().filter_map(|m| m.event_id.as_deref()).collect();
-    let done = store.processed_ids(consumer, &ids).await?;
+    let done = processed_ids(store, consumer, &ids).await?;
     let mut outcome = Outcome::default();
     let mut sent: HashSet<&str> = HashSet::new();
     let mut ok: Vec<&Replayed> = Vec::new();
@@ -1532,14 +1615,13 @@ async fn apply_exec(
             Err(error) => {
                 let chain = crate::error_chain(&error);
                 stopped = Some(match restart_exec(exec).await {
-                    Ok(true) => {
+                    Ok(None) => {
                         outcome.failed.push((index, chain));
                         continue;
                     }
-                    Ok(false) => anyhow!(
-                        "{chain}; it had been started again after a failure and failed too \
-                         before answering anything, so the run stops (--on-error skip skips a \
-                         message, not a handler that cannot run)"
+                    Ok(Some(why)) => anyhow!(
+                        "{chain}; {why}, so the run stops (--on-error skip skips a message, not \
+                         a handler that cannot run)"
                     ),
                     Err(restart) => anyhow!(
                         "{chain}; and starting it again failed: {}",
@@ -1567,35 +1649,28 @@ async fn apply_exec(
         }
     }
     if !ok.is_empty() {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let mut conn = store.acquire().await?;
-            let result = async {
-                conn.execute(store.dialect.begin_write).await?;
-                match insert_new(store, &mut conn, consumer, topic, &ok).await {
-                    Ok(_) => conn.execute("COMMIT").await.map(|_| ()),
-                    Err(error) => {
-                        let _ = conn.execute("ROLLBACK").await;
-                        Err(error)
-                    }
-                }
+        let recorded = retried(async || {
+            let mut conn = store.acquire().await.map_err(BatchError::from_anyhow)?;
+            conn.execute(store.dialect.begin_write)
+                .await
+                .map_err(BatchError::from_sqlx)?;
+            let result = match insert_new(store, &mut conn, consumer, topic, &ok).await {
+                Ok(_) => conn.execute("COMMIT").await.map(|_| ()),
+                Err(error) => Err(error),
+            };
+            if result.is_err() {
+                let _ = conn.execute("ROLLBACK").await;
             }
-            .await;
-            match result {
-                Ok(()) => break,
-                Err(error) if is_transient(&error) && attempt < TRANSIENT_RETRIES => {
-                    tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
-                }
-                Err(error) => {
-                    // Their effects happened, but nothing says so: a re-run sends them again.
-                    return Err(anyhow!(error).context(format!(
-                        "could not record in the inbox the {} event(s) of this batch the handler \
-                         answered ok for; a re-run sends them to the handler again",
-                        ok.len()
-                    )));
-                }
-            }
+            result.map_err(BatchError::from_sqlx)
+        })
+        .await;
+        if let Err(failure) = recorded {
+            // Their effects happened, but nothing says so: a re-run sends them again.
+            return Err(failure.error.context(format!(
+                "could not record in the inbox the {} event(s) of this batch the handler \
+                 answered ok for; a re-run sends them to the handler again",
+                ok.len()
+            )));
         }
     }
     match stopped {

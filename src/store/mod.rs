@@ -1975,9 +1975,48 @@ fn bind_keep_exclusions<'q, Q: BindPrune<'q>>(mut query: Q, keep: &'q [KeepFrom]
     query
 }
 
+/// Why a transaction failed, whether trying it again may pass ([`is_transient`]), and whether
+/// the connection was lost or refused ([`is_connection_lost`]).
+pub struct BatchError {
+    pub error: anyhow::Error,
+    pub transient: bool,
+    pub connection_lost: bool,
+}
+
+impl BatchError {
+    /// A failure that trying again would repeat: a message without a value, say.
+    pub fn final_error(error: anyhow::Error) -> BatchError {
+        BatchError {
+            error,
+            transient: false,
+            connection_lost: false,
+        }
+    }
+
+    pub fn from_sqlx(error: sqlx::Error) -> BatchError {
+        BatchError {
+            transient: is_transient(&error),
+            connection_lost: is_connection_lost(&error),
+            error: error.into(),
+        }
+    }
+
+    /// An error with context, classified by the sqlx error it carries, if any.
+    pub fn from_anyhow(error: anyhow::Error) -> BatchError {
+        let cause = error.downcast_ref::<sqlx::Error>();
+        BatchError {
+            transient: cause.is_some_and(is_transient),
+            connection_lost: cause.is_some_and(is_connection_lost),
+            error,
+        }
+    }
+}
+
+/// Whether trying the same transaction again may pass: a deadlock, a serialization failure,
+/// a lock wait that timed out, a busy SQLite file.
 pub fn is_transient(error: &sqlx::Error) -> bool {
     let Some(database) = error.as_database_error() else {
-        return matches!(error, sqlx::Error::PoolTimedOut);
+        return false;
     };
     // MySQL's deadlock (1213) and lock wait timeout (1205) by number: the SQLSTATE of the
     // latter is the generic HY000.
@@ -1987,6 +2026,62 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
     matches!(
         database.code().as_deref(),
         Some("40P01" | "40001" | "5" | "6" | "517" | "261" | "262")
+    )
+}
+
+/// Whether the error says that the database is out of reach or ended the session, rather
+/// than that a statement failed: no message is at fault, so trying messages one by one or
+/// skipping them cannot help. The pool's timeout is one: it retries a refused connection until
+/// `--connect-timeout`, and replay never asks it for more connections than it holds.
+pub fn is_connection_lost(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(database) => {
+            if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                return is_mysql_connection_error(mysql.number());
+            }
+            let Some(code) = database.code() else {
+                return false;
+            };
+            if database
+                .try_downcast_ref::<sqlx::sqlite::SqliteError>()
+                .is_some()
+            {
+                // SQLite's result codes (extended ones carry the primary in the low byte): an
+                // I/O error, a full disk, a file it cannot open.
+                return code
+                    .parse::<i32>()
+                    .is_ok_and(|n| matches!(n & 0xff, 10 | 13 | 14));
+            }
+            // A SQLSTATE may be all digits (28000): told apart by the type, not the text.
+            is_connection_sqlstate(&code)
+        }
+        _ => false,
+    }
+}
+
+/// PostgreSQL's SQLSTATEs that end or refuse a session: connection exceptions (08), a refused
+/// login (28), a database that is not there (3D000), too many connections (53300), a server
+/// shutting down or starting up (57P01-57P03).
+pub fn is_connection_sqlstate(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("28")
+        || matches!(code, "3D000" | "53300" | "57P01" | "57P02" | "57P03")
+}
+
+/// MariaDB's and MySQL's error numbers that end or refuse a session: too many connections
+/// (1040), access denied (1044, 1045), unknown database (1049), shutdown in progress (1053),
+/// connection killed (1927), a session ended for being idle (4031), and the client's own
+/// lost-connection errors (2002-2013).
+fn is_mysql_connection_error(number: u16) -> bool {
+    matches!(
+        number,
+        1040 | 1044 | 1045 | 1049 | 1053 | 1927 | 4031 | 2002..=2013
     )
 }
 
@@ -2014,6 +2109,33 @@ fn optional_timestamp(row: &AnyRow, index: usize) -> anyhow::Result<Option<DateT
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lost_or_refused_connection_is_told_from_a_failed_statement() {
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(is_connection_lost(&sqlx::Error::Io(io)));
+        assert!(is_connection_lost(&sqlx::Error::PoolTimedOut));
+        assert!(is_connection_lost(&sqlx::Error::PoolClosed));
+        assert!(!is_connection_lost(&sqlx::Error::RowNotFound));
+        assert!(!is_connection_lost(&sqlx::Error::ColumnNotFound(
+            "x".into()
+        )));
+        assert!(!is_transient(&sqlx::Error::PoolTimedOut));
+        for code in [
+            "08006", "08P01", "28000", "28P01", "3D000", "53300", "57P01", "57P03",
+        ] {
+            assert!(is_connection_sqlstate(code), "{code}");
+        }
+        // A failed statement: unique violation, check violation, bad syntax, no permission,
+        // a deadlock, a statement timeout.
+        for code in ["23505", "23514", "42601", "42501", "40P01", "57014"] {
+            assert!(!is_connection_sqlstate(code), "{code}");
+        }
+        assert!(is_mysql_connection_error(1045));
+        assert!(is_mysql_connection_error(2013));
+        assert!(!is_mysql_connection_error(1062));
+        assert!(!is_mysql_connection_error(1213));
+    }
 
     #[test]
     fn plan_row_estimates_are_read_off_explain() {

@@ -20,6 +20,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::{Client, GenericClient, Statement};
 
+use super::BatchError;
 use crate::handler;
 
 /// How a JSON value is sent for one parameter.
@@ -222,12 +223,6 @@ pub struct PgPipeline {
     committed_ahead: u64,
 }
 
-/// Why a batch failed, and whether trying again may succeed (deadlock, serialization).
-pub struct BatchError {
-    pub error: anyhow::Error,
-    pub transient: bool,
-}
-
 impl PgPipeline {
     /// Connects (see [`connect_client`]; an error means the caller keeps to the plain path)
     /// and prepares the handler's statements, on a second connection too where one can be
@@ -349,10 +344,9 @@ impl PgPipeline {
                 Ok(inserted) => inserted,
                 Err(error) => {
                     let _ = self.lanes[self.lane].client.batch_execute("ROLLBACK").await;
-                    return Err(BatchError {
-                        error: anyhow::anyhow!("the inbox insert sent ahead stopped: {error}"),
-                        transient: false,
-                    });
+                    return Err(BatchError::final_error(anyhow::anyhow!(
+                        "the inbox insert sent ahead stopped: {error}"
+                    )));
                 }
             };
             let started = match inserted {
@@ -660,13 +654,14 @@ where
         for prepared in handler {
             let mut params = Vec::with_capacity(prepared.names.len());
             for (name, kind) in prepared.names.iter().zip(&prepared.kinds) {
-                let value = values(index, name).map_err(|e| BatchError {
-                    error: anyhow::anyhow!(e),
-                    transient: false,
-                })?;
-                params.push(convert(&value, *kind).map_err(|e| BatchError {
-                    error: anyhow::anyhow!("message {}:{}: :{name}: {e}", row.1, row.2),
-                    transient: false,
+                let value =
+                    values(index, name).map_err(|e| BatchError::final_error(anyhow::anyhow!(e)))?;
+                params.push(convert(&value, *kind).map_err(|e| {
+                    BatchError::final_error(anyhow::anyhow!(
+                        "message {}:{}: :{name}: {e}",
+                        row.1,
+                        row.2
+                    ))
                 })?);
             }
             per_statement.push(params);
@@ -719,9 +714,19 @@ fn fail(error: tokio_postgres::Error) -> BatchError {
         error.code(),
         Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE
     );
+    // Not the server's answer to a statement: the connection closed or its socket failed.
+    let connection_lost = match error.as_db_error() {
+        Some(db) => super::is_connection_sqlstate(db.code().code()),
+        None => {
+            error.is_closed()
+                || std::error::Error::source(&error)
+                    .is_some_and(|cause| cause.is::<std::io::Error>())
+        }
+    };
     BatchError {
         error: anyhow::Error::new(error),
         transient,
+        connection_lost,
     }
 }
 
