@@ -246,16 +246,53 @@ fn write(db: &TestDb, name: &str, text: &str) -> String {
     path.to_str().unwrap().to_string()
 }
 
-/// PostgreSQL: a login role that may use every table so far, and the database's URL with it.
+/// A login role that may use every table of the database (on PostgreSQL, every table so
+/// far), and the database's URL with it.
 async fn a_role_with_its_url(db: &mut TestDb) -> (String, url::Url) {
     let role = db.role("").await;
-    db.exec(&format!(
-        "GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"
-    ))
-    .await;
     let mut url = url::Url::parse(&db.url).unwrap();
+    let database = url.path().trim_start_matches('/').to_string();
+    db.exec(&match db.backend {
+        Backend::Mysql => format!("GRANT ALL ON {database}.* TO '{role}'@'%'"),
+        _ => format!("GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}"),
+    })
+    .await;
     url.set_username(&role).unwrap();
     (role, url)
+}
+
+/// Refuses the role's logins from now on (PostgreSQL: NOLOGIN; MySQL: ACCOUNT LOCK), or
+/// takes them again.
+async fn refuse_logins(db: &mut TestDb, role: &str, refuse: bool) {
+    db.exec(&match (db.backend, refuse) {
+        (Backend::Mysql, true) => format!("ALTER USER '{role}'@'%' ACCOUNT LOCK"),
+        (Backend::Mysql, false) => format!("ALTER USER '{role}'@'%' ACCOUNT UNLOCK"),
+        (_, true) => format!("ALTER ROLE {role} NOLOGIN"),
+        (_, false) => format!("ALTER ROLE {role} LOGIN"),
+    })
+    .await;
+}
+
+/// Ends every session of the role, as an administrator (or a server restart) would.
+async fn end_sessions(db: &mut TestDb, role: &str) {
+    if db.backend == Backend::Postgres {
+        db.exec(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
+        ))
+        .await;
+        return;
+    }
+    let pool = db.pool().await;
+    let sessions: Vec<i64> = sqlx::query_scalar(&format!(
+        "SELECT CAST(id AS SIGNED) FROM information_schema.processlist WHERE user = '{role}'"
+    ))
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    for id in sessions {
+        // One that ended meanwhile is no longer there to kill.
+        let _ = db.try_exec(&format!("KILL CONNECTION {id}")).await;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2305,7 +2342,7 @@ async fn ctrl_c_while_replay_waits_for_messages_stops_at_once() {
     assert_eq!(
         text.lines().collect::<Vec<_>>(),
         [
-            "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)",
+            "Ctrl-C: stopping (no batch was in flight)",
             "warning: interrupted: the dry run changed nothing; re-run it to see the whole range"
         ]
     );
@@ -2471,8 +2508,8 @@ async fn a_batch_the_inbox_cannot_record_fails_after_the_summary_of_the_others()
 /// stops after a few tries with the batch in flight rolled back whole: no message is tried
 /// alone for a failure that is none of its doing, and with --on-error skip none is skipped
 /// for it. Once logins come back, the same command finishes the range, each effect once.
-async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
-    let mut db = TestDb::new(Backend::Postgres).await;
+async fn a_replay_whose_sessions_are_ended(backend: Backend, refuse: bool) {
+    let mut db = TestDb::new(backend).await;
     setup(&mut db).await;
     let (role, url) = a_role_with_its_url(&mut db).await;
     let topic = topic(1).await;
@@ -2481,7 +2518,13 @@ async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
     let handler = write(
         &db,
         "deposit.sql",
-        &format!("{HANDLER}SELECT pg_sleep(0.05);\n"),
+        &format!(
+            "{HANDLER}SELECT {}(0.05);\n",
+            match backend {
+                Backend::Mysql => "SLEEP",
+                _ => "pg_sleep",
+            }
+        ),
     );
     let stderr = db.dir.path().join("replay.stderr");
     let args = [
@@ -2524,13 +2567,10 @@ async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    if refuse_logins {
-        db.exec(&format!("ALTER ROLE {role} NOLOGIN")).await;
+    if refuse {
+        refuse_logins(&mut db, &role, true).await;
     }
-    db.exec(&format!(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
-    ))
-    .await;
+    end_sessions(&mut db, &role).await;
     let code = wait_until(&mut child, Instant::now() + Duration::from_secs(60));
     let text = std::fs::read_to_string(&stderr).unwrap();
     let output = child.wait_with_output().unwrap();
@@ -2542,11 +2582,13 @@ async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
         Vec::<String>::new()
     );
     let recorded = inbox_count(&mut db).await;
-    if !refuse_logins {
+    if !refuse {
         assert_eq!(code, Some(0), "{text}");
-        assert!(
+        // PostgreSQL's handler connections are its own to make again.
+        assert_eq!(
             text.contains("the pipelined connection to the database was lost (")
                 && text.contains("); connected again, the batch goes again"),
+            backend == Backend::Postgres,
             "{text}"
         );
         assert_eq!(totals(&json), (60, 60, 0, 0, 0));
@@ -2562,7 +2604,10 @@ async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
         ) && error.contains(
             "; its transaction rolled back, so none of it is recorded; re-run the same \
                  command once the database answers again: "
-        ) && error.contains(&format!("\"{role}\" is not permitted to log in")),
+        ) && error.contains(&match backend {
+            Backend::Mysql => "Access denied, this account is locked".to_string(),
+            _ => format!("\"{role}\" is not permitted to log in"),
+        }),
         "{text}"
     );
     // Whole batches only, each recorded with its effects, and none failed or skipped.
@@ -2572,7 +2617,7 @@ async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
     assert!(processed % 5 == 0 && processed < 60, "{json}");
     assert_eq!(ledger(&mut db).await.len() as i64, recorded);
 
-    db.exec(&format!("ALTER ROLE {role} LOGIN")).await;
+    refuse_logins(&mut db, &role, false).await;
     let mut command = db.cmd();
     command
         .env("DATABASE_URL", url.as_str())
@@ -2585,14 +2630,37 @@ async fn a_replay_whose_sessions_are_ended(refuse_logins: bool) {
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replay_whose_sessions_are_ended_connects_again_on_postgres() {
-    a_replay_whose_sessions_are_ended(false).await;
+async fn a_replay_whose_sessions_are_ended_connects_again(backend: Backend) {
+    a_replay_whose_sessions_are_ended(backend, false).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replay_whose_logins_are_refused_stops_whole_on_postgres() {
-    a_replay_whose_sessions_are_ended(true).await;
+async fn a_replay_whose_logins_are_refused_stops_whole(backend: Backend) {
+    a_replay_whose_sessions_are_ended(backend, true).await;
+}
+
+/// The two servers: SQLite has no sessions to end.
+mod a_replay_whose_database_goes {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn away_connects_again_on_postgres() {
+        a_replay_whose_sessions_are_ended_connects_again(Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn away_connects_again_on_mysql() {
+        a_replay_whose_sessions_are_ended_connects_again(Backend::Mysql).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_refusing_logins_stops_whole_on_postgres() {
+        a_replay_whose_logins_are_refused_stops_whole(Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn on_refusing_logins_stops_whole_on_mysql() {
+        a_replay_whose_logins_are_refused_stops_whole(Backend::Mysql).await;
+    }
 }
 
 /// An answer that is not `"ok": true` is a failure, and the warning says what came back.

@@ -99,6 +99,9 @@ pub(crate) struct StopRequest {
     canceller: std::sync::Arc<std::sync::Mutex<Option<QueryCanceller>>>,
     /// Wakes a command waiting for its next batch when the first signal comes.
     asked: std::sync::Arc<tokio::sync::Notify>,
+    /// Whether the command is waiting for its next batch, with none in flight: a first
+    /// signal then stops it at once, and says so.
+    waiting: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How long a stop at once waits for the server to take the cancel of the batch in flight.
@@ -128,9 +131,26 @@ impl StopRequest {
         self.signal.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Returns once a stop is requested: a command waiting for its next batch (one the
-    /// brokers are slow to deliver) stops at once, having no batch in flight to finish.
-    pub(crate) async fn asked(&self) {
+    /// Waits for `next` (the next batch) unless a stop is requested first: a command waiting
+    /// for a batch the brokers are slow to deliver has none in flight to finish. `None` when
+    /// the stop came first.
+    pub(crate) async fn unless_asked<T>(
+        &self,
+        next: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.waiting.store(true, SeqCst);
+        let next = tokio::select! {
+            biased;
+            next = next => Some(next),
+            () = self.asked() => None,
+        };
+        self.waiting.store(false, SeqCst);
+        next
+    }
+
+    /// Returns once a stop is requested.
+    async fn asked(&self) {
         loop {
             let asked = self.asked.notified();
             tokio::pin!(asked);
@@ -240,7 +260,11 @@ pub(crate) fn stop_on_signals(
                     .signal
                     .store(number, std::sync::atomic::Ordering::SeqCst);
                 received.asked.notify_waiters();
+                let waiting = received.waiting.load(std::sync::atomic::Ordering::SeqCst);
                 match &on_stop {
+                    OnStop::AfterTheBatch if waiting => {
+                        eprintln!("{name}: stopping (no batch was in flight)")
+                    }
                     OnStop::AfterTheBatch => eprintln!(
                         "{name}: stopping after the batch in flight ({name} again stops at once)"
                     ),

@@ -390,12 +390,7 @@ async fn replay(
             Some(batch) => batch,
             None => {
                 // A stop while no batch is in flight has nothing to wait for.
-                let next = tokio::select! {
-                    biased;
-                    next = receiver.recv() => Some(next),
-                    () = stop.asked() => None,
-                };
-                match next {
+                match stop.unless_asked(receiver.recv()).await {
                     Some(Some(batch)) => batch,
                     Some(None) => break,
                     None => {

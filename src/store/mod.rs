@@ -2076,12 +2076,13 @@ pub fn is_connection_sqlstate(code: &str) -> bool {
 
 /// MariaDB's and MySQL's error numbers that end or refuse a session: too many connections
 /// (1040), access denied (1044, 1045), unknown database (1049), shutdown in progress (1053),
+/// a host blocked or not allowed (1129, 1130), a locked account (MySQL 3118, MariaDB 4151),
 /// connection killed (1927), a session ended for being idle (4031), and the client's own
 /// lost-connection errors (2002-2013).
 fn is_mysql_connection_error(number: u16) -> bool {
     matches!(
         number,
-        1040 | 1044 | 1045 | 1049 | 1053 | 1927 | 4031 | 2002..=2013
+        1040 | 1044 | 1045 | 1049 | 1053 | 1129 | 1130 | 1927 | 3118 | 4031 | 4151 | 2002..=2013
     )
 }
 
@@ -2133,6 +2134,7 @@ mod tests {
         }
         assert!(is_mysql_connection_error(1045));
         assert!(is_mysql_connection_error(2013));
+        assert!(is_mysql_connection_error(4151));
         assert!(!is_mysql_connection_error(1062));
         assert!(!is_mysql_connection_error(1213));
     }

@@ -105,18 +105,22 @@ impl TestDb {
         }
     }
 
-    /// A login role of its own for this test (PostgreSQL), with these further attributes
-    /// (`PASSWORD '…'`, `CONNECTION LIMIT 1`, or none), dropped after the database, which
-    /// takes the role's grants and objects with it, whatever became of the test.
+    /// A login role of its own for this test, with these further attributes (PostgreSQL:
+    /// `PASSWORD '…'`, `CONNECTION LIMIT 1`, or none; MySQL: none), dropped after the
+    /// database, whatever became of the test. PostgreSQL's database takes the role's grants
+    /// and objects with it; MySQL's user (`'name'@'%'`) takes its grants along.
     pub async fn role(&mut self, attributes: &str) -> String {
-        assert_eq!(self.backend, Backend::Postgres);
         let name = format!(
             "{}_role{}",
             self.database.as_ref().unwrap(),
             self.roles.len()
         );
-        self.exec(&format!("CREATE ROLE {name} LOGIN {attributes}"))
-            .await;
+        let sql = match self.backend {
+            Backend::Postgres => format!("CREATE ROLE {name} LOGIN {attributes}"),
+            Backend::Mysql => format!("CREATE USER '{name}'@'%' {attributes}"),
+            Backend::Sqlite => panic!("SQLite has no roles"),
+        };
+        self.exec(&sql).await;
         self.roles.push(name.clone());
         name
     }
@@ -491,9 +495,11 @@ impl Drop for TestDb {
                 let _ = sqlx::raw_sql(&sql).execute(&pool).await;
                 // Their grants went with the database.
                 for role in roles {
-                    let _ = sqlx::raw_sql(&format!("DROP ROLE IF EXISTS {role}"))
-                        .execute(&pool)
-                        .await;
+                    let sql = match backend {
+                        Backend::Mysql => format!("DROP USER IF EXISTS '{role}'@'%'"),
+                        _ => format!("DROP ROLE IF EXISTS {role}"),
+                    };
+                    let _ = sqlx::raw_sql(&sql).execute(&pool).await;
                 }
                 pool.close().await;
             });
