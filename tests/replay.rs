@@ -2597,6 +2597,11 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, refuse: bool) {
         return;
     }
     assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("the connection to the database was lost or refused (")
+            && text.contains("; trying again in 1s (3 of 3)"),
+        "{text}"
+    );
     let error = text.lines().last().unwrap();
     assert!(
         error.starts_with(

@@ -482,7 +482,7 @@ async fn replay(
                     .iter()
                     .filter_map(|m| m.event_id.as_deref())
                     .collect();
-                let done = or_fail!(processed_ids(store, &args.consumer, &ids).await);
+                let done = or_fail!(processed_ids(output, store, &args.consumer, &ids).await);
                 let mut outcome = Outcome::default();
                 for (index, m) in with_id.iter().enumerate() {
                     let id = m.event_id.as_deref().unwrap_or_default();
@@ -502,6 +502,7 @@ async fn replay(
                     topic: &args.topic,
                     batch: for_handler,
                     pointers: &pointers,
+                    output,
                 };
                 let next = match pipeline.as_ref() {
                     Some(pipeline) if pipeline.overlaps() => {
@@ -516,11 +517,19 @@ async fn replay(
                     }
                     _ => None,
                 };
-                or_fail!(apply_sql(job, pipeline, next.as_deref(), output).await)
+                or_fail!(apply_sql(job, pipeline, next.as_deref()).await)
             }
             Handler::Exec(exec) => {
                 let skip = args.on_error == OnError::Skip;
-                let job = apply_exec(store, exec, &args.consumer, &args.topic, for_handler, skip);
+                let job = apply_exec(
+                    output,
+                    store,
+                    exec,
+                    &args.consumer,
+                    &args.topic,
+                    for_handler,
+                    skip,
+                );
                 or_fail!(job.await)
             }
         };
@@ -953,9 +962,8 @@ async fn apply_sql(
     job: SqlJob<'_>,
     pipeline: &mut Option<PgPipeline>,
     next: Option<&[(String, i32, i64)]>,
-    output: &Output,
 ) -> anyhow::Result<Outcome> {
-    let batch = job.batch;
+    let (batch, output) = (job.batch, job.output);
     let all: Vec<usize> = (0..batch.len()).collect();
     let whole = match pipeline.as_mut() {
         Some(lanes) => match apply_pipelined(lanes, &job, next).await {
@@ -1046,18 +1054,26 @@ fn split(indexes: &[usize], new: &HashSet<usize>) -> Outcome {
 
 /// Which of `ids` the inbox holds for `consumer`; asked again as [`retried`] says.
 async fn processed_ids(
+    output: &Output,
     store: &Store,
     consumer: &str,
     ids: &[&str],
 ) -> anyhow::Result<HashSet<String>> {
-    retried(async || {
+    retried(output, async || {
         store
             .processed_ids(consumer, ids)
             .await
             .map_err(BatchError::from_anyhow)
     })
     .await
-    .map_err(|failure| failure.error)
+    .map_err(|failure| match failure.connection_lost {
+        true => failure.error.context(format!(
+            "lost the connection to the database (tried {CONNECTION_ATTEMPTS} times) while \
+             looking up which events of the batch the inbox holds; nothing of the batch was \
+             handled; re-run the same command once the database answers again"
+        )),
+        false => failure.error,
+    })
 }
 
 /// Attempts of one transaction that hit a deadlock or a busy database.
@@ -1070,9 +1086,10 @@ const CONNECTION_ATTEMPTS: u32 = 3;
 const CONNECTION_PAUSE: Duration = Duration::from_secs(1);
 
 /// Runs `attempt` until it passes or fails for good: a deadlock or a busy database up to
-/// TRANSIENT_RETRIES times, a lost or refused connection up to CONNECTION_ATTEMPTS times,
-/// anything else once.
+/// TRANSIENT_RETRIES times, a lost or refused connection up to CONNECTION_ATTEMPTS times
+/// (`-v` says so), anything else once.
 async fn retried<T>(
+    output: &Output,
     mut attempt: impl AsyncFnMut() -> Result<T, BatchError>,
 ) -> Result<T, BatchError> {
     let (mut transient, mut lost) = (0, 0);
@@ -1085,6 +1102,13 @@ async fn retried<T>(
             }
             Err(failure) if failure.connection_lost && lost + 1 < CONNECTION_ATTEMPTS => {
                 lost += 1;
+                output.debug(format!(
+                    "the connection to the database was lost or refused ({}); trying again in \
+                     {} ({} of {CONNECTION_ATTEMPTS})",
+                    crate::error_chain(&failure.error),
+                    humantime::format_duration(CONNECTION_PAUSE),
+                    lost + 1
+                ));
                 tokio::time::sleep(CONNECTION_PAUSE).await;
             }
             Err(failure) => return Err(failure),
@@ -1099,13 +1123,14 @@ struct SqlJob<'a> {
     topic: &'a str,
     batch: &'a [Replayed],
     pointers: &'a BTreeMap<String, String>,
+    output: &'a Output,
 }
 
 impl SqlJob<'_> {
     /// One transaction: the inbox rows of `indexes`, then the handler for the new ones.
     /// Returns the indexes that were new. See [`retried`] for what is tried again.
     async fn run(&self, indexes: &[usize]) -> Result<HashSet<usize>, BatchError> {
-        retried(async || self.attempt(indexes).await).await
+        retried(self.output, async || self.attempt(indexes).await).await
     }
 
     async fn attempt(&self, indexes: &[usize]) -> Result<HashSet<usize>, BatchError> {
@@ -1580,6 +1605,7 @@ fn describe_signal(signal: i32) -> String {
 /// one transaction, those it answered ok for. A kill between a reply and that commit makes the
 /// next run send those events again: the handler must be idempotent by event id.
 async fn apply_exec(
+    output: &Output,
     store: &Store,
     exec: &mut ExecHandler,
     consumer: &str,
@@ -1588,7 +1614,7 @@ async fn apply_exec(
     skip: bool,
 ) -> anyhow::Result<Outcome> {
     let ids: Vec<&str> = batch.iter().filter_map(|m| m.event_id.as_deref()).collect();
-    let done = processed_ids(store, consumer, &ids).await?;
+    let done = processed_ids(output, store, consumer, &ids).await?;
     let mut outcome = Outcome::default();
     let mut sent: HashSet<&str> = HashSet::new();
     let mut ok: Vec<&Replayed> = Vec::new();
@@ -1644,7 +1670,7 @@ async fn apply_exec(
         }
     }
     if !ok.is_empty() {
-        let recorded = retried(async || {
+        let recorded = retried(output, async || {
             let mut conn = store.acquire().await.map_err(BatchError::from_anyhow)?;
             conn.execute(store.dialect.begin_write)
                 .await
@@ -1660,10 +1686,17 @@ async fn apply_exec(
         })
         .await;
         if let Err(failure) = recorded {
+            let lost = match failure.connection_lost {
+                true => format!(
+                    " (the connection to the database was lost or refused; tried \
+                     {CONNECTION_ATTEMPTS} times)"
+                ),
+                false => String::new(),
+            };
             // Their effects happened, but nothing says so: a re-run sends them again.
             return Err(failure.error.context(format!(
                 "could not record in the inbox the {} event(s) of this batch the handler \
-                 answered ok for; a re-run sends them to the handler again",
+                 answered ok for{lost}; a re-run sends them to the handler again",
                 ok.len()
             )));
         }
