@@ -2508,21 +2508,39 @@ async fn a_batch_the_inbox_cannot_record_fails_after_the_summary_of_the_others()
 /// stops after a few tries with the batch in flight rolled back whole: no message is tried
 /// alone for a failure that is none of its doing, and with --on-error skip none is skipped
 /// for it. Once logins come back, the same command finishes the range, each effect once.
-async fn a_replay_whose_sessions_are_ended(backend: Backend, refuse: bool) {
+/// What becomes of the database in the middle of a replay.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Outage {
+    /// Its sessions are ended; new ones are taken.
+    SessionsEnded,
+    /// Its sessions are ended, and logins refused until the test is done with the replay.
+    LoginsRefused,
+    /// Its sessions are ended, and logins refused until the replay has given up on its
+    /// pipelined connections for now (PostgreSQL).
+    LoginsRefusedAWhile,
+}
+
+async fn a_replay_whose_sessions_are_ended(backend: Backend, outage: Outage) {
+    let refuse = outage != Outage::SessionsEnded;
     let mut db = TestDb::new(backend).await;
     setup(&mut db).await;
     let (role, url) = a_role_with_its_url(&mut db).await;
     let topic = topic(1).await;
     let landed = produce(&topic, &deposits("ended", 1, 60)).await;
-    // Slow enough (about 3 s in all) that the sessions end with most of the range to go.
+    // Slow enough (about 3 s in all) that the sessions end with most of the range to go;
+    // about 9 s when the replay must go on past its next try of the pipelined connections.
     let handler = write(
         &db,
         "deposit.sql",
         &format!(
-            "{HANDLER}SELECT {}(0.05);\n",
+            "{HANDLER}SELECT {}({});\n",
             match backend {
                 Backend::Mysql => "SLEEP",
                 _ => "pg_sleep",
+            },
+            match outage {
+                Outage::LoginsRefusedAWhile => 0.15,
+                _ => 0.05,
             }
         ),
     );
@@ -2571,6 +2589,19 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, refuse: bool) {
         refuse_logins(&mut db, &role, true).await;
     }
     end_sessions(&mut db, &role).await;
+    if outage == Outage::LoginsRefusedAWhile {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let given_up = "the pipelined connection is tried again every 5s";
+        while !std::fs::read_to_string(&stderr).unwrap().contains(given_up) {
+            assert!(
+                Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+                "{}",
+                std::fs::read_to_string(&stderr).unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        refuse_logins(&mut db, &role, false).await;
+    }
     let code = wait_until(&mut child, Instant::now() + Duration::from_secs(60));
     let text = std::fs::read_to_string(&stderr).unwrap();
     let output = child.wait_with_output().unwrap();
@@ -2582,13 +2613,19 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, refuse: bool) {
         Vec::<String>::new()
     );
     let recorded = inbox_count(&mut db).await;
-    if !refuse {
+    if outage != Outage::LoginsRefused {
         assert_eq!(code, Some(0), "{text}");
-        // PostgreSQL's handler connections are its own to make again.
+        // PostgreSQL's handler connections are its own to make again: at once, or on a
+        // later try once the server takes logins again.
         assert_eq!(
             text.contains("the pipelined connection to the database was lost (")
                 && text.contains("); connected again, the batch goes again"),
-            backend == Backend::Postgres,
+            backend == Backend::Postgres && outage == Outage::SessionsEnded,
+            "{text}"
+        );
+        assert_eq!(
+            text.contains("the pipelined connection to the database is back"),
+            outage == Outage::LoginsRefusedAWhile,
             "{text}"
         );
         assert_eq!(totals(&json), (60, 60, 0, 0, 0));
@@ -2636,11 +2673,11 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, refuse: bool) {
 }
 
 async fn a_replay_whose_sessions_are_ended_connects_again(backend: Backend) {
-    a_replay_whose_sessions_are_ended(backend, false).await;
+    a_replay_whose_sessions_are_ended(backend, Outage::SessionsEnded).await;
 }
 
 async fn a_replay_whose_logins_are_refused_stops_whole(backend: Backend) {
-    a_replay_whose_sessions_are_ended(backend, true).await;
+    a_replay_whose_sessions_are_ended(backend, Outage::LoginsRefused).await;
 }
 
 /// The two servers: SQLite has no sessions to end.
@@ -2665,6 +2702,13 @@ mod a_replay_whose_database_goes {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn on_refusing_logins_stops_whole_on_mysql() {
         a_replay_whose_logins_are_refused_stops_whole(Backend::Mysql).await;
+    }
+
+    /// The pipelined connections cannot be made at once, so the plain path takes the
+    /// batches; once logins come back, a later try makes them again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn away_a_while_gets_its_pipelined_connection_back_on_postgres() {
+        a_replay_whose_sessions_are_ended(Backend::Postgres, Outage::LoginsRefusedAWhile).await;
     }
 }
 

@@ -370,6 +370,8 @@ async fn replay(
     // The batch after the current one, when it was already read: its inbox rows may be
     // inserted while the current batch's handler runs (see PgPipeline::run).
     let mut peeked: Option<Vec<Replayed>> = None;
+    // When the handler's pipelined connections were lost and could not be made again.
+    let mut pipeline_lost_at: Option<Instant> = None;
     // A batch that fails ends the run; the summary still shows the batches before it, and
     // the error what became of this one.
     let mut settled = summaries.clone();
@@ -517,7 +519,7 @@ async fn replay(
                     }
                     _ => None,
                 };
-                or_fail!(apply_sql(job, pipeline, next.as_deref()).await)
+                or_fail!(apply_sql(job, pipeline, &mut pipeline_lost_at, next.as_deref()).await)
             }
             Handler::Exec(exec) => {
                 let skip = args.on_error == OnError::Skip;
@@ -954,36 +956,53 @@ async fn apply_pipelined(
     }
 }
 
+/// How often handler connections that were lost, and could not be made again at once, are
+/// tried again: a replay that rode out a server restart gets its fast path back.
+const PIPELINE_RETRY_EVERY: Duration = Duration::from_secs(5);
+
 /// The batch in one transaction; when that fails, each message in its own, so that the
 /// failure is pinned on the message that caused it. A lost or refused connection is no
 /// message's doing: the batch fails as a whole, and the run stops. The pipeline, when its
-/// connection is lost, is connected again once, or else left for the plain path.
+/// connection is lost, is connected again at once, or else the plain path takes the batches
+/// until a later try (`lost_at`, every PIPELINE_RETRY_EVERY) connects it.
 async fn apply_sql(
     job: SqlJob<'_>,
     pipeline: &mut Option<PgPipeline>,
+    lost_at: &mut Option<Instant>,
     next: Option<&[(String, i32, i64)]>,
 ) -> anyhow::Result<Outcome> {
     let (batch, output) = (job.batch, job.output);
     let all: Vec<usize> = (0..batch.len()).collect();
+    if pipeline.is_none() && lost_at.is_some_and(|at| at.elapsed() >= PIPELINE_RETRY_EVERY) {
+        *pipeline = reconnect_pipeline(&job).await;
+        *lost_at = match pipeline {
+            Some(_) => {
+                output.debug("the pipelined connection to the database is back");
+                None
+            }
+            None => Some(Instant::now()),
+        };
+    }
     let whole = match pipeline.as_mut() {
         Some(lanes) => match apply_pipelined(lanes, &job, next).await {
             Err(failure) if failure.connection_lost => {
                 if let Some(lost) = pipeline.take() {
                     lost.close().await;
                 }
-                let url = job.store.url.connect_url();
-                let limit = job.store.pool().options().get_acquire_timeout();
-                let connect = PgPipeline::connect(url, job.statements);
-                *pipeline = tokio::time::timeout(limit, connect)
-                    .await
-                    .ok()
-                    .and_then(Result::ok);
+                *pipeline = reconnect_pipeline(&job).await;
+                if pipeline.is_none() {
+                    *lost_at = Some(Instant::now());
+                }
                 output.debug(format!(
                     "the pipelined connection to the database was lost ({}); {}",
                     crate::error_chain(&failure.error),
                     match pipeline {
-                        Some(_) => "connected again, the batch goes again",
-                        None => "the batch goes again, and the rest, on the plain path",
+                        Some(_) => "connected again, the batch goes again".to_string(),
+                        None => format!(
+                            "the batch goes again on the plain path, and the pipelined \
+                             connection is tried again every {}",
+                            humantime::format_duration(PIPELINE_RETRY_EVERY)
+                        ),
                     }
                 ));
                 match pipeline.as_mut() {
@@ -1027,6 +1046,18 @@ async fn apply_sql(
         }
     }
     Ok(outcome)
+}
+
+/// The handler's pipelined connections made again, within --connect-timeout; `None` when
+/// they cannot be.
+async fn reconnect_pipeline(job: &SqlJob<'_>) -> Option<PgPipeline> {
+    let url = job.store.url.connect_url();
+    let limit = job.store.pool().options().get_acquire_timeout();
+    let connect = PgPipeline::connect(url, job.statements);
+    tokio::time::timeout(limit, connect)
+        .await
+        .ok()
+        .and_then(Result::ok)
 }
 
 /// The error that stops a run whose database went away: what became of the batch, and that
