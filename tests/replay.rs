@@ -2672,36 +2672,28 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, outage: Outage) {
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
 }
 
-async fn a_replay_whose_sessions_are_ended_connects_again(backend: Backend) {
-    a_replay_whose_sessions_are_ended(backend, Outage::SessionsEnded).await;
-}
-
-async fn a_replay_whose_logins_are_refused_stops_whole(backend: Backend) {
-    a_replay_whose_sessions_are_ended(backend, Outage::LoginsRefused).await;
-}
-
 /// The two servers: SQLite has no sessions to end.
 mod a_replay_whose_database_goes {
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn away_connects_again_on_postgres() {
-        a_replay_whose_sessions_are_ended_connects_again(Backend::Postgres).await;
+        a_replay_whose_sessions_are_ended(Backend::Postgres, Outage::SessionsEnded).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn away_connects_again_on_mysql() {
-        a_replay_whose_sessions_are_ended_connects_again(Backend::Mysql).await;
+        a_replay_whose_sessions_are_ended(Backend::Mysql, Outage::SessionsEnded).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn on_refusing_logins_stops_whole_on_postgres() {
-        a_replay_whose_logins_are_refused_stops_whole(Backend::Postgres).await;
+        a_replay_whose_sessions_are_ended(Backend::Postgres, Outage::LoginsRefused).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn on_refusing_logins_stops_whole_on_mysql() {
-        a_replay_whose_logins_are_refused_stops_whole(Backend::Mysql).await;
+        a_replay_whose_sessions_are_ended(Backend::Mysql, Outage::LoginsRefused).await;
     }
 
     /// The pipelined connections cannot be made at once, so the plain path takes the

@@ -942,18 +942,12 @@ async fn apply_pipelined(
             )
         })
     };
-    // The pipeline's connections do not come back once lost: that is the caller's to mend.
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match pipeline.run(consumer, topic, &rows, next, values).await {
-            Ok(new) => return Ok(new),
-            Err(failure) if failure.transient && attempt < TRANSIENT_RETRIES => {
-                tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
-            }
-            Err(failure) => return Err(failure),
-        }
-    }
+    // The pipeline's connections do not come back once lost: that is the caller's to mend,
+    // so a lost connection gets one attempt here.
+    retried(job.output, 1, async || {
+        pipeline.run(consumer, topic, &rows, next, values).await
+    })
+    .await
 }
 
 /// How often handler connections that were lost, and could not be made again at once, are
@@ -1090,7 +1084,7 @@ async fn processed_ids(
     consumer: &str,
     ids: &[&str],
 ) -> anyhow::Result<HashSet<String>> {
-    retried(output, async || {
+    retried(output, CONNECTION_ATTEMPTS, async || {
         store
             .processed_ids(consumer, ids)
             .await
@@ -1117,10 +1111,11 @@ const CONNECTION_ATTEMPTS: u32 = 3;
 const CONNECTION_PAUSE: Duration = Duration::from_secs(1);
 
 /// Runs `attempt` until it passes or fails for good: a deadlock or a busy database up to
-/// TRANSIENT_RETRIES times, a lost or refused connection up to CONNECTION_ATTEMPTS times
+/// TRANSIENT_RETRIES times, a lost or refused connection up to `connection_attempts` times
 /// (`-v` says so), anything else once.
 async fn retried<T>(
     output: &Output,
+    connection_attempts: u32,
     mut attempt: impl AsyncFnMut() -> Result<T, BatchError>,
 ) -> Result<T, BatchError> {
     let (mut transient, mut lost) = (0, 0);
@@ -1131,11 +1126,11 @@ async fn retried<T>(
                 transient += 1;
                 tokio::time::sleep(Duration::from_millis(10 * u64::from(transient))).await;
             }
-            Err(failure) if failure.connection_lost && lost + 1 < CONNECTION_ATTEMPTS => {
+            Err(failure) if failure.connection_lost && lost + 1 < connection_attempts => {
                 lost += 1;
                 output.debug(format!(
                     "the connection to the database was lost or refused ({}); trying again in \
-                     {} ({} of {CONNECTION_ATTEMPTS})",
+                     {} ({} of {connection_attempts})",
                     crate::error_chain(&failure.error),
                     humantime::format_duration(CONNECTION_PAUSE),
                     lost + 1
@@ -1145,6 +1140,30 @@ async fn retried<T>(
             Err(failure) => return Err(failure),
         }
     }
+}
+
+/// `work` in one write transaction on a connection of the pool: committed when it passes,
+/// rolled back when anything fails.
+async fn in_write_transaction<T>(
+    store: &Store,
+    work: impl AsyncFnOnce(&mut sqlx::pool::PoolConnection<Any>) -> Result<T, BatchError>,
+) -> Result<T, BatchError> {
+    let mut conn = store.acquire().await.map_err(BatchError::from_anyhow)?;
+    conn.execute(store.dialect.begin_write)
+        .await
+        .map_err(BatchError::from_sqlx)?;
+    let result = match work(&mut conn).await {
+        Ok(value) => conn
+            .execute("COMMIT")
+            .await
+            .map(|_| value)
+            .map_err(BatchError::from_sqlx),
+        Err(failure) => Err(failure),
+    };
+    if result.is_err() {
+        let _ = conn.execute("ROLLBACK").await;
+    }
+    result
 }
 
 struct SqlJob<'a> {
@@ -1161,31 +1180,13 @@ impl SqlJob<'_> {
     /// One transaction: the inbox rows of `indexes`, then the handler for the new ones.
     /// Returns the indexes that were new. See [`retried`] for what is tried again.
     async fn run(&self, indexes: &[usize]) -> Result<HashSet<usize>, BatchError> {
-        retried(self.output, async || self.attempt(indexes).await).await
-    }
-
-    async fn attempt(&self, indexes: &[usize]) -> Result<HashSet<usize>, BatchError> {
-        let mut conn = self
-            .store
-            .acquire()
+        retried(self.output, CONNECTION_ATTEMPTS, async || {
+            in_write_transaction(self.store, async |conn| {
+                self.in_transaction(conn, indexes).await
+            })
             .await
-            .map_err(BatchError::from_anyhow)?;
-        conn.execute(self.store.dialect.begin_write)
-            .await
-            .map_err(BatchError::from_sqlx)?;
-        let result = self.in_transaction(&mut conn, indexes).await;
-        let result = match result {
-            Ok(new) => conn
-                .execute("COMMIT")
-                .await
-                .map(|_| new)
-                .map_err(BatchError::from_sqlx),
-            Err(failure) => Err(failure),
-        };
-        if result.is_err() {
-            let _ = conn.execute("ROLLBACK").await;
-        }
-        result
+        })
+        .await
     }
 
     async fn in_transaction(
@@ -1701,19 +1702,14 @@ async fn apply_exec(
         }
     }
     if !ok.is_empty() {
-        let recorded = retried(output, async || {
-            let mut conn = store.acquire().await.map_err(BatchError::from_anyhow)?;
-            conn.execute(store.dialect.begin_write)
-                .await
-                .map_err(BatchError::from_sqlx)?;
-            let result = match insert_new(store, &mut conn, consumer, topic, &ok).await {
-                Ok(_) => conn.execute("COMMIT").await.map(|_| ()),
-                Err(error) => Err(error),
-            };
-            if result.is_err() {
-                let _ = conn.execute("ROLLBACK").await;
-            }
-            result.map_err(BatchError::from_sqlx)
+        let recorded = retried(output, CONNECTION_ATTEMPTS, async || {
+            in_write_transaction(store, async |conn| {
+                insert_new(store, conn, consumer, topic, &ok)
+                    .await
+                    .map(|_| ())
+                    .map_err(BatchError::from_sqlx)
+            })
+            .await
         })
         .await;
         if let Err(failure) = recorded {
