@@ -2258,6 +2258,93 @@ async fn with_on_error_skip_two_poison_messages_in_a_row_are_both_skipped() {
     assert_eq!(recorded, [id(2), id(3), id(4)]);
 }
 
+/// Answers are matched to messages by their order. A handler out of step with them (an
+/// answer given twice, one naming another event) would have one message's answer taken for
+/// another's, a refused event recorded: the run stops with nothing of the batch recorded,
+/// under --on-error skip too. One that prints lines of its own on every message is stopped
+/// by the rule of three handlers in a row, not run to the end with nothing recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_handler_out_of_step_with_the_messages_stops_the_run() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let out_of_step = "answers are matched to messages by their order, so none of this \
+                       batch's answers can be trusted: nothing of the batch is recorded, and \
+                       the run stops (the program must print exactly one line per message on \
+                       stdout; log to stderr)";
+    let twice = {
+        let mut events = deposits("t", 1, 4);
+        events[0].payload["twice"] = json!(true);
+        events[1].payload["refuse"] = json!(true);
+        events
+    };
+    let named = {
+        let mut events = deposits("n", 1, 4);
+        events[2].payload["answer_for"] = json!("someone-else");
+        events
+    };
+    for (events, on_error, error) in [
+        (
+            &twice,
+            "stop",
+            format!("error: the exec handler printed a line no message asked for: '{{\"ok\": true}}'; {out_of_step}"),
+        ),
+        (
+            &twice,
+            "skip",
+            format!("error: the exec handler printed a line no message asked for: '{{\"ok\": true}}'; {out_of_step}"),
+        ),
+        (
+            &named,
+            "skip",
+            format!(
+                "error: the exec handler answered 0:2 (event {}) for event \"someone-else\"; {out_of_step}",
+                named[2].id.clone().unwrap()
+            ),
+        ),
+    ] {
+        let topic = topic(1).await;
+        produce(&topic, events).await;
+        let (command, effects, _) = exec_handler(&db, 0.0);
+        let run = replay(&db, &topic, "mailer", &["--exec", &command, "--on-error", on_error]);
+        let run = run.code(1);
+        assert_eq!(run.stderr.lines().last(), Some(error.as_str()), "{}", run.stderr);
+        assert_eq!(totals(&run.json()), (0, 0, 0, 0, 0));
+        assert!(!lines(&effects).is_empty());
+        assert_eq!(inbox(&mut db, "mailer").await, []);
+    }
+
+    let topic = topic(1).await;
+    let mut chatty = deposits("c", 1, 5);
+    for event in &mut chatty {
+        event.payload["chatty"] = json!(true);
+    }
+    produce(&topic, &chatty).await;
+    let (command, effects, _) = exec_handler(&db, 0.0);
+    let effects_before = lines(&effects).len();
+    let run = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", &command, "--on-error", "skip"],
+    );
+    let run = run.code(1);
+    let error = format!(
+        "error: the exec handler answered 0:2 with 'handling {}', not a JSON object like \
+         {{\"ok\":true}} (it must print one line per message on stdout; log to stderr); 3 \
+         handlers in a row failed before answering anything, so the run stops (--on-error \
+         skip skips a message, not a handler that cannot run)",
+        chatty[2].id.clone().unwrap()
+    );
+    assert_eq!(
+        run.stderr.lines().last(),
+        Some(error.as_str()),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(lines(&effects).len() - effects_before, 3);
+    assert_eq!(inbox(&mut db, "mailer").await, []);
+}
+
 /// A program that fails whatever it is sent ends the run under --on-error skip too: at once
 /// when the shell cannot start it, and when it can, once three handlers in a row have failed
 /// before answering anything. It is not skipped message by message.

@@ -1455,6 +1455,7 @@ async fn ask_exec(
     let deadline = exec
         .timeout
         .map(|timeout| tokio::time::Instant::now() + timeout);
+    unasked_line(exec).await?;
     let mut line = message.to_json(topic).to_string();
     line.push('\n');
     let write = async {
@@ -1478,14 +1479,66 @@ async fn ask_exec(
         }
         Err(error) => return Err(anyhow!(error).context("could not read the exec handler's reply")),
     };
-    exec.answered = true;
-    serde_json::from_str(&reply).map_err(|_| {
+    let reply: Value = serde_json::from_str(&reply).map_err(|_| {
         anyhow!(
-            "the exec handler answered {}:{} with '{reply}', not a JSON object like {{\"ok\":true}}",
+            "the exec handler answered {}:{} with '{}', not a JSON object like \
+             {{\"ok\":true}} (it must print one line per message on stdout; log to stderr)",
             message.partition,
-            message.offset
+            message.offset,
+            crate::output::printable(&reply)
         )
-    })
+    })?;
+    // An answer that names another event is out of step with the messages.
+    if let Some(named) = reply.get("event_id") {
+        if named.as_str() != message.event_id.as_deref() {
+            return Err(OutOfStep(format!(
+                "the exec handler answered {}:{} (event {}) for event {named}",
+                message.partition,
+                message.offset,
+                crate::output::shown_id(message.event_id.as_deref().unwrap_or(""))
+            ))
+            .into());
+        }
+    }
+    // Only a JSON answer shows that the program runs: one that prints anything else on
+    // every message is at fault, not the messages (see restart_exec).
+    exec.answered = true;
+    Ok(reply)
+}
+
+/// The exec handler's answers are out of step with the messages sent: a line nobody asked
+/// for, or an answer naming another event. Answers are matched to messages by their order, so
+/// none of the batch's can be trusted: the run stops, with nothing of the batch recorded.
+#[derive(Debug)]
+struct OutOfStep(String);
+
+impl std::fmt::Display for OutOfStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; answers are matched to messages by their order, so none of this batch's \
+             answers can be trusted: nothing of the batch is recorded, and the run stops \
+             (the program must print exactly one line per message on stdout; log to stderr)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for OutOfStep {}
+
+/// An error when the handler has a line ready that no message asked for (a second answer to
+/// the message before, say). Looks without waiting: a line still on its way is caught by the
+/// next look, or by the event id in an answer that carries one.
+async fn unasked_line(exec: &mut ExecHandler) -> anyhow::Result<()> {
+    // Polled once: `next_line` is cancel-safe, so a partial line stays buffered.
+    match tokio::time::timeout(Duration::ZERO, exec.replies.next_line()).await {
+        Ok(Ok(Some(line))) => Err(OutOfStep(format!(
+            "the exec handler printed a line no message asked for: '{}'",
+            crate::output::printable(&line)
+        ))
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 /// `future`'s output, or `None` if the deadline came first.
@@ -1661,6 +1714,10 @@ async fn apply_exec(
         }
         let reply = match ask_exec(exec, message, topic).await {
             Ok(reply) => reply,
+            Err(error) if error.is::<OutOfStep>() => {
+                end_exec(exec).await;
+                return Err(error);
+            }
             Err(error) if !skip => {
                 stopped = Some(error);
                 break;
@@ -1699,6 +1756,13 @@ async fn apply_exec(
                 ),
             };
             outcome.failed.push((index, error));
+        }
+    }
+    // A last answer given twice shows only now. A handler that failed is past asking.
+    if stopped.is_none() {
+        if let Err(error) = unasked_line(exec).await {
+            end_exec(exec).await;
+            return Err(error);
         }
     }
     if !ok.is_empty() {
