@@ -155,6 +155,23 @@ mod tests {
         );
     }
 
+    /// A number is taken as written: ids beyond 64 bits must not meet in a float, where
+    /// 12345678901234567890123 and …124 are one value.
+    #[test]
+    fn a_number_is_the_id_as_written() {
+        let id = |body: &[u8]| extract("json:/id", None, body);
+        assert_eq!(
+            id(br#"{"id":12345678901234567890123}"#).as_deref(),
+            Some("12345678901234567890123")
+        );
+        assert_eq!(
+            id(br#"{"id":12345678901234567890124}"#).as_deref(),
+            Some("12345678901234567890124")
+        );
+        assert_eq!(id(br#"{"id":42.0}"#).as_deref(), Some("42.0"));
+        assert_eq!(id(br#"{"id":-7}"#).as_deref(), Some("-7"));
+    }
+
     #[test]
     fn default_prefers_the_header_then_the_body() {
         let body = br#"{"event_id":"from-body"}"#;

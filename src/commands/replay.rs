@@ -1025,7 +1025,21 @@ async fn apply_sql(
     }
     let mut outcome = Outcome::default();
     for index in 0..batch.len() {
-        match job.run(&[index]).await {
+        // On the path the batch took: the pipeline types each parameter from the statement,
+        // which the plain path cannot, so a message that goes there would fail there alone.
+        let one = match pipeline.as_mut() {
+            Some(lanes) => {
+                let alone = SqlJob {
+                    batch: &batch[index..=index],
+                    ..job
+                };
+                apply_pipelined(lanes, &alone, None)
+                    .await
+                    .map(|new| new.into_iter().map(|_| index).collect())
+            }
+            None => job.run(&[index]).await,
+        };
+        match one {
             Ok(new) => {
                 let one = split(&[index], &new);
                 outcome.processed.extend(one.processed);
@@ -1166,6 +1180,7 @@ async fn in_write_transaction<T>(
     result
 }
 
+#[derive(Clone, Copy)]
 struct SqlJob<'a> {
     store: &'a Store,
     statements: &'a [Statement],

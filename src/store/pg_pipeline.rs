@@ -654,8 +654,19 @@ where
         for prepared in handler {
             let mut params = Vec::with_capacity(prepared.names.len());
             for (name, kind) in prepared.names.iter().zip(&prepared.kinds) {
-                let value =
+                let mut value =
                     values(index, name).map_err(|e| BatchError::final_error(anyhow::anyhow!(e)))?;
+                // The payload is the text read from Kafka: a json or jsonb parameter takes the
+                // JSON it holds, not that text as a JSON string.
+                if let (Kind::Json, "payload", Value::String(text)) = (kind, name.as_str(), &value) {
+                    value = serde_json::from_str(text).map_err(|e| {
+                        BatchError::final_error(anyhow::anyhow!(
+                            "message {}:{}: :payload is not JSON ({e}), for a json parameter",
+                            row.1,
+                            row.2
+                        ))
+                    })?;
+                }
                 params.push(convert(&value, *kind).map_err(|e| {
                     BatchError::final_error(anyhow::anyhow!(
                         "message {}:{}: :{name}: {e}",
