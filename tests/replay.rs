@@ -1462,6 +1462,67 @@ async fn a_poison_message_fails_alone(backend: Backend) {
     );
 }
 
+/// On PostgreSQL the handler's connections type each parameter from the statement. The
+/// payload goes into a jsonb column as the JSON it holds, not as a JSON string. And when one
+/// message fails a batch, the others go again on those connections, one at a time, so the
+/// jsonb parameter that the batch took there does not fail them on the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jsonb_payload_is_json_and_a_bad_message_fails_alone_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "CREATE TABLE deposit_log (event_id text PRIMARY KEY, payload jsonb NOT NULL, \
+         amount int NOT NULL CHECK (amount > 0))",
+    )
+    .await;
+    let topic = topic(1).await;
+    let mut events = deposits("j", 1, 6);
+    events[3] = deposit(0, "j-p0-3", 1, -5);
+    produce(&topic, &events).await;
+    let handler = write(
+        &db,
+        "log.sql",
+        "INSERT INTO deposit_log (event_id, payload, amount) VALUES (:event_id, :payload, :amount);",
+    );
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "6", "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&run.json()), (6, 5, 0, 1, 0), "{}", run.stderr);
+    let failed: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: 0:"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{}", run.stderr);
+    assert!(
+        failed[0].starts_with("warning: 0:3 (event j-p0-3): "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        failed[0].contains("deposit_log_amount_check"),
+        "{}",
+        run.stderr
+    );
+    let pool = db.pool().await;
+    let stored: Vec<(String, String, i32)> = sqlx::query_as(
+        "SELECT event_id, jsonb_typeof(payload), (payload->>'amount')::int \
+         FROM deposit_log ORDER BY event_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let expected: Vec<(String, String, i32)> = [0, 1, 2, 4, 5]
+        .iter()
+        .map(|&n| (format!("j-p0-{n}"), "object".to_string(), n + 1))
+        .collect();
+    assert_eq!(stored, expected);
+}
+
 async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     setup(&mut db).await;

@@ -658,7 +658,8 @@ where
                     values(index, name).map_err(|e| BatchError::final_error(anyhow::anyhow!(e)))?;
                 // The payload is the text read from Kafka: a json or jsonb parameter takes the
                 // JSON it holds, not that text as a JSON string.
-                if let (Kind::Json, "payload", Value::String(text)) = (kind, name.as_str(), &value) {
+                if let (Kind::Json, "payload", Value::String(text)) = (kind, name.as_str(), &value)
+                {
                     value = serde_json::from_str(text).map_err(|e| {
                         BatchError::final_error(anyhow::anyhow!(
                             "message {}:{}: :payload is not JSON ({e}), for a json parameter",
