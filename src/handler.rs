@@ -137,7 +137,10 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
     }
     finish(&mut sql, &mut params, &mut statements);
     if statements.is_empty() {
-        bail!("the handler SQL file holds no statement");
+        // A file given by mistake (an empty one, comments only): nothing was run yet.
+        return Err(crate::error::usage(
+            "the handler SQL file holds no statement",
+        ));
     }
     Ok(statements)
 }

@@ -1462,6 +1462,58 @@ async fn a_poison_message_fails_alone(backend: Backend) {
     );
 }
 
+/// A handler statement that cannot be prepared (a syntax error, a table that is not there)
+/// would fail every message, and under --on-error skip dead-letter them all: the run stops
+/// before it reads anything, and so does its dry run. A file with no statement is a usage
+/// error.
+async fn a_handler_that_cannot_be_prepared_stops_before_reading(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    produce(&topic, &deposits("s", 1, 3)).await;
+    let dead = db.dir.path().join("dead.jsonl");
+    let dead = dead.to_str().unwrap();
+    for (sql, wrong) in [
+        (
+            "INSERT INTO ledger (event_id, account, amount) VALUES (:event_id, :account, :amount);\n\
+             INSERT INTO ledger (event_id) VALUS (:event_id);\n",
+            "VALUS",
+        ),
+        (
+            "UPDATE no_such_table SET balance = balance + :amount WHERE id = :account;\n",
+            "no_such_table",
+        ),
+    ] {
+        let handler = write(&db, "broken.sql", sql);
+        for dry_run in [false, true] {
+            let mut args = vec!["--sql", &handler, "--on-error", "skip", "--dead-letter", dead];
+            if dry_run {
+                args.push("--dry-run");
+            }
+            let run = replay(&db, &topic, "billing", &args).code(1);
+            let statement = if wrong == "VALUS" { 2 } else { 1 };
+            let expected = format!(
+                "error: statement {statement} of the SQL handler {handler} cannot be prepared, \
+                 so every message would fail on it; nothing was read: "
+            );
+            assert!(run.stderr.starts_with(&expected), "{}", run.stderr);
+            assert!(run.stderr.contains(wrong), "{}", run.stderr);
+            assert_eq!(run.stdout, "");
+        }
+    }
+    assert!(!std::path::Path::new(dead).exists());
+    assert_eq!(inbox_count(&mut db).await, 0);
+    assert_eq!(db.count("ledger").await, 0);
+
+    let empty = write(&db, "empty.sql", "-- nothing yet\n");
+    let run = replay(&db, &topic, "billing", &["--sql", &empty]).code(2);
+    assert_eq!(
+        run.stderr,
+        format!("error: in {empty}: the handler SQL file holds no statement\n")
+    );
+}
+
 /// On PostgreSQL the handler's connections type each parameter from the statement. The
 /// payload goes into a jsonb column as the JSON it holds, not as a JSON string. And when one
 /// message fails a batch, the others go again on those connections, one at a time, so the
@@ -3497,6 +3549,7 @@ async fn built_in_values_reach_the_handler(backend: Backend) {
 }
 
 each_backend!(
+    a_handler_that_cannot_be_prepared_stops_before_reading,
     built_in_values_reach_the_handler,
     a_partly_processed_range_applies_only_the_rest,
     replaying_twice_applies_each_effect_once,

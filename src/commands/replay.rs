@@ -257,15 +257,22 @@ async fn replay(
             )));
         }
     }
+    // Checked in a dry run too: it says whether the real run could go.
+    let statements = match &args.sql {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("could not read the SQL handler {}", path.display()))?;
+            let statements = handler::parse(&text, store.dialect)
+                .with_context(|| format!("in {}", path.display()))?;
+            check_statements(store, &statements, path).await?;
+            Some(statements)
+        }
+        None => None,
+    };
     let mut handler = if args.dry_run {
         Handler::DryRun
-    } else if let Some(path) = &args.sql {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("could not read the SQL handler {}", path.display()))?;
-        Handler::Sql(
-            handler::parse(&text, store.dialect)
-                .with_context(|| format!("in {}", path.display()))?,
-        )
+    } else if let Some(statements) = statements {
+        Handler::Sql(statements)
     } else if let Some(command) = &args.exec {
         Handler::Exec(Box::new(start_exec(command, args.handler_timeout)?))
     } else {
@@ -1036,6 +1043,20 @@ async fn apply_sql(
                 apply_pipelined(lanes, &alone, None)
                     .await
                     .map(|new| new.into_iter().map(|_| index).collect())
+                    // The server's errors say where, as on the plain path; the message's
+                    // own (a missing value) already do.
+                    .map_err(
+                        |failure| match failure.error.is::<tokio_postgres::Error>() {
+                            true => BatchError {
+                                error: failure.error.context(format!(
+                                    "handler statement failed on {}:{}",
+                                    batch[index].partition, batch[index].offset
+                                )),
+                                ..failure
+                            },
+                            false => failure,
+                        },
+                    )
             }
             None => job.run(&[index]).await,
         };
@@ -1309,6 +1330,44 @@ async fn insert_new(
             .bind(message.offset);
     }
     Ok(query.fetch_all(&mut **conn).await?.into_iter().collect())
+}
+
+/// Before anything is read, each handler statement is prepared on the server: one that
+/// cannot be (a syntax error, a table or column that is not there) would fail every message,
+/// and under --on-error skip skip them all. PostgreSQL cannot always type a parameter without
+/// values (`SELECT :x`); such a statement is left to run, where its values type it.
+async fn check_statements(
+    store: &Store,
+    statements: &[Statement],
+    path: &Path,
+) -> anyhow::Result<()> {
+    use sqlx::Executor;
+    let mut conn = store.pool().acquire().await?;
+    for (number, statement) in statements.iter().enumerate() {
+        let Err(error) = (&mut *conn).prepare(statement.sql.as_str()).await else {
+            continue;
+        };
+        let failure = BatchError::from_sqlx(error);
+        if failure.connection_lost {
+            return Err(failure.error);
+        }
+        // Only the server's refusal counts: the generic driver's own limits (a column of a
+        // type it does not map, such as numeric) do not stop the statement from running.
+        let refused = matches!(
+            failure.error.downcast_ref::<sqlx::Error>(),
+            Some(sqlx::Error::Database(database)) if database.code().as_deref() != Some("42P18")
+        );
+        if !refused {
+            continue;
+        }
+        return Err(failure.error.context(format!(
+            "statement {} of the SQL handler {} cannot be prepared, so every message would \
+             fail on it; nothing was read",
+            number + 1,
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Before anything is read: an empty --exec is a usage error, and a program given as a path
