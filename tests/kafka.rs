@@ -1832,6 +1832,84 @@ async fn compare_by_offset_says_which_lost_messages_have_no_event_id() {
     );
 }
 
+/// Produces a message whose payload carries no event id to partition 0 of `topic`.
+async fn produce_without_id(broker: &Broker, topic: &str) {
+    let producer: rdkafka::producer::FutureProducer = broker.config().create().unwrap();
+    producer
+        .send(
+            rdkafka::producer::FutureRecord::<str, str>::to(topic)
+                .partition(0)
+                .payload("not json"),
+            std::time::Duration::from_secs(30),
+        )
+        .await
+        .expect("produce");
+}
+
+/// With and without `--scan`, a committed message without an event id is decided by its
+/// offset: the one with an inbox row there was processed, the one without is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_scan_decides_messages_without_an_event_id_by_their_offset() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 1).await;
+    // Offsets 0 and 3 carry ids; 1 and 2 do not, and only 1 has a row.
+    let mut delivered = broker.produce(&topic, &[(0, format!("{topic}-0"))]).await;
+    produce_without_id(broker, &topic).await;
+    produce_without_id(broker, &topic).await;
+    delivered.extend(broker.produce(&topic, &[(0, format!("{topic}-3"))]).await);
+    rows_except(&mut db, &group, &topic, &delivered, 0, |_| false).await;
+    let now = chrono::Utc::now();
+    db.insert_rows(&[row(&group, "unnamed-1", Some((&topic, 0, 1)), now)])
+        .await;
+    broker.commit(&group, &topic, &[(0, 4)]);
+
+    let table = |scan: bool| {
+        let mut args = vec!["compare", "-g", &group, "-t", &topic];
+        if scan {
+            args.push("--scan");
+        }
+        inboxctl(&db, broker, &args).code(3)
+    };
+    let body = "\
+┌───────────┬───────────┬───────────┬─────────┬────────────┬──────────────────┬─────────┬──────┬─────────┐
+│ PARTITION ┆ COMMITTED ┆ LOG-START ┆ LOG-END ┆ INBOX ROWS ┆ MAX INBOX OFFSET ┆ PENDING ┆ LOST ┆ ORPHANS │
+╞═══════════╪═══════════╪═══════════╪═════════╪════════════╪══════════════════╪═════════╪══════╪═════════╡
+│         0 ┆         4 ┆         0 ┆       4 ┆          3 ┆                3 ┆       0 ┆    1 ┆       0 │
+└───────────┴───────────┴───────────┴─────────┴────────────┴──────────────────┴─────────┴──────┴─────────┘
+Lost in partition 0 (committed, never processed): 2 (no event id)
+";
+    let by_offset = table(false);
+    assert_eq!(
+        by_offset.stdout,
+        format!(
+            "Group '{group}' (Empty) against inbox consumer '{group}' on topic '{topic}'\n{body}\
+             1 message(s) in partition 0 carry no event id\n\
+             FINDINGS: 1 lost, 0 orphaned; 0 pending redelivery; 0 duplicate event id(s) (duplicate event ids need --scan)\n"
+        )
+    );
+    let scanned = table(true);
+    assert_eq!(
+        scanned.stdout,
+        format!(
+            "Group '{group}' (Empty) against inbox consumer '{group}' on topic '{topic}', 4 messages scanned\n{body}\
+             2 message(s) in partition 0 carry no event id\n\
+             FINDINGS: 1 lost, 0 orphaned; 0 pending redelivery; 0 duplicate event id(s)\n"
+        )
+    );
+    assert_eq!(scanned.stderr, "");
+    for scan in [false, true] {
+        let json = compare_json(&db, broker, &group, &topic, scan, 3);
+        assert_eq!(
+            json["partitions"][0]["lost"],
+            serde_json::json!([{"partition": 0, "offset": 2, "event_id": null}]),
+            "scan: {scan}"
+        );
+    }
+}
+
 /// compare ends every session it opens as the protocol asks, with and without --scan (whose
 /// load of the inbox's ids has a connection of its own on PostgreSQL), and after an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1622,6 +1622,42 @@ impl Store {
         Ok(offsets)
     }
 
+    /// Which of `offsets` hold a row of the consumer at one topic partition, ascending, each
+    /// once. One query per call: callers pass chunks of at most a few thousand offsets.
+    pub async fn offsets_with_rows(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        offsets: &[i64],
+    ) -> anyhow::Result<Vec<i64>> {
+        if offsets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT {} FROM {INBOX_TABLE} WHERE ",
+            (d.bigint)(&offset)
+        ));
+        self.push_partition_filter(&mut sql);
+        sql.push(&format!(" AND {offset} IN ("))
+            .params(offsets.len())
+            .push(&format!(") ORDER BY {offset}"));
+        let text = sql.build();
+        let mut query = bind_partition(sqlx::query_scalar(&text), consumer, topic, partition);
+        for at in offsets {
+            query = query.bind(*at);
+        }
+        let mut found: Vec<i64> = query
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))?;
+        found.dedup();
+        Ok(found)
+    }
+
     /// Writes the filter whose parameters [`bind_coordinates`] binds.
     fn push_coordinates_filter(&self, sql: &mut SqlBuilder, bounded: bool) {
         let offset = self.dialect.quote("offset");
