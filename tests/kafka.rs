@@ -1045,6 +1045,43 @@ async fn compare_takes_every_topic_the_group_committed_on() {
     );
 }
 
+/// Inbox rows of a topic the brokers do not have (deleted, or of another cluster) are told
+/// apart from those of a topic the group never committed on: `--topic` cannot compare them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_tells_topics_missing_from_the_brokers_apart() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let group = unique("billing");
+    let (orders, audit, gone) = (unique("a-orders"), unique("b-audit"), unique("c-gone"));
+    for topic in [&orders, &audit] {
+        broker.create_topic(topic, 1).await;
+        broker.produce(topic, &events(topic, 1, 2)).await;
+    }
+    for topic in [&orders, &audit, &gone] {
+        for offset in 0..2 {
+            let event_id = format!("{topic}-p0-{offset}");
+            extra_row(&mut db, &group, topic, &event_id, (0, offset)).await;
+        }
+    }
+    broker.commit(&group, &orders, &[(0, 2)]);
+
+    let run = inboxctl(&db, broker, &["compare", "-g", &group, "--format", "json"]).ok();
+    let json = run.json();
+    assert_eq!(
+        (&json["uncompared_topics"], &json["missing_topics"]),
+        (&serde_json::json!([audit]), &serde_json::json!([gone]))
+    );
+    assert_eq!(
+        run.stderr,
+        format!(
+            "warning: the inbox of consumer '{group}' holds rows of topic '{audit}', where group '{group}' has no committed offsets, so they were not compared (the group never committed there, or its offsets expired); name them with --topic to compare them\n\
+             warning: the inbox of consumer '{group}' holds rows of topic '{gone}', which does not exist on {}: rows left from a deleted topic or another cluster\n",
+            broker.address
+        )
+    );
+}
+
 /// After a prune, each topic is checked from its own first offset that the prune could not
 /// have reached: here `old`'s first four messages are ten days old, `new`'s are all recent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

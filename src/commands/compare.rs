@@ -174,6 +174,9 @@ pub struct Comparison {
     /// Without `--topic`: the topics the consumer has inbox rows of where the group has no
     /// committed offsets, which were not compared; in name order.
     pub uncompared_topics: Vec<String>,
+    /// Without `--topic`: the topics the consumer has inbox rows of that do not exist on the
+    /// brokers (deleted, or of another cluster), not compared; in name order.
+    pub missing_topics: Vec<String>,
 }
 
 /// What `compare_topics` found, before the totals.
@@ -186,6 +189,7 @@ struct Compared {
     pruned_before: Option<DateTime<Utc>>,
     topics: Vec<(String, TopicComparison)>,
     uncompared: Vec<String>,
+    missing: Vec<String>,
 }
 
 /// Topics named in a message at most; JSON lists them all.
@@ -270,6 +274,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         pruned_before,
         topics,
         uncompared,
+        missing,
     } = compared?;
 
     let mut comparison = Comparison {
@@ -287,6 +292,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         messages_scanned: 0,
         scanned_per_topic: Vec::new(),
         uncompared_topics: uncompared,
+        missing_topics: missing,
     };
     // Said after the report, which they qualify.
     let mut warnings = Vec::new();
@@ -304,6 +310,18 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             comparison.consumer,
             quoted_list(&comparison.uncompared_topics),
             comparison.group
+        ));
+    }
+    if !comparison.missing_topics.is_empty() {
+        let (which, left) = match comparison.missing_topics.len() {
+            1 => ("which does not", "a deleted topic"),
+            _ => ("which do not", "deleted topics"),
+        };
+        warnings.push(format!(
+            "the inbox of consumer '{}' holds rows of {}, {which} exist on {}: rows left from {left} or another cluster",
+            comparison.consumer,
+            quoted_list(&comparison.missing_topics),
+            kafka.brokers()
         ));
     }
     for (topic, found) in topics {
@@ -402,6 +420,7 @@ async fn compare_topics(
             state,
             partitions: offsets,
             unlisted,
+            cluster_topics,
         },
         group_client,
     ) = group
@@ -413,17 +432,28 @@ async fn compare_topics(
         by_topic.entry(p.topic.clone()).or_default().push(p);
     }
     // In the order of `by_topic`'s names, whatever the database's collation.
-    let mut uncompared: Vec<String> = inbox_topics
+    // A topic the brokers do not have cannot be compared, named or not.
+    let (mut uncompared, mut missing): (Vec<String>, Vec<String>) = inbox_topics
         .into_iter()
         .filter(|topic| !by_topic.contains_key(topic))
-        .collect();
+        .partition(|topic| cluster_topics.contains(topic));
     uncompared.sort_unstable();
+    missing.sort_unstable();
     if by_topic.is_empty() {
-        let held = match uncompared.is_empty() {
-            true => String::new(),
-            false => format!(
+        let held = match (uncompared.is_empty(), missing.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => format!(
                 " (the inbox of consumer '{consumer}' holds rows of {})",
                 quoted_list(&uncompared)
+            ),
+            (true, false) => format!(
+                " (the inbox of consumer '{consumer}' holds rows only of {}, not on the brokers)",
+                quoted_list(&missing)
+            ),
+            (false, false) => format!(
+                " (the inbox of consumer '{consumer}' holds rows of {}, and of {}, not on the brokers)",
+                quoted_list(&uncompared),
+                quoted_list(&missing)
             ),
         };
         bail!(
@@ -505,6 +535,7 @@ async fn compare_topics(
         pruned_before,
         topics,
         uncompared,
+        missing,
     })
 }
 

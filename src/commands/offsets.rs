@@ -45,6 +45,9 @@ pub struct GroupOffsets {
     /// Topics left out because the brokers answered their metadata with an error (name,
     /// error); only when all of the group's topics were asked for.
     pub unlisted: Vec<(String, String)>,
+    /// Every topic the cluster has (Kafka's internal topics aside), those of `unlisted`
+    /// included; only when all of the group's topics were asked for, empty otherwise.
+    pub cluster_topics: std::collections::BTreeSet<String>,
 }
 
 /// The group's committed offsets for these topics (all of its topics when empty), with the
@@ -116,10 +119,17 @@ pub fn group_offsets(
             lag: committed.map(|c| (log_end - c).max(0)),
         });
     }
+    let cluster_topics = candidates
+        .iter()
+        .map(|(topic, _)| topic)
+        .chain(unlisted.iter().map(|(topic, _)| topic))
+        .cloned()
+        .collect();
     Ok(GroupOffsets {
         state,
         partitions: rows,
         unlisted,
+        cluster_topics,
     })
 }
 
@@ -143,6 +153,7 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
         state,
         partitions: rows,
         unlisted,
+        ..
     } = block_in_place(|| {
         let client = kafka.group_client(group)?;
         group_offsets(&kafka, &client, group, &args.topic)
