@@ -1082,6 +1082,41 @@ async fn compare_tells_topics_missing_from_the_brokers_apart() {
     );
 }
 
+/// A group the coordinator does not know is an error with `--topic` too (a mistyped group
+/// must not pass for one that committed nothing), and the error names the consumer's topics
+/// in the inbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_of_an_unknown_group_names_the_inbox_topics() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (group, unknown) = (unique("billing"), unique("no-such-group"));
+    let (orders, payments) = (unique("a-orders"), unique("b-payments"));
+    broker.create_topic(&orders, 1).await;
+    for topic in [&orders, &payments] {
+        extra_row(&mut db, &group, topic, &format!("{topic}-0"), (0, 0)).await;
+    }
+    let unknown_group = format!(
+        "error: consumer group '{unknown}' does not exist on {} (no committed offsets, unknown to the coordinator); `inboxctl offsets show` lists the groups there are",
+        broker.address
+    );
+    let with_consumer = ["compare", "-g", &unknown, "--consumer", &group];
+    for named in [&[][..], &["-t", &orders][..]] {
+        let args: Vec<&str> = with_consumer.iter().chain(named).copied().collect();
+        let refused = inboxctl(&db, broker, &args).code(1);
+        assert_eq!(
+            refused.stderr,
+            format!(
+                "{unknown_group} (the inbox of consumer '{group}' holds rows of topics '{orders}', '{payments}')\n"
+            ),
+            "{args:?}"
+        );
+    }
+    // A consumer without rows: nothing to add.
+    let refused = inboxctl(&db, broker, &["compare", "-g", &unknown, "-t", &orders]).code(1);
+    assert_eq!(refused.stderr, format!("{unknown_group}\n"));
+}
+
 /// After a prune, each topic is checked from its own first offset that the prune could not
 /// have reached: here `old`'s first four messages are ten days old, `new`'s are all recent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,7 +27,9 @@ use futures_util::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
-use crate::commands::offsets::{group_offsets, warn_unlisted, GroupOffsets, PartitionOffsets};
+use crate::commands::offsets::{
+    group_offsets, warn_unlisted, GroupOffsets, PartitionOffsets, UnknownGroup,
+};
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::kafka::{read_range, GroupState, Kafka, KafkaClient};
@@ -423,9 +425,31 @@ async fn compare_topics(
             cluster_topics,
         },
         group_client,
-    ) = group
+    ) = match group
         .await
-        .context("reading the group's offsets stopped unexpectedly")??;
+        .context("reading the group's offsets stopped unexpectedly")?
+    {
+        Ok(read) => read,
+        // A mistyped group must not pass for one that committed nothing, `--topic` or not;
+        // the inbox's topics may show what the group is called.
+        Err(error) => match error.downcast::<UnknownGroup>() {
+            Ok(UnknownGroup(message)) => {
+                let mut topics = match (has_coordinates, inbox_topics.is_empty()) {
+                    (true, true) => store.consumer_topics(consumer).await?,
+                    _ => inbox_topics,
+                };
+                topics.sort_unstable();
+                if topics.is_empty() {
+                    bail!("{message}");
+                }
+                bail!(
+                    "{message} (the inbox of consumer '{consumer}' holds rows of {})",
+                    quoted_list(&topics)
+                );
+            }
+            Err(error) => return Err(error),
+        },
+    };
     warn_unlisted(output, &unlisted, "compared");
     let mut by_topic: BTreeMap<String, Vec<PartitionOffsets>> = BTreeMap::new();
     for p in offsets {

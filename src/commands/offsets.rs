@@ -50,6 +50,19 @@ pub struct GroupOffsets {
     pub cluster_topics: std::collections::BTreeSet<String>,
 }
 
+/// The error of [`group_offsets`] for a group the cluster does not know, which callers can
+/// tell apart to say more.
+#[derive(Debug)]
+pub struct UnknownGroup(pub String);
+
+impl std::fmt::Display for UnknownGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnknownGroup {}
+
 /// The group's committed offsets for these topics (all of its topics when empty), with the
 /// log's bounds, read through `client` (a [`Kafka::group_client`] of the group). Fails for a
 /// group the cluster does not know.
@@ -84,10 +97,10 @@ pub fn group_offsets(
         .map(|((topic, _), _)| topic)
         .collect();
     if with_offsets.is_empty() && state.is_unknown() {
-        bail!(
+        return Err(anyhow::Error::new(UnknownGroup(format!(
             "{}; `inboxctl offsets show` lists the groups there are",
             kafka.unknown_group(group)
-        );
+        ))));
     }
     let shown = |topic: &String| !topics.is_empty() || with_offsets.contains(topic);
     let mut by_topic: BTreeMap<&String, Vec<i32>> = BTreeMap::new();
