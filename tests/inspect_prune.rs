@@ -150,6 +150,26 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
     );
 }
 
+/// The header counts rows in words: "1 row", "0 rows".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_counts_one_row_in_the_singular() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let endpoint = format!("SQLite file {}", db.dir.path().join("inbox.db").display());
+    let empty = db.run(&["inspect"]).ok();
+    assert_eq!(
+        empty.stdout,
+        format!("{endpoint}: 0 rows\nThe inbox is empty.\n")
+    );
+    db.insert_rows(&[row("billing", "e1", None, now_ms())])
+        .await;
+    let one = db.run(&["inspect"]).ok();
+    assert_eq!(
+        one.stdout.lines().next(),
+        Some(format!("{endpoint}: 1 row").as_str())
+    );
+}
+
 /// Rows dated ahead of the clock (an application writing local time east of UTC) show how
 /// far ahead they are, count as under 1h old, and are warned of once per consumer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -134,7 +134,7 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         }
         Format::Csv => print_partitions_csv(&partitions, output)?,
         Format::Table => {
-            output.print(format!("{}: {total} rows", store.url.endpoint));
+            output.print(format!("{}: {}", store.url.endpoint, rows(total)));
             if consumers.is_empty() {
                 if args.consumer.is_none() {
                     output.print("The inbox is empty.");
@@ -238,8 +238,9 @@ async fn estimated_summary(
         }))?,
         _ => {
             output.print(format!(
-                "{}: about {total} rows (planner estimate)",
-                store.url.endpoint
+                "{}: about {} (planner estimate)",
+                store.url.endpoint,
+                rows(total)
             ));
             if consumers.is_empty() {
                 if args.consumer.is_none() {
@@ -302,6 +303,14 @@ fn print_prunes<'a>(
                 crate::time::shown_utc(cutoff)
             ));
         }
+    }
+}
+
+/// "1 row", "2 rows".
+fn rows(count: i64) -> String {
+    match count {
+        1 => "1 row".to_string(),
+        n => format!("{n} rows"),
     }
 }
 
