@@ -1441,6 +1441,25 @@ async fn inspect_estimate_reads_the_statistics(backend: Backend) {
             ["billing".to_string(), "60".to_string()]
         );
     }
+    // Where the counts come from, as each backend keeps them: InnoDB needs no ANALYZE.
+    let source = match backend {
+        Backend::Postgres => {
+            Some("Row counts are the planner's estimates as of the table's last ANALYZE; ")
+        }
+        Backend::Mysql => Some(
+            "Row counts are InnoDB's estimates, which the server updates as the table changes; ",
+        ),
+        Backend::Sqlite => None,
+    };
+    if let Some(source) = source {
+        assert_eq!(
+            table.stdout.lines().last(),
+            Some(
+                format!("{source}run without --estimate for exact counts, ages and offset ranges.")
+                    .as_str()
+            ),
+        );
+    }
     let csv = db
         .run(&["inspect", "--estimate", "--format", "csv"])
         .code(2);

@@ -8,7 +8,7 @@ use crate::cli::{Format, InspectArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::output::{or_dash, printable, table, Output};
-use crate::store::{ConsumerStats, CreateMode, PartitionStats, Store, FUTURE_MARGIN};
+use crate::store::{Backend, ConsumerStats, CreateMode, PartitionStats, Store, FUTURE_MARGIN};
 use crate::time::format_age;
 
 /// Labels of the age histogram's five buckets, as shown in tables and as JSON keys.
@@ -272,10 +272,10 @@ async fn estimated_summary(
                     .map(|c| (c.consumer.as_str(), c.pruned_before)),
                 output,
             );
-            output.print(
-                "Row counts are the planner's estimates as of the table's last ANALYZE; \
-                 run without --estimate for exact counts, ages and offset ranges.",
-            );
+            output.print(format!(
+                "{}; run without --estimate for exact counts, ages and offset ranges.",
+                estimates_from(store.backend)
+            ));
         }
     }
     Ok(ExitStatus::Success)
@@ -303,6 +303,22 @@ fn print_prunes<'a>(
                 crate::time::shown_utc(cutoff)
             ));
         }
+    }
+}
+
+/// Where `--estimate`'s row counts come from, and how fresh they are. PostgreSQL's are as
+/// of the last ANALYZE (autovacuum's or by hand); InnoDB updates its own as rows are written
+/// and deleted, so pointing at ANALYZE TABLE there would mislead.
+fn estimates_from(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Postgres => {
+            "Row counts are the planner's estimates as of the table's last ANALYZE"
+        }
+        Backend::Mysql => {
+            "Row counts are InnoDB's estimates, which the server updates as the table changes"
+        }
+        // SQLite keeps no statistics: --estimate counts there.
+        Backend::Sqlite => "Row counts are estimates",
     }
 }
 
@@ -472,6 +488,12 @@ mod tests {
         };
         assert_eq!(age_histogram(&stats), [5, 15, 30, 40, 10]);
         assert_eq!(AGE_LABELS.len(), AGE_BUCKETS.len() + 1);
+    }
+
+    #[test]
+    fn estimates_say_how_each_backend_keeps_them() {
+        assert!(estimates_from(Backend::Postgres).ends_with("as of the table's last ANALYZE"));
+        assert!(!estimates_from(Backend::Mysql).contains("ANALYZE"));
     }
 
     #[test]
