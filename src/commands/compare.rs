@@ -669,9 +669,7 @@ impl TopicCheck<'_> {
                             inbox,
                             consumer,
                             topic,
-                            &offsets,
-                            &checked_from,
-                            self.has_coordinates,
+                            Findings::new(&offsets, &checked_from, self.has_coordinates),
                             output,
                         )
                         .await
@@ -1337,20 +1335,18 @@ struct UndecidedMessage {
 /// Messages held undecided at most, before reading waits for the load (a few tens of MB).
 const UNDECIDED_LIMIT: usize = 500_000;
 
-/// Sorts every message the reader delivers into lost, pending redelivery and duplicates.
+/// Sorts every message the reader delivers into lost, pending redelivery and duplicates,
+/// starting from `findings` (the topic's partitions, see [`Findings::new`]).
 async fn classify(
     mut reader: Reader,
     mut inbox: InboxIds<'_>,
     consumer: &str,
     topic: &str,
-    offsets: &[PartitionOffsets],
-    checked_from: &BTreeMap<i32, i64>,
-    keep_without_id: bool,
+    mut findings: Findings,
     output: &Output,
 ) -> anyhow::Result<Scan> {
     let started = Instant::now();
     let progress = output.progress(Some(reader.total.max(0) as u64), "messages");
-    let mut findings = Findings::new(offsets, checked_from, keep_without_id);
     // Streaming, the map holds the inbox's ids as they arrive as well as where the topic
     // first had each id; asking per chunk, only the latter.
     // Sized up front when the ids stream in: growing it a million entries at a time is
@@ -1997,9 +1993,7 @@ mod tests {
                 InboxIds::Streaming(id_receiver, 7),
                 "billing",
                 "orders",
-                &offsets,
-                &no_prune,
-                false,
+                Findings::new(&offsets, &no_prune, false),
                 &output
             ),
             feeding
