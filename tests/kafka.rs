@@ -1980,6 +1980,34 @@ Lost in partition 0 (committed, never processed): 2 (no event id)
             "scan: {scan}"
         );
     }
+    // Where no message has an id, the offsets still decide; the warning says how.
+    let source = "header:no-such-header";
+    let args = [
+        "compare",
+        "-g",
+        &group,
+        "-t",
+        &topic,
+        "--scan",
+        "--event-id-from",
+        source,
+    ];
+    let no_ids = inboxctl(&db, broker, &args).code(3);
+    assert!(
+        no_ids
+            .stdout
+            .contains("Lost in partition 0 (committed, never processed): 2 (no event id)\n"),
+        "{}",
+        no_ids.stdout
+    );
+    assert_eq!(
+        no_ids.stderr,
+        format!(
+            "warning: none of the 4 messages scanned carries an event id where --event-id-from \
+             ({source}) looks, so none could be checked by event id; those below the committed \
+             offset were checked by their offsets\n"
+        )
+    );
 }
 
 /// compare ends every session it opens as the protocol asks, with and without --scan (whose

@@ -11,7 +11,8 @@
 //! inbox row is a candidate, and compare reads those offsets (and only those) to decide
 //! them. Kafka leaves offsets without a message (transaction markers, aborted transactions,
 //! compaction), and a producer's duplicate is absorbed by the inbox under its first offset:
-//! neither is lost. `--scan` reads the whole topic and decides by event id. After a prune
+//! neither is lost. `--scan` reads the whole topic and decides by event id (a message
+//! without one by its offset, when the consumer's rows have coordinates). After a prune
 //! (recorded by `prune` in `inboxctl_prunes`), a missing row below the first offset whose
 //! row could not have been pruned is counted as not checked rather than lost. Findings are
 //! offsets, each once: two rows can share an offset (a recreated topic reused it, the event
