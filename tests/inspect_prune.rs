@@ -150,6 +150,85 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
     );
 }
 
+/// The header counts rows in words: "1 row", "0 rows".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_counts_one_row_in_the_singular() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let endpoint = format!("SQLite file {}", db.dir.path().join("inbox.db").display());
+    let empty = db.run(&["inspect"]).ok();
+    assert_eq!(
+        empty.stdout,
+        format!("{endpoint}: 0 rows\nThe inbox is empty.\n")
+    );
+    db.insert_rows(&[row("billing", "e1", None, now_ms())])
+        .await;
+    let one = db.run(&["inspect"]).ok();
+    assert_eq!(
+        one.stdout.lines().next(),
+        Some(format!("{endpoint}: 1 row").as_str())
+    );
+}
+
+/// Rows dated ahead of the clock (an application writing local time east of UTC) show how
+/// far ahead they are, count as under 1h old, and are warned of once per consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_shows_rows_dated_in_the_future() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    // Half a minute of room either way: the run takes less, and the ages stay whole hours.
+    let now = now_ms();
+    let (ahead, behind) = (
+        now + Duration::hours(3) + Duration::seconds(30),
+        now - Duration::hours(2) + Duration::seconds(30),
+    );
+    db.insert_rows(&[
+        row("billing", "e1", Some(("orders", 0, 1)), behind),
+        row("billing", "e2", Some(("orders", 0, 2)), ahead),
+    ])
+    .await;
+    let minute = |at: DateTime<Utc>| at.format("%Y-%m-%d %H:%M").to_string();
+    let table = db.run(&["inspect"]).ok();
+    let (oldest, newest) = (minute(behind), minute(ahead));
+    assert_eq!(
+        table.stdout,
+        format!(
+            "SQLite file {}: 2 rows
+┌──────────┬──────┬───────────────────────────────┬──────────────────────────┬──────┬───────┬───────┬────────┬────────┐
+│ CONSUMER ┆ ROWS ┆ OLDEST (UTC)                  ┆ NEWEST (UTC)             ┆ < 1h ┆ 1h-1d ┆ 1d-7d ┆ 7d-30d ┆ >= 30d │
+╞══════════╪══════╪═══════════════════════════════╪══════════════════════════╪══════╪═══════╪═══════╪════════╪════════╡
+│ billing  ┆    2 ┆ {oldest} (1h 59m ago) ┆ {newest} (in 3h) ┆    1 ┆     1 ┆     0 ┆      0 ┆      0 │
+└──────────┴──────┴───────────────────────────────┴──────────────────────────┴──────┴───────┴───────┴────────┴────────┘
+┌──────────┬────────┬───────────┬──────┬────────────┬────────────┐
+│ CONSUMER ┆ TOPIC  ┆ PARTITION ┆ ROWS ┆ MIN OFFSET ┆ MAX OFFSET │
+╞══════════╪════════╪═══════════╪══════╪════════════╪════════════╡
+│ billing  ┆ orders ┆         0 ┆    2 ┆          1 ┆          2 │
+└──────────┴────────┴───────────┴──────┴────────────┴────────────┘
+",
+            db.dir.path().join("inbox.db").display()
+        )
+    );
+    assert_eq!(
+        table.stderr,
+        "warning: 1 row(s) of consumer 'billing' are dated in the future (up to 3h ahead), \
+         counted as under 1h old; does the application write local time rather than UTC?\n"
+    );
+    let lookup = db.run(&["inspect", "--event-id", "e2"]).ok();
+    let cells = lookup.table_rows();
+    assert_eq!(
+        cells[0],
+        [
+            "billing".to_string(),
+            "e2".into(),
+            "orders".into(),
+            "0".into(),
+            "2".into(),
+            ahead.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+            "in 3h".into()
+        ]
+    );
+}
+
 async fn inspect_event_id_answers_did_we_process_it(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
@@ -1360,6 +1439,25 @@ async fn inspect_estimate_reads_the_statistics(backend: Backend) {
         assert_eq!(
             table.table_rows()[0][..2],
             ["billing".to_string(), "60".to_string()]
+        );
+    }
+    // Where the counts come from, as each backend keeps them: InnoDB needs no ANALYZE.
+    let source = match backend {
+        Backend::Postgres => {
+            Some("Row counts are the planner's estimates as of the table's last ANALYZE; ")
+        }
+        Backend::Mysql => Some(
+            "Row counts are InnoDB's estimates, which the server updates as the table changes; ",
+        ),
+        Backend::Sqlite => None,
+    };
+    if let Some(source) = source {
+        assert_eq!(
+            table.stdout.lines().last(),
+            Some(
+                format!("{source}run without --estimate for exact counts, ages and offset ranges.")
+                    .as_str()
+            ),
         );
     }
     let csv = db

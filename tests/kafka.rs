@@ -1045,6 +1045,78 @@ async fn compare_takes_every_topic_the_group_committed_on() {
     );
 }
 
+/// Inbox rows of a topic the brokers do not have (deleted, or of another cluster) are told
+/// apart from those of a topic the group never committed on: `--topic` cannot compare them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_tells_topics_missing_from_the_brokers_apart() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let group = unique("billing");
+    let (orders, audit, gone) = (unique("a-orders"), unique("b-audit"), unique("c-gone"));
+    for topic in [&orders, &audit] {
+        broker.create_topic(topic, 1).await;
+        broker.produce(topic, &events(topic, 1, 2)).await;
+    }
+    for topic in [&orders, &audit, &gone] {
+        for offset in 0..2 {
+            let event_id = format!("{topic}-p0-{offset}");
+            extra_row(&mut db, &group, topic, &event_id, (0, offset)).await;
+        }
+    }
+    broker.commit(&group, &orders, &[(0, 2)]);
+
+    let run = inboxctl(&db, broker, &["compare", "-g", &group, "--format", "json"]).ok();
+    let json = run.json();
+    assert_eq!(
+        (&json["uncompared_topics"], &json["missing_topics"]),
+        (&serde_json::json!([audit]), &serde_json::json!([gone]))
+    );
+    assert_eq!(
+        run.stderr,
+        format!(
+            "warning: the inbox of consumer '{group}' holds rows of topic '{audit}', where group '{group}' has no committed offsets, so they were not compared (the group never committed there, or its offsets expired); name them with --topic to compare them\n\
+             warning: the inbox of consumer '{group}' holds rows of topic '{gone}', which does not exist on {}: rows left from a deleted topic or another cluster\n",
+            broker.address
+        )
+    );
+}
+
+/// A group the coordinator does not know is an error with `--topic` too (a mistyped group
+/// must not pass for one that committed nothing), and the error names the consumer's topics
+/// in the inbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_of_an_unknown_group_names_the_inbox_topics() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (group, unknown) = (unique("billing"), unique("no-such-group"));
+    let (orders, payments) = (unique("a-orders"), unique("b-payments"));
+    broker.create_topic(&orders, 1).await;
+    for topic in [&orders, &payments] {
+        extra_row(&mut db, &group, topic, &format!("{topic}-0"), (0, 0)).await;
+    }
+    let unknown_group = format!(
+        "error: consumer group '{unknown}' does not exist on {} (no committed offsets, unknown to the coordinator); `inboxctl offsets show` lists the groups there are",
+        broker.address
+    );
+    let with_consumer = ["compare", "-g", &unknown, "--consumer", &group];
+    for named in [&[][..], &["-t", &orders][..]] {
+        let args: Vec<&str> = with_consumer.iter().chain(named).copied().collect();
+        let refused = inboxctl(&db, broker, &args).code(1);
+        assert_eq!(
+            refused.stderr,
+            format!(
+                "{unknown_group} (the inbox of consumer '{group}' holds rows of topics '{orders}', '{payments}')\n"
+            ),
+            "{args:?}"
+        );
+    }
+    // A consumer without rows: nothing to add.
+    let refused = inboxctl(&db, broker, &["compare", "-g", &unknown, "-t", &orders]).code(1);
+    assert_eq!(refused.stderr, format!("{unknown_group}\n"));
+}
+
 /// After a prune, each topic is checked from its own first offset that the prune could not
 /// have reached: here `old`'s first four messages are ten days old, `new`'s are all recent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1829,6 +1901,112 @@ async fn compare_by_offset_says_which_lost_messages_have_no_event_id() {
         ),
         "{}",
         table.stderr
+    );
+}
+
+/// Produces a message whose payload carries no event id to partition 0 of `topic`.
+async fn produce_without_id(broker: &Broker, topic: &str) {
+    let producer: rdkafka::producer::FutureProducer = broker.config().create().unwrap();
+    producer
+        .send(
+            rdkafka::producer::FutureRecord::<str, str>::to(topic)
+                .partition(0)
+                .payload("not json"),
+            std::time::Duration::from_secs(30),
+        )
+        .await
+        .expect("produce");
+}
+
+/// With and without `--scan`, a committed message without an event id is decided by its
+/// offset: the one with an inbox row there was processed, the one without is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_scan_decides_messages_without_an_event_id_by_their_offset() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 1).await;
+    // Offsets 0 and 3 carry ids; 1 and 2 do not, and only 1 has a row.
+    let mut delivered = broker.produce(&topic, &[(0, format!("{topic}-0"))]).await;
+    produce_without_id(broker, &topic).await;
+    produce_without_id(broker, &topic).await;
+    delivered.extend(broker.produce(&topic, &[(0, format!("{topic}-3"))]).await);
+    rows_except(&mut db, &group, &topic, &delivered, 0, |_| false).await;
+    let now = chrono::Utc::now();
+    db.insert_rows(&[row(&group, "unnamed-1", Some((&topic, 0, 1)), now)])
+        .await;
+    broker.commit(&group, &topic, &[(0, 4)]);
+
+    let table = |scan: bool| {
+        let mut args = vec!["compare", "-g", &group, "-t", &topic];
+        if scan {
+            args.push("--scan");
+        }
+        inboxctl(&db, broker, &args).code(3)
+    };
+    let body = "\
+┌───────────┬───────────┬───────────┬─────────┬────────────┬──────────────────┬─────────┬──────┬─────────┐
+│ PARTITION ┆ COMMITTED ┆ LOG-START ┆ LOG-END ┆ INBOX ROWS ┆ MAX INBOX OFFSET ┆ PENDING ┆ LOST ┆ ORPHANS │
+╞═══════════╪═══════════╪═══════════╪═════════╪════════════╪══════════════════╪═════════╪══════╪═════════╡
+│         0 ┆         4 ┆         0 ┆       4 ┆          3 ┆                3 ┆       0 ┆    1 ┆       0 │
+└───────────┴───────────┴───────────┴─────────┴────────────┴──────────────────┴─────────┴──────┴─────────┘
+Lost in partition 0 (committed, never processed): 2 (no event id)
+";
+    let by_offset = table(false);
+    assert_eq!(
+        by_offset.stdout,
+        format!(
+            "Group '{group}' (Empty) against inbox consumer '{group}' on topic '{topic}'\n{body}\
+             1 message(s) in partition 0 carry no event id\n\
+             FINDINGS: 1 lost, 0 orphaned; 0 pending redelivery; 0 duplicate event id(s) (duplicate event ids need --scan)\n"
+        )
+    );
+    let scanned = table(true);
+    assert_eq!(
+        scanned.stdout,
+        format!(
+            "Group '{group}' (Empty) against inbox consumer '{group}' on topic '{topic}', 4 messages scanned\n{body}\
+             2 message(s) in partition 0 carry no event id\n\
+             FINDINGS: 1 lost, 0 orphaned; 0 pending redelivery; 0 duplicate event id(s)\n"
+        )
+    );
+    assert_eq!(scanned.stderr, "");
+    for scan in [false, true] {
+        let json = compare_json(&db, broker, &group, &topic, scan, 3);
+        assert_eq!(
+            json["partitions"][0]["lost"],
+            serde_json::json!([{"partition": 0, "offset": 2, "event_id": null}]),
+            "scan: {scan}"
+        );
+    }
+    // Where no message has an id, the offsets still decide; the warning says how.
+    let source = "header:no-such-header";
+    let args = [
+        "compare",
+        "-g",
+        &group,
+        "-t",
+        &topic,
+        "--scan",
+        "--event-id-from",
+        source,
+    ];
+    let no_ids = inboxctl(&db, broker, &args).code(3);
+    assert!(
+        no_ids
+            .stdout
+            .contains("Lost in partition 0 (committed, never processed): 2 (no event id)\n"),
+        "{}",
+        no_ids.stdout
+    );
+    assert_eq!(
+        no_ids.stderr,
+        format!(
+            "warning: none of the 4 messages scanned carries an event id where --event-id-from \
+             ({source}) looks, so none could be checked by event id; those below the committed \
+             offset were checked by their offsets\n"
+        )
     );
 }
 

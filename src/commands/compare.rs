@@ -11,7 +11,8 @@
 //! inbox row is a candidate, and compare reads those offsets (and only those) to decide
 //! them. Kafka leaves offsets without a message (transaction markers, aborted transactions,
 //! compaction), and a producer's duplicate is absorbed by the inbox under its first offset:
-//! neither is lost. `--scan` reads the whole topic and decides by event id. After a prune
+//! neither is lost. `--scan` reads the whole topic and decides by event id (a message
+//! without one by its offset, when the consumer's rows have coordinates). After a prune
 //! (recorded by `prune` in `inboxctl_prunes`), a missing row below the first offset whose
 //! row could not have been pruned is counted as not checked rather than lost. Findings are
 //! offsets, each once: two rows can share an offset (a recreated topic reused it, the event
@@ -27,7 +28,9 @@ use futures_util::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
-use crate::commands::offsets::{group_offsets, warn_unlisted, GroupOffsets, PartitionOffsets};
+use crate::commands::offsets::{
+    group_offsets, warn_unlisted, GroupOffsets, PartitionOffsets, UnknownGroup,
+};
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::kafka::{read_range, GroupState, Kafka, KafkaClient};
@@ -69,8 +72,8 @@ fn load_limit() -> i64 {
 pub struct LostEvent {
     pub partition: i32,
     pub offset: i64,
-    /// `None` for a message in which no event id was found (only without `--scan`, which
-    /// does not count such a message lost).
+    /// `None` for a message in which no event id was found: lost by its offset, which has no
+    /// inbox row.
     pub event_id: Option<String>,
 }
 
@@ -88,8 +91,9 @@ pub struct PartitionComparison {
     pub lost_count: i64,
     pub lost: Vec<LostEvent>,
     pub orphans: Vec<i64>,
-    /// Messages in which no event id was found: with `--scan`, all of them (not counted
-    /// lost); without, those read at offsets without an inbox row (counted lost, unnamed).
+    /// Messages in which no event id was found: with `--scan`, all of them (those below the
+    /// committed offset without an inbox row at their offset counted lost, unnamed); without,
+    /// those read at offsets without an inbox row (counted lost, unnamed).
     pub missing_event_id: i64,
     /// Without `--scan`: offsets below the committed one with no inbox row that hold no
     /// message (transaction markers, aborted transactions, compacted records). Not lost.
@@ -173,6 +177,9 @@ pub struct Comparison {
     /// Without `--topic`: the topics the consumer has inbox rows of where the group has no
     /// committed offsets, which were not compared; in name order.
     pub uncompared_topics: Vec<String>,
+    /// Without `--topic`: the topics the consumer has inbox rows of that do not exist on the
+    /// brokers (deleted, or of another cluster), not compared; in name order.
+    pub missing_topics: Vec<String>,
 }
 
 /// What `compare_topics` found, before the totals.
@@ -185,6 +192,7 @@ struct Compared {
     pruned_before: Option<DateTime<Utc>>,
     topics: Vec<(String, TopicComparison)>,
     uncompared: Vec<String>,
+    missing: Vec<String>,
 }
 
 /// Topics named in a message at most; JSON lists them all.
@@ -211,6 +219,8 @@ struct TopicComparison {
     partitions: Vec<PartitionComparison>,
     duplicates: Vec<Duplicate>,
     messages_scanned: u64,
+    /// With `--scan`: messages without an event id were checked by their offsets.
+    without_id_by_offset: bool,
 }
 
 pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -267,6 +277,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         pruned_before,
         topics,
         uncompared,
+        missing,
     } = compared?;
 
     let mut comparison = Comparison {
@@ -284,6 +295,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         messages_scanned: 0,
         scanned_per_topic: Vec::new(),
         uncompared_topics: uncompared,
+        missing_topics: missing,
     };
     // Said after the report, which they qualify.
     let mut warnings = Vec::new();
@@ -303,6 +315,18 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             comparison.group
         ));
     }
+    if !comparison.missing_topics.is_empty() {
+        let (which, left) = match comparison.missing_topics.len() {
+            1 => ("which does not", "a deleted topic"),
+            _ => ("which do not", "deleted topics"),
+        };
+        warnings.push(format!(
+            "the inbox of consumer '{}' holds rows of {}, {which} exist on {}: rows left from {left} or another cluster",
+            comparison.consumer,
+            quoted_list(&comparison.missing_topics),
+            kafka.brokers()
+        ));
+    }
     for (topic, found) in topics {
         // Named only when there are several: one topic's warnings read as before.
         let of_topic = match comparison.topics.len() {
@@ -310,12 +334,19 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             _ => format!(" of topic '{topic}'"),
         };
         let without_id: i64 = found.partitions.iter().map(|p| p.missing_event_id).sum();
-        // Messages without an id cannot be checked, so they are not counted lost; when no
-        // message has one, the extraction is the likelier mistake than the topic.
+        // Messages without an id cannot be checked by id (only by their offsets, when the
+        // rows have them); when no message has one, the extraction is the likelier mistake
+        // than the topic.
         let scanned = found.messages_scanned;
         if scanned > 0 && without_id as u64 == scanned {
+            let checked = match found.without_id_by_offset {
+                true => {
+                    " by event id; those below the committed offset were checked by their offsets"
+                }
+                false => " against the inbox",
+            };
             warnings.push(format!(
-                "none of the {scanned} messages scanned{of_topic} carries an event id where --event-id-from ({source}) looks, so none could be checked against the inbox"
+                "none of the {scanned} messages scanned{of_topic} carries an event id where --event-id-from ({source}) looks, so none could be checked{checked}"
             ));
         }
         // Without --scan they are lost all the same (their offsets have no row), but unnamed.
@@ -392,28 +423,62 @@ async fn compare_topics(
             state,
             partitions: offsets,
             unlisted,
+            cluster_topics,
         },
         group_client,
-    ) = group
+    ) = match group
         .await
-        .context("reading the group's offsets stopped unexpectedly")??;
+        .context("reading the group's offsets stopped unexpectedly")?
+    {
+        Ok(read) => read,
+        // A mistyped group must not pass for one that committed nothing, `--topic` or not;
+        // the inbox's topics may show what the group is called.
+        Err(error) => match error.downcast::<UnknownGroup>() {
+            Ok(UnknownGroup(message)) => {
+                let mut topics = match (has_coordinates, inbox_topics.is_empty()) {
+                    (true, true) => store.consumer_topics(consumer).await?,
+                    _ => inbox_topics,
+                };
+                topics.sort_unstable();
+                if topics.is_empty() {
+                    bail!("{message}");
+                }
+                bail!(
+                    "{message} (the inbox of consumer '{consumer}' holds rows of {})",
+                    quoted_list(&topics)
+                );
+            }
+            Err(error) => return Err(error),
+        },
+    };
     warn_unlisted(output, &unlisted, "compared");
     let mut by_topic: BTreeMap<String, Vec<PartitionOffsets>> = BTreeMap::new();
     for p in offsets {
         by_topic.entry(p.topic.clone()).or_default().push(p);
     }
     // In the order of `by_topic`'s names, whatever the database's collation.
-    let mut uncompared: Vec<String> = inbox_topics
+    // A topic the brokers do not have cannot be compared, named or not.
+    let (mut uncompared, mut missing): (Vec<String>, Vec<String>) = inbox_topics
         .into_iter()
         .filter(|topic| !by_topic.contains_key(topic))
-        .collect();
+        .partition(|topic| cluster_topics.contains(topic));
     uncompared.sort_unstable();
+    missing.sort_unstable();
     if by_topic.is_empty() {
-        let held = match uncompared.is_empty() {
-            true => String::new(),
-            false => format!(
+        let held = match (uncompared.is_empty(), missing.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => format!(
                 " (the inbox of consumer '{consumer}' holds rows of {})",
                 quoted_list(&uncompared)
+            ),
+            (true, false) => format!(
+                " (the inbox of consumer '{consumer}' holds rows only of {}, not on the brokers)",
+                quoted_list(&missing)
+            ),
+            (false, false) => format!(
+                " (the inbox of consumer '{consumer}' holds rows of {}, and of {}, not on the brokers)",
+                quoted_list(&uncompared),
+                quoted_list(&missing)
             ),
         };
         bail!(
@@ -495,6 +560,7 @@ async fn compare_topics(
         pruned_before,
         topics,
         uncompared,
+        missing,
     })
 }
 
@@ -604,8 +670,7 @@ impl TopicCheck<'_> {
                             inbox,
                             consumer,
                             topic,
-                            &offsets,
-                            &checked_from,
+                            Findings::new(&offsets, &checked_from, self.has_coordinates),
                             output,
                         )
                         .await
@@ -614,7 +679,11 @@ impl TopicCheck<'_> {
                     None => Ok(None),
                 }
             };
-            let ((mut partitions, candidates), scan) = tokio::try_join!(by_offsets, scanning)?;
+            let ((mut partitions, candidates), mut scan) = tokio::try_join!(by_offsets, scanning)?;
+            if let Some(scan) = &mut scan {
+                self.check_without_id(topic, &partitions, &checked_from, scan)
+                    .await?;
+            }
             if !candidates.is_empty() {
                 let checking = Checking {
                     topic,
@@ -635,9 +704,11 @@ impl TopicCheck<'_> {
             partitions: Vec::new(),
             duplicates: Vec::new(),
             messages_scanned: 0,
+            without_id_by_offset: false,
         };
         if let Some(scan) = scan {
             found.messages_scanned = scan.messages;
+            found.without_id_by_offset = scan.without_id_by_offset;
             found.duplicates = scan.duplicates;
             for partition in &mut partitions {
                 let scanned = scan.partitions.get(&partition.partition);
@@ -651,6 +722,59 @@ impl TopicCheck<'_> {
         }
         found.partitions = partitions;
         Ok(found)
+    }
+}
+
+impl TopicCheck<'_> {
+    /// With `--scan`, decides the messages below the committed offset in which no event id
+    /// was found by their coordinates, as compare does without `--scan`: one without an inbox
+    /// row at its offset is lost (or, below where a prune left the partition, not checked).
+    /// A consumer whose rows carry no coordinates leaves them undecided.
+    async fn check_without_id(
+        &self,
+        topic: &str,
+        partitions: &[PartitionComparison],
+        checked_from: &BTreeMap<i32, i64>,
+        scan: &mut Scan,
+    ) -> anyhow::Result<()> {
+        if scan
+            .partitions
+            .values()
+            .all(|p| p.without_id_below.is_empty())
+        {
+            return Ok(());
+        }
+        let rows_here = partitions.iter().any(|p| p.inbox_rows > 0);
+        if !rows_here && self.store.consumer_topics(self.consumer).await?.is_empty() {
+            return Ok(());
+        }
+        scan.without_id_by_offset = true;
+        for (partition, found) in scan.partitions.iter_mut() {
+            let offsets = std::mem::take(&mut found.without_id_below);
+            let from = checked_from.get(partition).copied().unwrap_or(i64::MIN);
+            for chunk in offsets.chunks(SCAN_CHUNK) {
+                let held = self
+                    .store
+                    .offsets_with_rows(self.consumer, topic, *partition, chunk)
+                    .await?;
+                for offset in chunk {
+                    if held.binary_search(offset).is_ok() {
+                        continue;
+                    }
+                    if *offset < from {
+                        found.not_checked += 1;
+                    } else {
+                        found.lost.push(LostEvent {
+                            partition: *partition,
+                            offset: *offset,
+                            event_id: None,
+                        });
+                    }
+                }
+            }
+            found.lost.sort_by_key(|lost| lost.offset);
+        }
+        Ok(())
     }
 }
 
@@ -921,12 +1045,17 @@ struct ScannedPartition {
     lost: Vec<LostEvent>,
     missing_event_id: i64,
     not_checked: i64,
+    /// Offsets below the committed one of messages without an event id, ascending: decided
+    /// by whether the inbox has a row at their coordinates (kept only when it can).
+    without_id_below: Vec<i64>,
 }
 
 struct Scan {
     partitions: BTreeMap<i32, ScannedPartition>,
     duplicates: Vec<Duplicate>,
     messages: u64,
+    /// Messages without an event id were decided by the inbox's rows at their offsets.
+    without_id_by_offset: bool,
 }
 
 /// Messages as the reader hands them over: their event ids end to end in one string, so a
@@ -1207,19 +1336,18 @@ struct UndecidedMessage {
 /// Messages held undecided at most, before reading waits for the load (a few tens of MB).
 const UNDECIDED_LIMIT: usize = 500_000;
 
-/// Sorts every message the reader delivers into lost, pending redelivery and duplicates.
+/// Sorts every message the reader delivers into lost, pending redelivery and duplicates,
+/// starting from `findings` (the topic's partitions, see [`Findings::new`]).
 async fn classify(
     mut reader: Reader,
     mut inbox: InboxIds<'_>,
     consumer: &str,
     topic: &str,
-    offsets: &[PartitionOffsets],
-    checked_from: &BTreeMap<i32, i64>,
+    mut findings: Findings,
     output: &Output,
 ) -> anyhow::Result<Scan> {
     let started = Instant::now();
     let progress = output.progress(Some(reader.total.max(0) as u64), "messages");
-    let mut findings = Findings::new(offsets, checked_from);
     // Streaming, the map holds the inbox's ids as they arrive as well as where the topic
     // first had each id; asking per chunk, only the latter.
     // Sized up front when the ids stream in: growing it a million entries at a time is
@@ -1233,6 +1361,7 @@ async fn classify(
         partitions: BTreeMap::new(),
         duplicates: Vec::new(),
         messages: 0,
+        without_id_by_offset: false,
     };
     let mut duplicates: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
     let mut undecided = Undecided::default();
@@ -1280,6 +1409,9 @@ async fn classify(
             let slot = findings.slot(message.partition);
             let Some((event_id, key)) = event_id else {
                 slot.found.missing_event_id += 1;
+                if slot.keep_without_id && message.offset < slot.committed {
+                    slot.found.without_id_below.push(message.offset);
+                }
                 continue;
             };
             let state = ids.entry(key).or_insert(UNKNOWN_ID);
@@ -1356,6 +1488,9 @@ struct Slot {
     found: ScannedPartition,
     /// A partition of the topic, or one a message came from; the others are gaps.
     known: bool,
+    /// Whether offsets of messages without an event id are kept (see
+    /// [`ScannedPartition::without_id_below`]).
+    keep_without_id: bool,
 }
 
 impl Slot {
@@ -1378,10 +1513,15 @@ impl Slot {
 }
 
 impl Findings {
-    fn new(offsets: &[PartitionOffsets], checked_from: &BTreeMap<i32, i64>) -> Findings {
+    fn new(
+        offsets: &[PartitionOffsets],
+        checked_from: &BTreeMap<i32, i64>,
+        keep_without_id: bool,
+    ) -> Findings {
         let mut findings = Findings { slots: Vec::new() };
         for p in offsets {
             let slot = findings.slot(p.partition);
+            slot.keep_without_id = keep_without_id;
             slot.committed = p.committed.unwrap_or(p.log_start);
             slot.checked_from = checked_from.get(&p.partition).copied().unwrap_or(i64::MIN);
         }
@@ -1854,8 +1994,7 @@ mod tests {
                 InboxIds::Streaming(id_receiver, 7),
                 "billing",
                 "orders",
-                &offsets,
-                &no_prune,
+                Findings::new(&offsets, &no_prune, false),
                 &output
             ),
             feeding

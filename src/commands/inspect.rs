@@ -8,7 +8,7 @@ use crate::cli::{Format, InspectArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::output::{or_dash, printable, table, Output};
-use crate::store::{ConsumerStats, CreateMode, PartitionStats, Store};
+use crate::store::{Backend, ConsumerStats, CreateMode, PartitionStats, Store, FUTURE_MARGIN};
 use crate::time::format_age;
 
 /// Labels of the age histogram's five buckets, as shown in tables and as JSON keys.
@@ -91,6 +91,16 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         ));
     }
     warn_of_an_unknown_consumer(args, &consumers, output);
+    for stats in consumers.iter().filter(|stats| stats.in_future > 0) {
+        if let Some(newest) = stats.newest {
+            output.warn(future_warning(
+                &format!("{} row(s)", stats.in_future),
+                &stats.consumer,
+                newest - now,
+                true,
+            ));
+        }
+    }
     let cutoffs = store.last_prune_cutoffs(args.consumer.as_deref()).await?;
     let pruned_before: Vec<Option<chrono::DateTime<Utc>>> = consumers
         .iter()
@@ -124,7 +134,7 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         }
         Format::Csv => print_partitions_csv(&partitions, output)?,
         Format::Table => {
-            output.print(format!("{}: {total} rows", store.url.endpoint));
+            output.print(format!("{}: {}", store.url.endpoint, rows(total)));
             if consumers.is_empty() {
                 if args.consumer.is_none() {
                     output.print("The inbox is empty.");
@@ -212,6 +222,11 @@ async fn estimated_summary(
         None => total,
     };
     warn_of_an_unknown_consumer(args, &consumers, output);
+    for c in &consumers {
+        if let Some(newest) = c.newest.filter(|newest| *newest > now + FUTURE_MARGIN) {
+            output.warn(future_warning("rows", &c.consumer, newest - now, false));
+        }
+    }
     match output.format {
         Format::Json => output.print_json(&json!({
             "database": store.url.redacted,
@@ -223,8 +238,9 @@ async fn estimated_summary(
         }))?,
         _ => {
             output.print(format!(
-                "{}: about {total} rows (planner estimate)",
-                store.url.endpoint
+                "{}: about {} (planner estimate)",
+                store.url.endpoint,
+                rows(total)
             ));
             if consumers.is_empty() {
                 if args.consumer.is_none() {
@@ -256,10 +272,10 @@ async fn estimated_summary(
                     .map(|c| (c.consumer.as_str(), c.pruned_before)),
                 output,
             );
-            output.print(
-                "Row counts are the planner's estimates as of the table's last ANALYZE; \
-                 run without --estimate for exact counts, ages and offset ranges.",
-            );
+            output.print(format!(
+                "{}; run without --estimate for exact counts, ages and offset ranges.",
+                estimates_from(store.backend)
+            ));
         }
     }
     Ok(ExitStatus::Success)
@@ -290,12 +306,63 @@ fn print_prunes<'a>(
     }
 }
 
-fn when_and_age(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String {
+/// Where `--estimate`'s row counts come from, and how fresh they are. PostgreSQL's are as
+/// of the last ANALYZE (autovacuum's or by hand); InnoDB updates its own as rows are written
+/// and deleted, so pointing at ANALYZE TABLE there would mislead.
+fn estimates_from(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Postgres => {
+            "Row counts are the planner's estimates as of the table's last ANALYZE"
+        }
+        Backend::Mysql => {
+            "Row counts are InnoDB's estimates, which the server updates as the table changes"
+        }
+        // SQLite keeps no statistics: --estimate counts there.
+        Backend::Sqlite => "Row counts are estimates",
+    }
+}
+
+/// "1 row", "2 rows".
+fn rows(count: i64) -> String {
+    match count {
+        1 => "1 row".to_string(),
+        n => format!("{n} rows"),
+    }
+}
+
+/// Rows dated ahead of the clock: most likely written in local time east of UTC (see
+/// "Timestamps" in the README), which also makes them look younger than they are.
+fn future_warning(
+    rows: &str,
+    consumer: &str,
+    ahead: chrono::Duration,
+    in_histogram: bool,
+) -> String {
+    let counted = match in_histogram {
+        true => ", counted as under 1h old",
+        false => "",
+    };
     format!(
-        "{} ({} ago)",
-        at.format("%Y-%m-%d %H:%M"),
-        format_age(now - at)
+        "{rows} of consumer '{}' are dated in the future (up to {} ahead){counted}; does the application write local time rather than UTC?",
+        printable(consumer),
+        format_age(ahead)
     )
+}
+
+/// A row's age, or for one dated ahead of `now`, how far ahead ("in 3h").
+fn age_or_ahead(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String {
+    match at > now {
+        true => format!("in {}", format_age(at - now)),
+        false => format_age(now - at),
+    }
+}
+
+fn when_and_age(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String {
+    let age = match at > now {
+        true => age_or_ahead(at, now),
+        false => format!("{} ago", format_age(now - at)),
+    };
+    format!("{} ({age})", at.format("%Y-%m-%d %H:%M"))
 }
 
 fn print_partitions_csv(partitions: &[PartitionStats], output: &Output) -> anyhow::Result<()> {
@@ -394,7 +461,7 @@ async fn lookup(
                         or_dash(r.partition),
                         or_dash(r.offset),
                         r.processed_at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
-                        format_age(now - r.processed_at),
+                        age_or_ahead(r.processed_at, now),
                     ]);
                 }
                 output.print(t.to_string());
@@ -417,8 +484,32 @@ mod tests {
             oldest: None,
             newest: None,
             newer_than: [5, 20, 50, 90],
+            in_future: 0,
         };
         assert_eq!(age_histogram(&stats), [5, 15, 30, 40, 10]);
         assert_eq!(AGE_LABELS.len(), AGE_BUCKETS.len() + 1);
+    }
+
+    #[test]
+    fn estimates_say_how_each_backend_keeps_them() {
+        assert!(estimates_from(Backend::Postgres).ends_with("as of the table's last ANALYZE"));
+        assert!(!estimates_from(Backend::Mysql).contains("ANALYZE"));
+    }
+
+    #[test]
+    fn rows_dated_ahead_show_how_far_ahead() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-06T03:14:30Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let ahead = now + chrono::Duration::hours(3);
+        assert_eq!(when_and_age(ahead, now), "2026-12-06 06:14 (in 3h)");
+        assert_eq!(age_or_ahead(ahead, now), "in 3h");
+        let behind = now - chrono::Duration::minutes(90);
+        assert_eq!(when_and_age(behind, now), "2026-12-06 01:44 (1h 30m ago)");
+        assert_eq!(age_or_ahead(behind, now), "1h 30m");
+        assert_eq!(
+            future_warning("2 row(s)", "c", chrono::Duration::hours(3), true),
+            "2 row(s) of consumer 'c' are dated in the future (up to 3h ahead), counted as under 1h old; does the application write local time rather than UTC?"
+        );
     }
 }

@@ -45,7 +45,23 @@ pub struct GroupOffsets {
     /// Topics left out because the brokers answered their metadata with an error (name,
     /// error); only when all of the group's topics were asked for.
     pub unlisted: Vec<(String, String)>,
+    /// Every topic the cluster has (Kafka's internal topics aside), those of `unlisted`
+    /// included; only when all of the group's topics were asked for, empty otherwise.
+    pub cluster_topics: std::collections::BTreeSet<String>,
 }
+
+/// The error of [`group_offsets`] for a group the cluster does not know, which callers can
+/// tell apart to say more.
+#[derive(Debug)]
+pub struct UnknownGroup(pub String);
+
+impl std::fmt::Display for UnknownGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnknownGroup {}
 
 /// The group's committed offsets for these topics (all of its topics when empty), with the
 /// log's bounds, read through `client` (a [`Kafka::group_client`] of the group). Fails for a
@@ -81,10 +97,10 @@ pub fn group_offsets(
         .map(|((topic, _), _)| topic)
         .collect();
     if with_offsets.is_empty() && state.is_unknown() {
-        bail!(
+        return Err(anyhow::Error::new(UnknownGroup(format!(
             "{}; `inboxctl offsets show` lists the groups there are",
             kafka.unknown_group(group)
-        );
+        ))));
     }
     let shown = |topic: &String| !topics.is_empty() || with_offsets.contains(topic);
     let mut by_topic: BTreeMap<&String, Vec<i32>> = BTreeMap::new();
@@ -116,10 +132,17 @@ pub fn group_offsets(
             lag: committed.map(|c| (log_end - c).max(0)),
         });
     }
+    let cluster_topics = candidates
+        .iter()
+        .map(|(topic, _)| topic)
+        .chain(unlisted.iter().map(|(topic, _)| topic))
+        .cloned()
+        .collect();
     Ok(GroupOffsets {
         state,
         partitions: rows,
         unlisted,
+        cluster_topics,
     })
 }
 
@@ -143,6 +166,7 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
         state,
         partitions: rows,
         unlisted,
+        ..
     } = block_in_place(|| {
         let client = kafka.group_client(group)?;
         group_offsets(&kafka, &client, group, &args.topic)

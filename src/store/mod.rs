@@ -553,7 +553,14 @@ pub struct ConsumerStats {
     pub newest: Option<DateTime<Utc>>,
     #[serde(skip)]
     pub newer_than: [i64; AGE_BUCKETS.len()],
+    /// Rows processed more than [`FUTURE_MARGIN`] after `now`: their clock is not UTC's.
+    #[serde(skip)]
+    pub in_future: i64,
 }
+
+/// How far ahead of inboxctl's clock a row's time may be before it counts as dated in the
+/// future: room for clocks that disagree by seconds.
+pub const FUTURE_MARGIN: chrono::Duration = chrono::Duration::minutes(1);
 
 /// Rows of one consumer read from one topic partition (topic and partition are `None` for rows
 /// written without coordinates).
@@ -1014,6 +1021,9 @@ impl Store {
                 .timestamp_param()
                 .push(" THEN 1 END)");
         }
+        sql.push(", COUNT(CASE WHEN processed_at > ")
+            .timestamp_param()
+            .push(" THEN 1 END)");
         sql.push(&format!(" FROM {INBOX_TABLE}"));
         if only.is_some() {
             sql.push(" WHERE consumer = ").param();
@@ -1024,6 +1034,7 @@ impl Store {
         for (_, seconds) in AGE_BUCKETS {
             query = query.bind(self.timestamp_param(now - chrono::Duration::seconds(seconds)));
         }
+        query = query.bind(self.timestamp_param(now + FUTURE_MARGIN));
         if let Some(consumer) = only {
             query = query.bind(consumer);
         }
@@ -1043,6 +1054,7 @@ impl Store {
                     oldest: optional_timestamp(row, 2)?,
                     newest: optional_timestamp(row, 3)?,
                     newer_than,
+                    in_future: row.try_get(4 + AGE_BUCKETS.len())?,
                 })
             })
             .collect()
@@ -1620,6 +1632,42 @@ impl Store {
             .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))?;
         offsets.dedup();
         Ok(offsets)
+    }
+
+    /// Which of `offsets` hold a row of the consumer at one topic partition, ascending, each
+    /// once. One query per call: callers pass chunks of at most a few thousand offsets.
+    pub async fn offsets_with_rows(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        offsets: &[i64],
+    ) -> anyhow::Result<Vec<i64>> {
+        if offsets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT {} FROM {INBOX_TABLE} WHERE ",
+            (d.bigint)(&offset)
+        ));
+        self.push_partition_filter(&mut sql);
+        sql.push(&format!(" AND {offset} IN ("))
+            .params(offsets.len())
+            .push(&format!(") ORDER BY {offset}"));
+        let text = sql.build();
+        let mut query = bind_partition(sqlx::query_scalar(&text), consumer, topic, partition);
+        for at in offsets {
+            query = query.bind(*at);
+        }
+        let mut found: Vec<i64> = query
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))?;
+        found.dedup();
+        Ok(found)
     }
 
     /// Writes the filter whose parameters [`bind_coordinates`] binds.
