@@ -949,6 +949,31 @@ async fn replay_leaves_the_groups_committed_offsets_alone(backend: Backend) {
     assert_eq!(balances(&mut db).await, expected_balances(&applied));
     assert_eq!(broker().committed(&group, &topic, 3), before);
 
+    // Only the partition without one: the group's offsets on the others show it exists.
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--from",
+            &from_group,
+            "--partition",
+            "2",
+            "--dry-run",
+        ],
+    )
+    .ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: group '{group}' has no committed offset for partition(s) 2 of '{topic}': those are replayed from the log start"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(totals(&run.json()), (8, 0, 8, 0, 0));
+
     // A group with no offsets on the topic (a typo, say) replays nothing.
     let nosuch = unique("nosuch");
     let refused = replay(

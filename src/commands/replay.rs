@@ -747,19 +747,21 @@ fn resolve_ranges(
     };
     let committed = match &args.from {
         Start::Committed(group) => {
-            let keys: Vec<(String, i32)> = partitions
-                .iter()
-                .map(|p| (args.topic.clone(), *p))
-                .collect();
+            // Asked of every partition of the topic: the group's offsets elsewhere in it show
+            // that the group exists when the partitions replayed have none.
+            let keys: Vec<(String, i32)> =
+                existing.iter().map(|p| (args.topic.clone(), *p)).collect();
             let committed = kafka.committed(&client, &keys)?;
             // A mistyped group has no offsets either: replaying the whole topic for it would
             // be the costliest way to find out.
             let without: Vec<String> = committed
                 .iter()
-                .filter(|(_, offset)| offset.is_none())
+                .filter(|((_, partition), offset)| {
+                    offset.is_none() && partitions.contains(partition)
+                })
                 .map(|((_, partition), _)| partition.to_string())
                 .collect();
-            if without.len() == committed.len() {
+            if committed.values().all(Option::is_none) {
                 bail!(
                     "consumer group '{group}' has no committed offset for topic '{}' on {}; \
                      check the group's name (`inboxctl offsets show --group {group}`), or give \
