@@ -155,7 +155,7 @@ pub struct InspectArgs {
     pub database: DatabaseOpts,
 
     /// Only this consumer
-    #[arg(long, value_name = "CONSUMER")]
+    #[arg(long, value_name = "CONSUMER", value_parser = non_empty)]
     pub consumer: Option<String>,
 
     /// Look up one event id: did we process it, when, from where?
@@ -187,7 +187,7 @@ pub struct PruneArgs {
     pub before: Option<DateTime<Utc>>,
 
     /// Only this consumer's rows
-    #[arg(long, value_name = "CONSUMER")]
+    #[arg(long, value_name = "CONSUMER", value_parser = non_empty)]
     pub consumer: Option<String>,
 
     /// Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on
@@ -223,7 +223,7 @@ pub struct PruneArgs {
     /// Keep every row this consumer group could still have redelivered (offset >= its
     /// committed offset for that partition); prunes only consumer GROUP unless --consumer
     /// names the group's inbox consumer; needs the brokers
-    #[arg(long, value_name = "GROUP")]
+    #[arg(long, value_name = "GROUP", value_parser = non_empty)]
     pub group: Option<String>,
 
     #[command(flatten)]
@@ -267,7 +267,7 @@ pub struct OffsetsShowArgs {
 
     /// The consumer group; without it, every group the brokers know, with its state and
     /// member count
-    #[arg(long, short = 'g', value_name = "GROUP")]
+    #[arg(long, short = 'g', value_name = "GROUP", value_parser = non_empty)]
     pub group: Option<String>,
 
     /// Only these topics (repeatable); default: every topic the group has offsets for
@@ -284,7 +284,7 @@ pub struct OffsetsResetArgs {
     pub kafka: KafkaOpts,
 
     /// The consumer group; it must have no active members
-    #[arg(long, short = 'g', value_name = "GROUP")]
+    #[arg(long, short = 'g', value_name = "GROUP", value_parser = non_empty)]
     pub group: String,
 
     /// TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file or --all-topics
@@ -321,7 +321,7 @@ pub struct OffsetsResetArgs {
     pub from_file: Option<std::path::PathBuf>,
 
     /// The inbox consumer for --to-inbox (default: the group name)
-    #[arg(long, value_name = "CONSUMER", requires = "to_inbox")]
+    #[arg(long, value_name = "CONSUMER", value_parser = non_empty, requires = "to_inbox")]
     pub consumer: Option<String>,
 
     #[command(flatten)]
@@ -379,6 +379,15 @@ pub fn parse_topic_partitions(text: &str) -> Result<TopicPartitions, String> {
 
 /// A name Kafka accepts for a topic: 1 to 249 of ASCII letters, digits, '.', '_' and '-'.
 /// Anything else cannot name a topic, and the broker would only answer InvalidTopic.
+/// A consumer or group name: an empty one is a mistake (`--consumer "$GROUP"` with the
+/// variable unset), which would otherwise write or read rows under the consumer ''.
+pub fn non_empty(text: &str) -> Result<String, String> {
+    match text {
+        "" => Err("the name is empty".to_string()),
+        _ => Ok(text.to_string()),
+    }
+}
+
 pub fn parse_topic(text: &str) -> Result<String, String> {
     let topic = text.trim();
     let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
@@ -415,7 +424,7 @@ pub struct CompareArgs {
     pub database: DatabaseOpts,
 
     /// The consumer group whose committed offsets are compared
-    #[arg(long, short = 'g', value_name = "GROUP")]
+    #[arg(long, short = 'g', value_name = "GROUP", value_parser = non_empty)]
     pub group: String,
 
     /// Only these topics (repeatable); default: every topic the group has offsets for
@@ -423,7 +432,7 @@ pub struct CompareArgs {
     pub topic: Vec<String>,
 
     /// The inbox consumer (default: the group name)
-    #[arg(long, value_name = "CONSUMER")]
+    #[arg(long, value_name = "CONSUMER", value_parser = non_empty)]
     pub consumer: Option<String>,
 
     /// Read the topic from log start to log end: name each lost event, find duplicates, and
@@ -474,7 +483,7 @@ pub struct ReplayArgs {
     pub to: crate::commands::replay::End,
 
     /// The inbox consumer the events are recorded under
-    #[arg(long, value_name = "CONSUMER")]
+    #[arg(long, value_name = "CONSUMER", value_parser = non_empty)]
     pub consumer: String,
 
     /// Where a message's event id is: header:NAME, json:/pointer, key, coordinates

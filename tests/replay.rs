@@ -1487,6 +1487,48 @@ async fn a_poison_message_fails_alone(backend: Backend) {
     );
 }
 
+/// Mistakes that would otherwise go unseen are usage errors, before anything is read: an
+/// empty consumer (an unset variable), a --param the built-in of its name would overrule or
+/// given twice, a negative offset where a time ago lacks its unit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_mistakes_in_the_arguments_are_usage_errors() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    for (consumer, rest, error) in [
+        (
+            "",
+            vec!["--dry-run"],
+            "error: invalid value '' for '--consumer <CONSUMER>': the name is empty",
+        ),
+        (
+            "billing",
+            vec!["--dry-run", "--param", "offset=json:/amount"],
+            "error: --param offset: :offset is a built-in (event_id, topic, partition, offset, \
+             key, timestamp, payload); give the parameter another name",
+        ),
+        (
+            "billing",
+            vec![
+                "--dry-run",
+                "--param",
+                "tags=json:/tags",
+                "--param",
+                "tags=json:/ok",
+            ],
+            "error: --param tags is given twice",
+        ),
+        (
+            "billing",
+            vec!["--dry-run", "--from", "-1"],
+            "error: invalid value '-1' for '--from <START>': '-1' is a negative offset; offsets \
+             start at 0, and a time ago takes a unit, e.g. -1h",
+        ),
+    ] {
+        let run = replay(&db, "orders", consumer, &rest).code(2);
+        assert_eq!(run.stderr.lines().next(), Some(error), "{}", run.stderr);
+    }
+}
+
 /// A handler statement that cannot be prepared (a syntax error, a table that is not there)
 /// would fail every message, and under --on-error skip dead-letter them all: the run stops
 /// before it reads anything, and so does its dry run. A file with no statement is a usage

@@ -63,6 +63,11 @@ pub fn parse_start(text: &str) -> Result<Start, String> {
         return Ok(Start::Committed(group.to_string()));
     }
     if let Some(ago) = text.strip_prefix('-') {
+        if ago.parse::<u64>().is_ok() {
+            return Err(format!(
+                "'{text}' is a negative offset; offsets start at 0, and a time ago takes a unit, e.g. -{ago}h"
+            ));
+        }
         return parse_duration(ago).map(Start::Ago);
     }
     if let Ok(offset) = text.parse::<i64>() {
@@ -213,6 +218,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     if args.sql.is_none() && args.exec.is_none() && !args.dry_run {
         return Err(usage(NO_HANDLER));
     }
+    check_params(&args.param)?;
     if let Some(command) = &args.exec {
         check_exec(command, args.dry_run)?;
     } else if args.handler_timeout.is_some() {
@@ -1332,6 +1338,34 @@ async fn insert_new(
             .bind(message.offset);
     }
     Ok(query.fetch_all(&mut **conn).await?.into_iter().collect())
+}
+
+/// The placeholders whose value replay gives: a --param of the same name would never be used.
+const BUILT_INS: [&str; 7] = [
+    "event_id",
+    "topic",
+    "partition",
+    "offset",
+    "key",
+    "timestamp",
+    "payload",
+];
+
+/// A --param named like a built-in, or given twice, would be silently overruled.
+fn check_params(params: &[(String, String)]) -> anyhow::Result<()> {
+    let mut seen = HashSet::new();
+    for (name, _) in params {
+        if BUILT_INS.contains(&name.as_str()) {
+            return Err(usage(format!(
+                "--param {name}: :{name} is a built-in ({}); give the parameter another name",
+                BUILT_INS.join(", ")
+            )));
+        }
+        if !seen.insert(name) {
+            return Err(usage(format!("--param {name} is given twice")));
+        }
+    }
+    Ok(())
 }
 
 /// Before anything is read, each handler statement is prepared on the server: one that
