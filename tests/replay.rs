@@ -1487,6 +1487,76 @@ async fn a_poison_message_fails_alone(backend: Backend) {
     );
 }
 
+/// Keys, header values and payloads that are not UTF-8 text (Avro, Protobuf) reach an exec
+/// handler as they were, in base64, not with their bytes replaced; a header given twice is
+/// its last value, as Kafka's clients read one. Text goes as text, without those fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_messages_reach_an_exec_handler_in_base64() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    let producer: FutureProducer = broker().config().create().unwrap();
+    let binary = FutureRecord::to(&topic)
+        .partition(0)
+        .key(&b"\xff\x00k"[..])
+        .payload(&b"\xff\xfe{\"x\":1}"[..])
+        .headers(
+            OwnedHeaders::new()
+                .insert(Header {
+                    key: "event_id",
+                    value: Some("bin-1"),
+                })
+                .insert(Header {
+                    key: "raw",
+                    value: Some(&b"\xff\x01"[..]),
+                })
+                .insert(Header {
+                    key: "dup",
+                    value: Some("a"),
+                })
+                .insert(Header {
+                    key: "dup",
+                    value: Some("b"),
+                }),
+        );
+    producer
+        .send(binary, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let text = FutureRecord::to(&topic)
+        .partition(0)
+        .key("k-2")
+        .payload(r#"{"event_id":"txt-2","amount":1}"#);
+    producer.send(text, Duration::from_secs(30)).await.unwrap();
+    let (command, _, received) = exec_handler(&db, 0.0);
+    replay(&db, &topic, "mailer", &["--exec", &command]).ok();
+    let lines: Vec<Value> = lines(&received)
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let (first, second) = (&lines[0], &lines[1]);
+    assert_eq!(first["event_id"], "bin-1");
+    assert_eq!(
+        (&first["key"], &first["key_base64"]),
+        (&Value::Null, &json!("/wBr"))
+    );
+    assert_eq!(
+        first["headers"],
+        json!({"event_id": "bin-1", "raw": null, "dup": "b"})
+    );
+    assert_eq!(first["headers_base64"], json!({"raw": "/wE="}));
+    assert_eq!(
+        (&first["payload"], &first["payload_base64"]),
+        (&Value::Null, &json!("//57IngiOjF9"))
+    );
+    assert_eq!(second["key"], "k-2");
+    assert_eq!(second["payload"], json!({"event_id": "txt-2", "amount": 1}));
+    for field in ["key_base64", "headers_base64", "payload_base64"] {
+        assert!(second.get(field).is_none(), "{second}");
+    }
+}
+
 /// Mistakes that would otherwise go unseen are usage errors, before anything is read: an
 /// empty consumer (an unset variable), a --param the built-in of its name would overrule or
 /// given twice, a negative offset where a time ago lacks its unit.

@@ -116,32 +116,42 @@ pub fn parse_end(text: &str) -> Result<End, String> {
         .map_err(|_| format!("'{text}' is not an end; expected latest, OFFSET or a timestamp"))
 }
 
-/// One message as replay needs it.
+/// One message as replay needs it. Key, header values and payload stay bytes: an Avro or
+/// Protobuf one is not text, and must reach the handler as it was.
 #[derive(Debug, Clone)]
 struct Replayed {
     partition: i32,
     offset: i64,
-    key: Option<String>,
-    headers: Vec<(String, Option<String>)>,
+    key: Option<Vec<u8>>,
+    headers: Vec<(String, Option<Vec<u8>>)>,
     timestamp: Option<i64>,
-    payload: Option<String>,
+    payload: Option<Vec<u8>>,
     event_id: Option<String>,
+}
+
+/// Bytes as text, where they are UTF-8.
+fn text(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes).ok()
+}
+
+fn base64(bytes: &[u8]) -> Value {
+    use base64::Engine;
+    Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 impl Replayed {
     fn from_message(topic: &str, message: &Fetched<'_>, source: &EventIdSource) -> Replayed {
-        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
         Replayed {
             partition: message.partition(),
             offset: message.offset(),
-            key: message.key().map(text),
+            key: message.key().map(<[u8]>::to_vec),
             headers: message
                 .headers()
                 .into_iter()
-                .map(|(name, value)| (name, value.map(text)))
+                .map(|(name, value)| (name, value.map(<[u8]>::to_vec)))
                 .collect(),
             timestamp: message.timestamp(),
-            payload: message.payload().map(text),
+            payload: message.payload().map(<[u8]>::to_vec),
             event_id: source.extract(topic, message).map(Cow::into_owned),
         }
     }
@@ -149,26 +159,48 @@ impl Replayed {
     fn payload_json(&self) -> Option<Value> {
         self.payload
             .as_deref()
-            .and_then(|p| serde_json::from_str(p).ok())
+            .and_then(|p| serde_json::from_slice(p).ok())
     }
 
-    /// The line the exec handler reads, and the dead-letter record.
+    /// The line the exec handler reads, and the dead-letter record. Bytes that are not UTF-8
+    /// text go as base64 in a field of their own (`key_base64`, `headers_base64`,
+    /// `payload_base64`), the text field null.
     fn to_json(&self, topic: &str) -> Value {
-        let headers: serde_json::Map<String, Value> = self
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
-            .collect();
-        json!({
+        let mut headers = serde_json::Map::new();
+        let mut binary_headers = serde_json::Map::new();
+        for (name, value) in &self.headers {
+            let shown = match value.as_deref().map(|v| (text(v), v)) {
+                None => Value::Null,
+                Some((Some(value), _)) => json!(value),
+                Some((None, bytes)) => {
+                    binary_headers.insert(name.clone(), base64(bytes));
+                    Value::Null
+                }
+            };
+            headers.insert(name.clone(), shown);
+        }
+        let key = self.key.as_deref();
+        let payload = self.payload.as_deref();
+        let mut line = json!({
             "event_id": self.event_id,
             "topic": topic,
             "partition": self.partition,
             "offset": self.offset,
-            "key": self.key,
+            "key": key.and_then(text),
             "headers": headers,
             "timestamp": self.timestamp,
-            "payload": self.payload_json().unwrap_or_else(|| self.payload.clone().map_or(Value::Null, Value::String)),
-        })
+            "payload": self.payload_json().or_else(|| payload.and_then(text).map(|p| json!(p))),
+        });
+        if let Some(bytes) = key.filter(|k| text(k).is_none()) {
+            line["key_base64"] = base64(bytes);
+        }
+        if !binary_headers.is_empty() {
+            line["headers_base64"] = Value::Object(binary_headers);
+        }
+        if let Some(bytes) = payload.filter(|p| text(p).is_none()) {
+            line["payload_base64"] = base64(bytes);
+        }
+        line
     }
 }
 
@@ -909,9 +941,18 @@ fn message_value(
         "topic" => Some(json!(topic)),
         "partition" => Some(json!(message.partition)),
         "offset" => Some(json!(message.offset)),
-        "key" => Some(json!(message.key)),
+        // Text only: bytes that are not UTF-8 have no value here (see to_json).
+        "key" => message
+            .key
+            .as_deref()
+            .map(|k| text(k).map(Value::from))
+            .unwrap_or(Some(Value::Null)),
         "timestamp" => Some(json!(message.timestamp)),
-        "payload" => Some(json!(message.payload)),
+        "payload" => message
+            .payload
+            .as_deref()
+            .map(|p| text(p).map(Value::from))
+            .unwrap_or(Some(Value::Null)),
         _ => None,
     };
     handler::value(name, built_in, pointers, payload)
