@@ -148,9 +148,13 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
         group_offsets(&kafka, &client, group, &args.topic)
     })?;
     warn_unlisted(&output, &unlisted, "shown");
-    let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut totals: BTreeMap<&str, TopicLag> = BTreeMap::new();
     for row in &rows {
-        *totals.entry(&row.topic).or_default() += row.lag.unwrap_or(0);
+        let total = totals.entry(&row.topic).or_default();
+        match row.lag {
+            Some(lag) => *total.lag.get_or_insert(0) += lag,
+            None => total.without_commit += 1,
+        }
     }
     match output.format {
         Format::Json => output.print_json(&json!({
@@ -158,10 +162,21 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
             "state": state.state,
             "members": state.members,
             "partitions": rows,
-            "topics": totals.iter().map(|(topic, lag)| json!({"topic": topic, "lag": lag})).collect::<Vec<_>>(),
+            "topics": totals.iter().map(|(topic, total)| json!({
+                "topic": topic,
+                "lag": total.lag,
+                "partitions_without_commit": total.without_commit,
+            })).collect::<Vec<_>>(),
         }))?,
         Format::Csv => output.print_csv(
-            &["topic", "partition", "committed", "log_start", "log_end", "lag"],
+            &[
+                "topic",
+                "partition",
+                "committed",
+                "log_start",
+                "log_end",
+                "lag",
+            ],
             &rows
                 .iter()
                 .map(|r| {
@@ -181,7 +196,17 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
                 "Group '{}': {}, {} member(s)",
                 group, state.state, state.members
             ));
-            let mut t = table(&["TOPIC", "PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG"], &[1, 2, 3, 4, 5]);
+            let mut t = table(
+                &[
+                    "TOPIC",
+                    "PARTITION",
+                    "COMMITTED",
+                    "LOG-START",
+                    "LOG-END",
+                    "LAG",
+                ],
+                &[1, 2, 3, 4, 5],
+            );
             for r in &rows {
                 t.add_row(vec![
                     r.topic.clone(),
@@ -193,12 +218,35 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
                 ]);
             }
             output.print(t.to_string());
-            for (topic, lag) in &totals {
-                output.print(format!("Total lag of {topic}: {lag}"));
+            for (topic, total) in &totals {
+                output.print(format!("Total lag of {topic}: {}", total.describe()));
             }
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// A topic's lag summed over its partitions with a committed offset. Those without one
+/// have no lag to add (kafka-consumer-groups.sh shows "-" for them): a total that left
+/// them out silently would read as the whole topic's.
+#[derive(Debug, Default)]
+struct TopicLag {
+    /// `None` when no partition has a committed offset.
+    lag: Option<i64>,
+    without_commit: usize,
+}
+
+impl TopicLag {
+    fn describe(&self) -> String {
+        match (self.lag, self.without_commit) {
+            (None, _) => "- (no partition has a committed offset)".to_string(),
+            (Some(lag), 0) => lag.to_string(),
+            (Some(lag), 1) => format!("{lag} (1 partition without a committed offset not counted)"),
+            (Some(lag), n) => {
+                format!("{lag} ({n} partitions without a committed offset not counted)")
+            }
+        }
+    }
 }
 
 /// `offsets show` without `--group`: the groups, as `kafka-consumer-groups.sh --list --state`
