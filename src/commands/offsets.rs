@@ -13,7 +13,7 @@ use tokio::task::block_in_place;
 
 use crate::cli::{Format, OffsetsArgs, OffsetsCommand, OffsetsResetArgs, OffsetsShowArgs};
 use crate::exit::ExitStatus;
-use crate::kafka::{GroupState, Kafka, Watermarks};
+use crate::kafka::{CommitNotAnswered, GroupState, Kafka, Watermarks};
 use crate::output::{or_dash, table, Output};
 use crate::store::{CreateMode, Store};
 
@@ -881,18 +881,28 @@ impl Reset<'_> {
         }
         reached(ResetStep::Committing);
         if !self.to_commit.is_empty() {
-            kafka
-                .commit(&client, self.to_commit)
-                .with_context(|| match self.recommit_path {
-                    Some(path) => format!(
+            if let Err(error) = kafka.commit(&client, self.to_commit) {
+                let context = match (self.recommit_path, error.downcast_ref::<CommitNotAnswered>()) {
+                    (Some(path), _) => format!(
                         "group '{group}' was deleted, and its offsets could not be committed again; \
                          commit them with: inboxctl offsets reset --group {group} --from-file {} --execute",
                         path.display()
                     ),
-                    None => format!(
+                    // No answer is no refusal: the commit may have been applied all the same.
+                    (None, Some(unanswered)) => bail!(
+                        "{unanswered}: the new offsets of group '{group}' may or may not have been \
+                         committed; check with `inboxctl offsets show --group {group}`; the undo \
+                         plan {} puts back the old ones: inboxctl offsets reset --group {group} \
+                         --from-file {} --execute",
+                        self.undo_path.display(),
+                        self.undo_path.display()
+                    ),
+                    (None, None) => format!(
                         "could not commit the new offsets of group '{group}' (is a consumer still in the group?)"
                     ),
-                })?;
+                };
+                return Err(error.context(context));
+            }
         }
         reached(ResetStep::Committed);
         let keys: Vec<(String, i32)> = self
