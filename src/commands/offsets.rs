@@ -17,7 +17,7 @@ use crate::kafka::{CommitNotAnswered, GroupState, Kafka, Watermarks};
 use crate::output::{or_dash, table, Output};
 use crate::store::{CreateMode, Store};
 
-use super::{OnStop, StopRequest};
+use super::{inboxctl_command, OnStop, StopRequest};
 
 pub async fn run(args: OffsetsArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
@@ -541,12 +541,11 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         if skipped > 0 {
             output.warn(format!(
                 "{}:{}: moving from {} to {new} skips {skipped} offset(s) without an inbox row: \
-                 their messages, if any, would never be processed; `inboxctl compare --group {} --topic {}` names them",
+                 their messages, if any, would never be processed; `{}` names them",
                 p.topic,
                 p.partition,
                 or_dash(p.current),
-                args.group,
-                p.topic
+                inboxctl_command(&["compare", "--group", &args.group, "--topic", &p.topic])
             ));
         }
     }
@@ -692,15 +691,23 @@ impl From<u8> for ResetStep {
     }
 }
 
+/// The command that applies the plan file `plan` to `group`, ready to paste.
+fn apply_command(group: &str, plan: &Path) -> String {
+    inboxctl_command(&[
+        "offsets",
+        "reset",
+        "--group",
+        group,
+        "--from-file",
+        &plan.to_string_lossy(),
+        "--execute",
+    ])
+}
+
 /// What a reset stopped at once at `step` leaves, and how to finish it by hand.
 fn if_stopped_at(step: ResetStep, group: &str, undo: &Path, recommit: Option<&Path>) -> String {
-    let show = format!("inboxctl offsets show --group {group}");
-    let apply = |plan: &Path| {
-        format!(
-            "inboxctl offsets reset --group {group} --from-file {} --execute",
-            plan.display()
-        )
-    };
+    let show = inboxctl_command(&["offsets", "show", "--group", group]);
+    let apply = |plan: &Path| apply_command(group, plan);
     let not_needed = match recommit {
         Some(recommit) => format!("{} and {}", undo.display(), recommit.display()),
         None => undo.display().to_string(),
@@ -796,9 +803,9 @@ impl Reset<'_> {
             }
         }
         output.note(format!(
-            "Undo plan written to {} (apply it with: inboxctl offsets reset --group {group} --from-file {} --execute)",
+            "Undo plan written to {} (apply it with: {})",
             self.undo_path.display(),
-            self.undo_path.display()
+            apply_command(group, self.undo_path)
         ));
         let after = block_in_place(|| self.apply())?;
         let applied: Vec<PlannedOffset> = self
@@ -885,17 +892,16 @@ impl Reset<'_> {
                 let context = match (self.recommit_path, error.downcast_ref::<CommitNotAnswered>()) {
                     (Some(path), _) => format!(
                         "group '{group}' was deleted, and its offsets could not be committed again; \
-                         commit them with: inboxctl offsets reset --group {group} --from-file {} --execute",
-                        path.display()
+                         commit them with: {}",
+                        apply_command(group, path)
                     ),
                     // No answer is no refusal: the commit may have been applied all the same.
                     (None, Some(unanswered)) => bail!(
                         "{unanswered}: the new offsets of group '{group}' may or may not have been \
-                         committed; check with `inboxctl offsets show --group {group}`; the undo \
-                         plan {} puts back the old ones: inboxctl offsets reset --group {group} \
-                         --from-file {} --execute",
+                         committed; check with `{}`; the undo plan {} puts back the old ones: {}",
+                        inboxctl_command(&["offsets", "show", "--group", group]),
                         self.undo_path.display(),
-                        self.undo_path.display()
+                        apply_command(group, self.undo_path)
                     ),
                     (None, None) => format!(
                         "could not commit the new offsets of group '{group}' (is a consumer still in the group?)"
@@ -1304,6 +1310,57 @@ mod tests {
             "the new offsets of group 'g' are committed, but were not read back (`inboxctl \
              offsets show --group g` shows them); the undo plan puts back the old ones: \
              inboxctl offsets reset --group g --from-file u.csv --execute"
+        );
+    }
+
+    /// Pasted into a shell, the commands given keep each argument whole and unexpanded.
+    #[test]
+    fn commands_to_paste_are_quoted_for_the_shell() {
+        assert_eq!(
+            apply_command("billing-service", Path::new("undo.csv")),
+            "inboxctl offsets reset --group billing-service --from-file undo.csv --execute"
+        );
+        assert_eq!(
+            apply_command("ops team", Path::new("my plans/undo $1.csv")),
+            "inboxctl offsets reset --group 'ops team' --from-file 'my plans/undo $1.csv' --execute"
+        );
+        assert_eq!(
+            inboxctl_command(&["offsets", "show", "--group", "it's"]),
+            r#"inboxctl offsets show --group "it's""#
+        );
+        // What a shell makes of them: each word back as it was.
+        let nasty = [
+            "ops team",
+            "a\"b'c",
+            "$HOME",
+            "x;rm -rf y",
+            "`id`",
+            "*",
+            "~",
+            "-",
+        ];
+        let line = inboxctl_command(&nasty);
+        let script = format!("shift; printf '%s\\n' \"$@\"");
+        let words = line.strip_prefix("inboxctl ").unwrap();
+        let echoed = std::process::Command::new("sh")
+            .args(["-c", &format!("set -- x {words}; {script}")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(echoed.stdout).unwrap(),
+            nasty.map(|word| format!("{word}\n")).concat(),
+            "{line}"
+        );
+        let said = if_stopped_at(
+            ResetStep::Committing,
+            "ops team",
+            Path::new("u.csv"),
+            Some(Path::new("u.recommit.csv")),
+        );
+        assert_eq!(
+            said,
+            "group 'ops team' was deleted, and its offsets were sent but not answered; commit \
+             them with: inboxctl offsets reset --group 'ops team' --from-file u.recommit.csv --execute"
         );
     }
 
