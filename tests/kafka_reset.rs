@@ -1330,7 +1330,15 @@ async fn the_undo_plan_returns_a_new_group_to_no_offsets() {
     let undo = dir.path().join("undo.csv");
 
     let run = execute_with_undo(&db, &group, &topic, &["--to-offset", "4"], &undo).ok();
-    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(
+        warnings(&run),
+        [format!(
+            "warning: consumer group '{group}' does not exist on {} (no committed offsets, \
+             unknown to the coordinator); this reset creates it with these offsets; check \
+             --group if that is not meant",
+            broker.address
+        )]
+    );
     assert_eq!(broker.committed(&group, &topic, 2), at(&[4, 4]));
     assert_eq!(
         std::fs::read_to_string(&undo).unwrap(),
@@ -2068,4 +2076,38 @@ async fn a_commit_no_coordinator_answers_says_the_outcome_is_unknown() {
         )),
         "{error}"
     );
+}
+
+/// A group the brokers do not know (a typo, say) may be given offsets, as with
+/// kafka-consumer-groups.sh, but not without a word: the dry run and --execute warn that
+/// the reset creates it. Once it has offsets, it is known, and nothing is said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_of_a_group_the_brokers_do_not_know_warns_that_it_creates_it() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("nope"));
+    broker().create_topic(&topic, 2).await;
+    fill(broker(), &topic, "e", &[3, 4]).await;
+    let unknown = format!(
+        "warning: consumer group '{group}' does not exist on {} (no committed offsets, unknown \
+         to the coordinator);",
+        broker().address
+    );
+    let dry = reset(&db, &group, &topic, &["--to-earliest"]).ok();
+    assert_eq!(
+        warnings(&dry),
+        [format!(
+            "{unknown} --execute creates it with these offsets; check --group if that is not meant"
+        )]
+    );
+    let undo = db.dir.path().join("undo.csv");
+    let run = execute_with_undo(&db, &group, &topic, &["--to-latest"], &undo).ok();
+    assert_eq!(
+        warnings(&run),
+        [format!(
+            "{unknown} this reset creates it with these offsets; check --group if that is not meant"
+        )]
+    );
+    assert_eq!(broker().committed(&group, &topic, 2), at(&[3, 4]));
+    let again = reset(&db, &group, &topic, &["--to-earliest"]).ok();
+    assert_eq!(warnings(&again), Vec::<String>::new());
 }

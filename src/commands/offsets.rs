@@ -384,7 +384,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
 
     let planned = block_in_place(
-        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting)> {
+        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting, bool)> {
             let client = kafka.group_client(&args.group)?;
             let mut partitions = Vec::new();
             if args.all_topics {
@@ -504,12 +504,23 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 });
             }
             let forgetting = forgetting(&kafka, &client, &plan)?;
-            Ok((state, plan, forgetting))
+            // A group the coordinator does not know and with no offsets anywhere: the reset
+            // would create it, as kafka-consumer-groups.sh's does, which a mistyped --group
+            // should not do without a word. The other topics are asked only in that case.
+            let unknown = state.is_unknown()
+                && committed.values().all(Option::is_none)
+                && committed_offsets(
+                    &kafka,
+                    &client,
+                    &kafka.listed_partitions(&client)?.partitions,
+                )?
+                .is_empty();
+            Ok((state, plan, forgetting, unknown))
         },
     );
     // The inbox's store is closed on every path, an error's too: a connection dropped at
     // exit is a lost client to the server.
-    let (state, plan, forgetting) = match (planned, inbox) {
+    let (state, plan, forgetting, unknown_group) = match (planned, inbox) {
         (Ok(mut planned), Some(store)) => {
             let counted = count_skipped_without_row(&store, &inbox_consumer, &mut planned.1).await;
             store.close().await;
@@ -566,6 +577,18 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 "the inbox has no rows with coordinates for these partitions; nothing to move",
             );
         }
+    }
+
+    // A plan that commits nothing creates nothing.
+    if unknown_group && plan.iter().any(|p| p.new.is_some()) {
+        let creates = match args.execute {
+            true => "this reset creates it",
+            false => "--execute creates it",
+        };
+        output.warn(format!(
+            "{}; {creates} with these offsets; check --group if that is not meant",
+            kafka.unknown_group(&args.group)
+        ));
     }
 
     if let Some(path) = &args.export {
