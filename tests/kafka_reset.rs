@@ -2111,3 +2111,31 @@ async fn a_reset_of_a_group_the_brokers_do_not_know_warns_that_it_creates_it() {
     let again = reset(&db, &group, &topic, &["--to-earliest"]).ok();
     assert_eq!(warnings(&again), Vec::<String>::new());
 }
+
+/// A negative --to-offset gets the tool's own usage error, not clap's "unexpected
+/// argument"; `--export -` writes the plan to standard output, as CSV tools take `-`, and
+/// leaves no file named `-`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negative_offsets_are_named_and_export_dash_is_standard_output() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker().create_topic(&topic, 2).await;
+    fill(broker(), &topic, "e", &[3, 4]).await;
+    broker().commit(&group, &topic, &[(0, 1), (1, 1)]);
+    let negative = reset(&db, &group, &topic, &["--to-offset", "-1"]).code(2);
+    assert_eq!(
+        negative.stderr,
+        "error: --to-offset must be 0 or more, not -1\n"
+    );
+    let exported = reset(&db, &group, &topic, &["--to-offset", "2", "--export", "-"]).ok();
+    assert_eq!(
+        exported.stdout,
+        format!("topic,partition,offset\n{topic},0,2\n{topic},1,2\n")
+    );
+    assert_eq!(
+        exported.stderr,
+        "Wrote the plan for 2 partition(s) to standard output\n"
+    );
+    assert!(!db.dir.path().join("-").exists());
+    assert_eq!(broker().committed(&group, &topic, 2), at(&[1, 1]));
+}

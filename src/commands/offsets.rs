@@ -591,6 +591,15 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         ));
     }
 
+    // `-`: the plan file is the output, as CSV tools take it; nothing else goes there.
+    if args.export.as_deref() == Some(Path::new("-")) {
+        output.print_csv(&["topic", "partition", "offset"], &plan_lines(&plan))?;
+        output.note(format!(
+            "Wrote the plan for {} partition(s) to standard output",
+            plan.len()
+        ));
+        return Ok(ExitStatus::Success);
+    }
     if let Some(path) = &args.export {
         write_plan(
             path,
@@ -1242,6 +1251,16 @@ pub fn write_plan<'a>(
     Ok(())
 }
 
+/// The plan's `topic,partition,offset` lines, an empty offset for "no committed offset".
+fn plan_lines(plan: &[PlannedOffset]) -> Vec<Vec<String>> {
+    plan.iter()
+        .map(|p| {
+            let new = p.new.map(|o| o.to_string()).unwrap_or_default();
+            vec![p.topic.clone(), p.partition.to_string(), new]
+        })
+        .collect()
+}
+
 /// `forgetting`: in JSON, a plan that deletes the group says so, and lists the group's
 /// offsets outside the plan that it commits again.
 fn print_plan(
@@ -1270,16 +1289,7 @@ fn print_plan(
             }
             output.print_json(&report)
         }
-        Format::Csv => output.print_csv(
-            &["topic", "partition", "offset"],
-            &plan
-                .iter()
-                .map(|p| {
-                    let new = p.new.map(|o| o.to_string()).unwrap_or_default();
-                    vec![p.topic.clone(), p.partition.to_string(), new]
-                })
-                .collect::<Vec<_>>(),
-        ),
+        Format::Csv => output.print_csv(&["topic", "partition", "offset"], &plan_lines(plan)),
         Format::Table => {
             let mut t = table(
                 &["TOPIC", "PARTITION", before, after, "LOG-START", "LOG-END"],
