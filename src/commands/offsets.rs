@@ -1373,7 +1373,7 @@ mod tests {
             "-",
         ];
         let line = inboxctl_command(&nasty);
-        let script = format!("shift; printf '%s\\n' \"$@\"");
+        let script = r#"shift; printf '%s\n' "$@""#;
         let words = line.strip_prefix("inboxctl ").unwrap();
         let echoed = std::process::Command::new("sh")
             .args(["-c", &format!("set -- x {words}; {script}")])
