@@ -217,7 +217,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'The inbox consumer for --to-inbox (default: the group name)')
             [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)')
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Give up connecting after this long (e.g. 5s, 1m)')
-            [CompletionResult]::new('--export', '--export', [CompletionResultType]::ParameterName, 'Write the computed plan to this CSV file instead of applying it')
+            [CompletionResult]::new('--export', '--export', [CompletionResultType]::ParameterName, 'Write the computed plan to this CSV file instead of applying it (`-`: to standard output)')
             [CompletionResult]::new('--undo-file', '--undo-file', [CompletionResultType]::ParameterName, 'Where --execute writes the undo plan (default: inboxctl-undo-GROUP-TIME.csv here)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
             [CompletionResult]::new('--all-topics', '--all-topics', [CompletionResultType]::ParameterName, 'Every partition the group has a committed offset for, in every topic')

@@ -200,7 +200,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --consumer 'The inbox consumer for --to-inbox (default: the group name)'
             cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
             cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
-            cand --export 'Write the computed plan to this CSV file instead of applying it'
+            cand --export 'Write the computed plan to this CSV file instead of applying it (`-`: to standard output)'
             cand --undo-file 'Where --execute writes the undo plan (default: inboxctl-undo-GROUP-TIME.csv here)'
             cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
             cand --all-topics 'Every partition the group has a committed offset for, in every topic'

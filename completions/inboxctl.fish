@@ -156,7 +156,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_se
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l consumer -d 'The inbox consumer for --to-inbox (default: the group name)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l export -d 'Write the computed plan to this CSV file instead of applying it' -r -F
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l export -d 'Write the computed plan to this CSV file instead of applying it (`-`: to standard output)' -r -F
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l undo-file -d 'Where --execute writes the undo plan (default: inboxctl-undo-GROUP-TIME.csv here)' -r -F
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''

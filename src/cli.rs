@@ -302,7 +302,8 @@ pub struct OffsetsResetArgs {
     #[arg(long)]
     pub to_latest: bool,
     /// To this offset in every partition named
-    #[arg(long, value_name = "OFFSET")]
+    // Negative numbers pass clap, for the command's own message on them.
+    #[arg(long, value_name = "OFFSET", allow_negative_numbers = true)]
     pub to_offset: Option<i64>,
     /// To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)
     #[arg(long, value_name = "TIMESTAMP", value_parser = parse_timestamp)]
@@ -335,7 +336,7 @@ pub struct OffsetsResetArgs {
     #[arg(long, conflicts_with = "execute")]
     pub dry_run: bool,
 
-    /// Write the computed plan to this CSV file instead of applying it
+    /// Write the computed plan to this CSV file instead of applying it (`-`: to standard output)
     #[arg(long, value_name = "PLAN.csv")]
     pub export: Option<std::path::PathBuf>,
 

@@ -1,6 +1,7 @@
 //! The Kafka side: one place that builds librdkafka clients from `--brokers` and `-X`, and the
 //! few broker calls the commands need, each bounded by `--kafka-timeout` (a commit by a few
-//! times it: librdkafka tries a commit again after a timeout).
+//! times it: finding the coordinator takes up to one, and librdkafka tries a commit again
+//! after a timeout).
 //!
 //! Every call here blocks (librdkafka's own threads do the I/O); async callers wrap them in
 //! [`tokio::task::block_in_place`].
@@ -230,6 +231,19 @@ impl Kafka {
     pub fn group_client(&self, group: &str) -> anyhow::Result<KafkaClient> {
         let mut config = self.config();
         config.set("group.id", group);
+        // A commit waits for the group coordinator to be found for session.timeout.ms (45 s
+        // by default), a wait no other setting bounds. This client never joins its group, so
+        // the setting means nothing else here. -X still decides, and the KIP-848 protocol
+        // (-X group.protocol=consumer) refuses it.
+        if !self.has_property("session.timeout.ms") && !self.has_property("group.protocol") {
+            config.set(
+                "session.timeout.ms",
+                self.timeout()
+                    .as_millis()
+                    .clamp(1, MAX_SOCKET_TIMEOUT_MS)
+                    .to_string(),
+            );
+        }
         config
             .create()
             .map(KafkaClient)
@@ -562,15 +576,12 @@ impl Kafka {
         client
             .commit(&list, CommitMode::Sync)
             .map_err(|error| match error {
-                // librdkafka tries again after a timeout, so the wait is longer than one.
-                KafkaError::ConsumerCommit(
-                    RDKafkaErrorCode::OperationTimedOut | RDKafkaErrorCode::RequestTimedOut,
-                ) => anyhow::anyhow!(
-                    "the group coordinator did not answer the commit in {:.1}s \
-                     (--kafka-timeout is {} a try)",
-                    started.elapsed().as_secs_f64(),
-                    humantime::format_duration(self.timeout())
-                ),
+                KafkaError::ConsumerCommit(code) if is_unanswered(code) => {
+                    anyhow::Error::new(CommitNotAnswered {
+                        waited: started.elapsed(),
+                        timeout: self.timeout(),
+                    })
+                }
                 error => anyhow::Error::new(error)
                     .context("the group coordinator refused the new offsets"),
             })
@@ -597,6 +608,46 @@ impl Kafka {
         }
         Ok(())
     }
+}
+
+/// A commit that no coordinator answered (not found, timed out, connection lost), as opposed
+/// to one it refused: the offsets may or may not have been committed.
+#[derive(Debug)]
+pub struct CommitNotAnswered {
+    pub waited: Duration,
+    pub timeout: Duration,
+}
+
+impl std::fmt::Display for CommitNotAnswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // librdkafka tries again after a timeout, so the wait is longer than one.
+        write!(
+            f,
+            "the group coordinator did not answer the commit in {:.1}s (--kafka-timeout is {} a try)",
+            self.waited.as_secs_f64(),
+            humantime::format_duration(self.timeout)
+        )
+    }
+}
+
+impl std::error::Error for CommitNotAnswered {}
+
+/// Errors of a commit that mean no answer came, rather than a refusal.
+fn is_unanswered(code: RDKafkaErrorCode) -> bool {
+    use RDKafkaErrorCode::*;
+    matches!(
+        code,
+        OperationTimedOut
+            | RequestTimedOut
+            | WaitingForCoordinator
+            | CoordinatorNotAvailable
+            | NotCoordinator
+            | CoordinatorLoadInProgress
+            | BrokerTransportFailure
+            | AllBrokersDown
+            | NetworkException
+            | BrokerNotAvailable
+    )
 }
 
 /// A librdkafka consumer that closes promptly when dropped. rdkafka's own drop closes it

@@ -2026,3 +2026,77 @@ async fn commands_end_their_sessions_cleanly_on_postgres() {
     let (ended, abandoned) = db.ended_sessions().await;
     assert_eq!((ended - before, abandoned), (1 + 4 * 3 + 1, 0));
 }
+
+/// `prune --group` keeps only rows with all three coordinates at or above the committed
+/// offset (or in a partition without one). A row missing any coordinate cannot be placed in
+/// the log, so it is pruned as a row without coordinates, and left out of the count of rows
+/// kept.
+async fn prune_group_prunes_rows_with_incomplete_coordinates(backend: Backend) {
+    use common::kafka::{broker, unique};
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker().create_topic(&topic, 2).await;
+    let events: Vec<(i32, String)> = (0..8).map(|n| (0, format!("e{n}"))).collect();
+    broker().produce(&topic, &events).await;
+    // Partition 0 committed at 5; partition 1 has no committed offset.
+    broker().commit(&group, &topic, &[(0, 5)]);
+    let old = now_ms() - Duration::days(2);
+    let at =
+        |event_id: &str, topic: Option<&str>, partition: Option<i32>, offset: Option<i64>| Row_ {
+            consumer: group.clone(),
+            event_id: event_id.to_string(),
+            topic: topic.map(str::to_string),
+            partition,
+            offset,
+            processed_at: old,
+        };
+    let t = Some(topic.as_str());
+    db.insert_rows(&[
+        at("none", None, None, None),
+        at("topic-only", t, None, None),
+        at("no-offset", t, Some(0), None),
+        at("below", t, Some(0), Some(3)),
+        at("at-committed", t, Some(0), Some(5)),
+        at("above", t, Some(0), Some(7)),
+        at("uncommitted-no-offset", t, Some(1), None),
+        at("uncommitted", t, Some(1), Some(2)),
+    ])
+    .await;
+    let mut command = db.cmd();
+    command.env("KAFKA_BROKERS", &broker().address).args([
+        "prune",
+        "--older-than",
+        "1d",
+        "--group",
+        &group,
+        "--dry-run",
+    ]);
+    let dry = Run::from(command.output().unwrap()).ok();
+    assert!(
+        dry.stdout
+            .contains("Kept 3 older rows at or above the group's committed offsets"),
+        "{}",
+        dry.stdout
+    );
+    let mut command = db.cmd();
+    command.env("KAFKA_BROKERS", &broker().address).args([
+        "prune",
+        "--older-than",
+        "1d",
+        "--group",
+        &group,
+        "--yes",
+        "--format",
+        "json",
+    ]);
+    let json = Run::from(command.output().unwrap()).ok().json();
+    assert_eq!(json["rows_kept_for_redelivery"], 3, "{json}");
+    assert_eq!(json["rows_deleted"], 5, "{json}");
+    assert_eq!(
+        db.event_ids(&group).await,
+        ids(&["above", "at-committed", "uncommitted"])
+    );
+}
+
+each_backend!(prune_group_prunes_rows_with_incomplete_coordinates);

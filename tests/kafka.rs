@@ -109,6 +109,57 @@ async fn offsets_show_equals_what_the_consumer_committed() {
     );
 }
 
+/// A topic's total lag counts only partitions with a committed offset: it is unknown where
+/// none has one, and says how many it leaves out where some have none, as
+/// kafka-consumer-groups.sh shows LAG "-" for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_show_says_which_lag_it_cannot_count() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, other, group) = (unique("orders"), unique("payments"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    broker.create_topic(&other, 2).await;
+    broker.produce(&topic, &events("e", 3, 10)).await;
+    broker.produce(&other, &events("p", 2, 4)).await;
+    broker.commit(&group, &topic, &[(0, 3)]);
+    let json = inboxctl(
+        &db,
+        broker,
+        &[
+            "offsets", "show", "-g", &group, "-t", &topic, "-t", &other, "--format", "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(
+        json["topics"],
+        serde_json::json!([
+            {"topic": topic, "lag": 7, "partitions_without_commit": 2},
+            {"topic": other, "lag": null, "partitions_without_commit": 2},
+        ])
+    );
+    let table = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "-g", &group, "-t", &topic, "-t", &other],
+    )
+    .ok();
+    let totals: Vec<&str> = table
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("Total lag"))
+        .collect();
+    assert_eq!(
+        totals,
+        [
+            format!(
+                "Total lag of {topic}: 7 (2 partitions without a committed offset not counted)"
+            ),
+            format!("Total lag of {other}: - (no partition has a committed offset)"),
+        ]
+    );
+}
+
 /// Produces 3 partitions × 8 events and runs the service with `decide`; returns what it saw.
 async fn scenario<D: FnMut(&Seen) -> Step>(
     db: &mut TestDb,

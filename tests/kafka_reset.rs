@@ -1330,7 +1330,15 @@ async fn the_undo_plan_returns_a_new_group_to_no_offsets() {
     let undo = dir.path().join("undo.csv");
 
     let run = execute_with_undo(&db, &group, &topic, &["--to-offset", "4"], &undo).ok();
-    assert_eq!(warnings(&run), Vec::<String>::new());
+    assert_eq!(
+        warnings(&run),
+        [format!(
+            "warning: consumer group '{group}' does not exist on {} (no committed offsets, \
+             unknown to the coordinator); this reset creates it with these offsets; check \
+             --group if that is not meant",
+            broker.address
+        )]
+    );
     assert_eq!(broker.committed(&group, &topic, 2), at(&[4, 4]));
     assert_eq!(
         std::fs::read_to_string(&undo).unwrap(),
@@ -1993,4 +2001,141 @@ async fn sigterm_during_a_reset_lets_its_commit_finish() {
         ["warning: stopped by SIGTERM: the reset was finished first"]
     );
     assert_eq!(broker.committed(&group, &topic, 2), at(&[0, 0]));
+}
+
+/// Whether a thread of process `pid` waits for the other end of a FIFO to open it.
+fn waits_on_a_fifo(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("wchan")).is_ok_and(|w| w == "wait_for_partner")
+    })
+}
+
+/// A broker that stops answering once the undo plan is written: the commit cannot even find
+/// the group's coordinator. The error says that no answer came (no refusal), that the
+/// offsets may or may not have been committed, and how to check and undo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_no_coordinator_answers_says_the_outcome_is_unknown() {
+    let broker = RestartableBroker::start();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.broker.create_topic(&topic, 2).await;
+    fill(&broker.broker, &topic, "e", &[6, 9]).await;
+    broker.broker.commit(&group, &topic, &[(0, 5), (1, 7)]);
+    // The undo plan goes to a FIFO: the reset, all of its planning done, waits there until
+    // the test reads it, so the broker is paused before the commit starts, not racing it.
+    let undo = db.dir.path().join("undo.csv");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&undo)
+        .status()
+        .unwrap()
+        .success());
+    let stderr_file = db.dir.path().join("reset.stderr");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .args(["offsets", "reset", "--group", &group, "--topic", &topic])
+        .args(["--to-earliest", "--execute", "--undo-file", "undo.csv"])
+        .args(["--kafka-timeout", "2s"])
+        .env("DATABASE_URL", &db.url)
+        .env("KAFKA_BROKERS", &broker.broker.address)
+        .current_dir(db.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !waits_on_a_fifo(child.id()) {
+        assert!(
+            child.try_wait().unwrap().is_none() && Instant::now() < deadline,
+            "the reset never came to write its undo plan:\n{}",
+            std::fs::read_to_string(&stderr_file).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    broker.pause();
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,5\n{topic},1,7\n")
+    );
+    let code = wait_until(&mut child, Instant::now() + Duration::from_secs(120));
+    broker.unpause();
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    assert_eq!(code, Some(1), "{stderr}");
+    let error = stderr.lines().last().unwrap();
+    assert!(
+        error.starts_with("error: the group coordinator did not answer the commit in "),
+        "{error}"
+    );
+    assert!(
+        error.ends_with(&format!(
+            "s (--kafka-timeout is 2s a try): the new offsets of group '{group}' may or may not \
+             have been committed; check with `inboxctl offsets show --group {group}`; the undo \
+             plan undo.csv puts back the old ones: inboxctl offsets reset --group {group} \
+             --from-file undo.csv --execute"
+        )),
+        "{error}"
+    );
+}
+
+/// A group the brokers do not know (a typo, say) may be given offsets, as with
+/// kafka-consumer-groups.sh, but not without a word: the dry run and --execute warn that
+/// the reset creates it. Once it has offsets, it is known, and nothing is said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_of_a_group_the_brokers_do_not_know_warns_that_it_creates_it() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("nope"));
+    broker().create_topic(&topic, 2).await;
+    fill(broker(), &topic, "e", &[3, 4]).await;
+    let unknown = format!(
+        "warning: consumer group '{group}' does not exist on {} (no committed offsets, unknown \
+         to the coordinator);",
+        broker().address
+    );
+    let dry = reset(&db, &group, &topic, &["--to-earliest"]).ok();
+    assert_eq!(
+        warnings(&dry),
+        [format!(
+            "{unknown} --execute creates it with these offsets; check --group if that is not meant"
+        )]
+    );
+    let undo = db.dir.path().join("undo.csv");
+    let run = execute_with_undo(&db, &group, &topic, &["--to-latest"], &undo).ok();
+    assert_eq!(
+        warnings(&run),
+        [format!(
+            "{unknown} this reset creates it with these offsets; check --group if that is not meant"
+        )]
+    );
+    assert_eq!(broker().committed(&group, &topic, 2), at(&[3, 4]));
+    let again = reset(&db, &group, &topic, &["--to-earliest"]).ok();
+    assert_eq!(warnings(&again), Vec::<String>::new());
+}
+
+/// A negative --to-offset gets the tool's own usage error, not clap's "unexpected
+/// argument"; `--export -` writes the plan to standard output, as CSV tools take `-`, and
+/// leaves no file named `-`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negative_offsets_are_named_and_export_dash_is_standard_output() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker().create_topic(&topic, 2).await;
+    fill(broker(), &topic, "e", &[3, 4]).await;
+    broker().commit(&group, &topic, &[(0, 1), (1, 1)]);
+    let negative = reset(&db, &group, &topic, &["--to-offset", "-1"]).code(2);
+    assert_eq!(
+        negative.stderr,
+        "error: --to-offset must be 0 or more, not -1\n"
+    );
+    let exported = reset(&db, &group, &topic, &["--to-offset", "2", "--export", "-"]).ok();
+    assert_eq!(
+        exported.stdout,
+        format!("topic,partition,offset\n{topic},0,2\n{topic},1,2\n")
+    );
+    assert_eq!(
+        exported.stderr,
+        "Wrote the plan for 2 partition(s) to standard output\n"
+    );
+    assert!(!db.dir.path().join("-").exists());
+    assert_eq!(broker().committed(&group, &topic, 2), at(&[1, 1]));
 }

@@ -349,3 +349,15 @@ pub(crate) fn stop_on_signals(
     });
     Ok((stop, task))
 }
+
+/// `inboxctl WORDS…` as the operator pastes it into a POSIX shell: each word quoted where
+/// the shell would split or expand it (a group named `ops team`, a path with `$`).
+pub fn inboxctl_command(words: &[&str]) -> String {
+    let mut line = String::from("inboxctl");
+    for word in words {
+        line.push(' ');
+        // Only a NUL cannot be quoted, and no argument or path can hold one.
+        line.push_str(&shlex::try_quote(word).unwrap_or((*word).into()));
+    }
+    line
+}

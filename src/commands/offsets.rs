@@ -13,11 +13,11 @@ use tokio::task::block_in_place;
 
 use crate::cli::{Format, OffsetsArgs, OffsetsCommand, OffsetsResetArgs, OffsetsShowArgs};
 use crate::exit::ExitStatus;
-use crate::kafka::{GroupState, Kafka, Watermarks};
+use crate::kafka::{CommitNotAnswered, GroupState, Kafka, Watermarks};
 use crate::output::{or_dash, table, Output};
 use crate::store::{CreateMode, Store};
 
-use super::{OnStop, StopRequest};
+use super::{inboxctl_command, OnStop, StopRequest};
 
 pub async fn run(args: OffsetsArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
@@ -172,9 +172,13 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
         group_offsets(&kafka, &client, group, &args.topic)
     })?;
     warn_unlisted(&output, &unlisted, "shown");
-    let mut totals: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut totals: BTreeMap<&str, TopicLag> = BTreeMap::new();
     for row in &rows {
-        *totals.entry(&row.topic).or_default() += row.lag.unwrap_or(0);
+        let total = totals.entry(&row.topic).or_default();
+        match row.lag {
+            Some(lag) => *total.lag.get_or_insert(0) += lag,
+            None => total.without_commit += 1,
+        }
     }
     match output.format {
         Format::Json => output.print_json(&json!({
@@ -182,10 +186,21 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
             "state": state.state,
             "members": state.members,
             "partitions": rows,
-            "topics": totals.iter().map(|(topic, lag)| json!({"topic": topic, "lag": lag})).collect::<Vec<_>>(),
+            "topics": totals.iter().map(|(topic, total)| json!({
+                "topic": topic,
+                "lag": total.lag,
+                "partitions_without_commit": total.without_commit,
+            })).collect::<Vec<_>>(),
         }))?,
         Format::Csv => output.print_csv(
-            &["topic", "partition", "committed", "log_start", "log_end", "lag"],
+            &[
+                "topic",
+                "partition",
+                "committed",
+                "log_start",
+                "log_end",
+                "lag",
+            ],
             &rows
                 .iter()
                 .map(|r| {
@@ -205,7 +220,17 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
                 "Group '{}': {}, {} member(s)",
                 group, state.state, state.members
             ));
-            let mut t = table(&["TOPIC", "PARTITION", "COMMITTED", "LOG-START", "LOG-END", "LAG"], &[1, 2, 3, 4, 5]);
+            let mut t = table(
+                &[
+                    "TOPIC",
+                    "PARTITION",
+                    "COMMITTED",
+                    "LOG-START",
+                    "LOG-END",
+                    "LAG",
+                ],
+                &[1, 2, 3, 4, 5],
+            );
             for r in &rows {
                 t.add_row(vec![
                     r.topic.clone(),
@@ -217,12 +242,35 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
                 ]);
             }
             output.print(t.to_string());
-            for (topic, lag) in &totals {
-                output.print(format!("Total lag of {topic}: {lag}"));
+            for (topic, total) in &totals {
+                output.print(format!("Total lag of {topic}: {}", total.describe()));
             }
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// A topic's lag summed over its partitions with a committed offset. Those without one
+/// have no lag to add (kafka-consumer-groups.sh shows "-" for them): a total that left
+/// them out silently would read as the whole topic's.
+#[derive(Debug, Default)]
+struct TopicLag {
+    /// `None` when no partition has a committed offset.
+    lag: Option<i64>,
+    without_commit: usize,
+}
+
+impl TopicLag {
+    fn describe(&self) -> String {
+        match (self.lag, self.without_commit) {
+            (None, _) => "- (no partition has a committed offset)".to_string(),
+            (Some(lag), 0) => lag.to_string(),
+            (Some(lag), 1) => format!("{lag} (1 partition without a committed offset not counted)"),
+            (Some(lag), n) => {
+                format!("{lag} ({n} partitions without a committed offset not counted)")
+            }
+        }
+    }
 }
 
 /// `offsets show` without `--group`: the groups, as `kafka-consumer-groups.sh --list --state`
@@ -360,7 +408,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
 
     let planned = block_in_place(
-        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting)> {
+        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting, bool)> {
             let client = kafka.group_client(&args.group)?;
             let mut partitions = Vec::new();
             if args.all_topics {
@@ -480,12 +528,23 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 });
             }
             let forgetting = forgetting(&kafka, &client, &plan)?;
-            Ok((state, plan, forgetting))
+            // A group the coordinator does not know and with no offsets anywhere: the reset
+            // would create it, as kafka-consumer-groups.sh's does, which a mistyped --group
+            // should not do without a word. The other topics are asked only in that case.
+            let unknown = state.is_unknown()
+                && committed.values().all(Option::is_none)
+                && committed_offsets(
+                    &kafka,
+                    &client,
+                    &kafka.listed_partitions(&client)?.partitions,
+                )?
+                .is_empty();
+            Ok((state, plan, forgetting, unknown))
         },
     );
     // The inbox's store is closed on every path, an error's too: a connection dropped at
     // exit is a lost client to the server.
-    let (state, plan, forgetting) = match (planned, inbox) {
+    let (state, plan, forgetting, unknown_group) = match (planned, inbox) {
         (Ok(mut planned), Some(store)) => {
             let counted = count_skipped_without_row(&store, &inbox_consumer, &mut planned.1).await;
             store.close().await;
@@ -517,12 +576,11 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         if skipped > 0 {
             output.warn(format!(
                 "{}:{}: moving from {} to {new} skips {skipped} offset(s) without an inbox row: \
-                 their messages, if any, would never be processed; `inboxctl compare --group {} --topic {}` names them",
+                 their messages, if any, would never be processed; `{}` names them",
                 p.topic,
                 p.partition,
                 or_dash(p.current),
-                args.group,
-                p.topic
+                inboxctl_command(&["compare", "--group", &args.group, "--topic", &p.topic])
             ));
         }
     }
@@ -545,6 +603,27 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         }
     }
 
+    // A plan that commits nothing creates nothing.
+    if unknown_group && plan.iter().any(|p| p.new.is_some()) {
+        let creates = match args.execute {
+            true => "this reset creates it",
+            false => "--execute creates it",
+        };
+        output.warn(format!(
+            "{}; {creates} with these offsets; check --group if that is not meant",
+            kafka.unknown_group(&args.group)
+        ));
+    }
+
+    // `-`: the plan file is the output, as CSV tools take it; nothing else goes there.
+    if args.export.as_deref() == Some(Path::new("-")) {
+        output.print_csv(&["topic", "partition", "offset"], &plan_lines(&plan))?;
+        output.note(format!(
+            "Wrote the plan for {} partition(s) to standard output",
+            plan.len()
+        ));
+        return Ok(ExitStatus::Success);
+    }
     if let Some(path) = &args.export {
         write_plan(
             path,
@@ -668,15 +747,23 @@ impl From<u8> for ResetStep {
     }
 }
 
+/// The command that applies the plan file `plan` to `group`, ready to paste.
+fn apply_command(group: &str, plan: &Path) -> String {
+    inboxctl_command(&[
+        "offsets",
+        "reset",
+        "--group",
+        group,
+        "--from-file",
+        &plan.to_string_lossy(),
+        "--execute",
+    ])
+}
+
 /// What a reset stopped at once at `step` leaves, and how to finish it by hand.
 fn if_stopped_at(step: ResetStep, group: &str, undo: &Path, recommit: Option<&Path>) -> String {
-    let show = format!("inboxctl offsets show --group {group}");
-    let apply = |plan: &Path| {
-        format!(
-            "inboxctl offsets reset --group {group} --from-file {} --execute",
-            plan.display()
-        )
-    };
+    let show = inboxctl_command(&["offsets", "show", "--group", group]);
+    let apply = |plan: &Path| apply_command(group, plan);
     let not_needed = match recommit {
         Some(recommit) => format!("{} and {}", undo.display(), recommit.display()),
         None => undo.display().to_string(),
@@ -772,9 +859,9 @@ impl Reset<'_> {
             }
         }
         output.note(format!(
-            "Undo plan written to {} (apply it with: inboxctl offsets reset --group {group} --from-file {} --execute)",
+            "Undo plan written to {} (apply it with: {})",
             self.undo_path.display(),
-            self.undo_path.display()
+            apply_command(group, self.undo_path)
         ));
         let after = block_in_place(|| self.apply())?;
         let applied: Vec<PlannedOffset> = self
@@ -857,18 +944,27 @@ impl Reset<'_> {
         }
         reached(ResetStep::Committing);
         if !self.to_commit.is_empty() {
-            kafka
-                .commit(&client, self.to_commit)
-                .with_context(|| match self.recommit_path {
-                    Some(path) => format!(
+            if let Err(error) = kafka.commit(&client, self.to_commit) {
+                let context = match (self.recommit_path, error.downcast_ref::<CommitNotAnswered>()) {
+                    (Some(path), _) => format!(
                         "group '{group}' was deleted, and its offsets could not be committed again; \
-                         commit them with: inboxctl offsets reset --group {group} --from-file {} --execute",
-                        path.display()
+                         commit them with: {}",
+                        apply_command(group, path)
                     ),
-                    None => format!(
+                    // No answer is no refusal: the commit may have been applied all the same.
+                    (None, Some(unanswered)) => bail!(
+                        "{unanswered}: the new offsets of group '{group}' may or may not have been \
+                         committed; check with `{}`; the undo plan {} puts back the old ones: {}",
+                        inboxctl_command(&["offsets", "show", "--group", group]),
+                        self.undo_path.display(),
+                        apply_command(group, self.undo_path)
+                    ),
+                    (None, None) => format!(
                         "could not commit the new offsets of group '{group}' (is a consumer still in the group?)"
                     ),
-                })?;
+                };
+                return Err(error.context(context));
+            }
         }
         reached(ResetStep::Committed);
         let keys: Vec<(String, i32)> = self
@@ -1179,6 +1275,16 @@ pub fn write_plan<'a>(
     Ok(())
 }
 
+/// The plan's `topic,partition,offset` lines, an empty offset for "no committed offset".
+fn plan_lines(plan: &[PlannedOffset]) -> Vec<Vec<String>> {
+    plan.iter()
+        .map(|p| {
+            let new = p.new.map(|o| o.to_string()).unwrap_or_default();
+            vec![p.topic.clone(), p.partition.to_string(), new]
+        })
+        .collect()
+}
+
 /// `forgetting`: in JSON, a plan that deletes the group says so, and lists the group's
 /// offsets outside the plan that it commits again.
 fn print_plan(
@@ -1207,16 +1313,7 @@ fn print_plan(
             }
             output.print_json(&report)
         }
-        Format::Csv => output.print_csv(
-            &["topic", "partition", "offset"],
-            &plan
-                .iter()
-                .map(|p| {
-                    let new = p.new.map(|o| o.to_string()).unwrap_or_default();
-                    vec![p.topic.clone(), p.partition.to_string(), new]
-                })
-                .collect::<Vec<_>>(),
-        ),
+        Format::Csv => output.print_csv(&["topic", "partition", "offset"], &plan_lines(plan)),
         Format::Table => {
             let mut t = table(
                 &["TOPIC", "PARTITION", before, after, "LOG-START", "LOG-END"],
@@ -1270,6 +1367,57 @@ mod tests {
             "the new offsets of group 'g' are committed, but were not read back (`inboxctl \
              offsets show --group g` shows them); the undo plan puts back the old ones: \
              inboxctl offsets reset --group g --from-file u.csv --execute"
+        );
+    }
+
+    /// Pasted into a shell, the commands given keep each argument whole and unexpanded.
+    #[test]
+    fn commands_to_paste_are_quoted_for_the_shell() {
+        assert_eq!(
+            apply_command("billing-service", Path::new("undo.csv")),
+            "inboxctl offsets reset --group billing-service --from-file undo.csv --execute"
+        );
+        assert_eq!(
+            apply_command("ops team", Path::new("my plans/undo $1.csv")),
+            "inboxctl offsets reset --group 'ops team' --from-file 'my plans/undo $1.csv' --execute"
+        );
+        assert_eq!(
+            inboxctl_command(&["offsets", "show", "--group", "it's"]),
+            r#"inboxctl offsets show --group "it's""#
+        );
+        // What a shell makes of them: each word back as it was.
+        let nasty = [
+            "ops team",
+            "a\"b'c",
+            "$HOME",
+            "x;rm -rf y",
+            "`id`",
+            "*",
+            "~",
+            "-",
+        ];
+        let line = inboxctl_command(&nasty);
+        let script = r#"shift; printf '%s\n' "$@""#;
+        let words = line.strip_prefix("inboxctl ").unwrap();
+        let echoed = std::process::Command::new("sh")
+            .args(["-c", &format!("set -- x {words}; {script}")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(echoed.stdout).unwrap(),
+            nasty.map(|word| format!("{word}\n")).concat(),
+            "{line}"
+        );
+        let said = if_stopped_at(
+            ResetStep::Committing,
+            "ops team",
+            Path::new("u.csv"),
+            Some(Path::new("u.recommit.csv")),
+        );
+        assert_eq!(
+            said,
+            "group 'ops team' was deleted, and its offsets were sent but not answered; commit \
+             them with: inboxctl offsets reset --group 'ops team' --from-file u.recommit.csv --execute"
         );
     }
 

@@ -1405,16 +1405,21 @@ impl Store {
         self.push_keep_exclusions(sql, keep);
     }
 
-    /// One `AND NOT (…)` per protected partition. Rows without coordinates are never protected.
+    /// One `AND NOT (…)` per protected partition. Rows without coordinates are never
+    /// protected, nor are rows missing any one of them: a comparison with NULL is NULL, and
+    /// `NOT (NULL)` would keep such a row for good, so each coordinate must be there first.
     fn push_keep_exclusions(&self, sql: &mut SqlBuilder, keep: &[KeepFrom]) {
         let d = self.dialect;
+        let (partition, offset) = (d.quote("partition"), d.quote("offset"));
         for protected in keep {
-            sql.push(" AND NOT (topic IS NOT NULL AND topic = ")
-                .param()
-                .push(&format!(" AND {} = ", d.quote("partition")))
-                .param();
+            sql.push(&format!(
+                " AND NOT (topic IS NOT NULL AND {partition} IS NOT NULL AND {offset} IS NOT NULL AND topic = "
+            ))
+            .param()
+            .push(&format!(" AND {partition} = "))
+            .param();
             if protected.committed.is_some() {
-                sql.push(&format!(" AND {} >= ", d.quote("offset"))).param();
+                sql.push(&format!(" AND {offset} >= ")).param();
             }
             sql.push(")");
         }

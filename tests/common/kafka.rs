@@ -106,6 +106,19 @@ impl RestartableBroker {
         }
     }
 
+    /// Stops the broker's process (SIGSTOP) without closing its connections: it accepts
+    /// and answers nothing, as a hung broker does.
+    pub fn pause(&self) {
+        let process = self.process.as_ref().expect("the broker runs");
+        super::send_signal("STOP", &process.id().to_string());
+    }
+
+    /// Lets a paused broker go on (SIGCONT).
+    pub fn unpause(&self) {
+        let process = self.process.as_ref().expect("the broker runs");
+        super::send_signal("CONT", &process.id().to_string());
+    }
+
     /// Starts the broker again on its port and storage, and waits until it answers.
     pub fn resume(&mut self) {
         let log = self.dir.path().join("broker.log");
