@@ -1381,25 +1381,14 @@ async fn insert_new(
     Ok(query.fetch_all(&mut **conn).await?.into_iter().collect())
 }
 
-/// The placeholders whose value replay gives: a --param of the same name would never be used.
-const BUILT_INS: [&str; 7] = [
-    "event_id",
-    "topic",
-    "partition",
-    "offset",
-    "key",
-    "timestamp",
-    "payload",
-];
-
 /// A --param named like a built-in, or given twice, would be silently overruled.
 fn check_params(params: &[(String, String)]) -> anyhow::Result<()> {
     let mut seen = HashSet::new();
     for (name, _) in params {
-        if BUILT_INS.contains(&name.as_str()) {
+        if handler::BUILT_INS.contains(&name.as_str()) {
             return Err(usage(format!(
                 "--param {name}: :{name} is a built-in ({}); give the parameter another name",
-                BUILT_INS.join(", ")
+                handler::BUILT_INS.join(", ")
             )));
         }
         if !seen.insert(name) {
