@@ -109,6 +109,27 @@ async fn offsets_show_equals_what_the_consumer_committed() {
     );
 }
 
+/// A committed offset past the log end (a topic deleted and created again) is explained, as
+/// kafka-consumer-groups.sh users would otherwise read a lag of 0 as caught up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_show_explains_a_committed_offset_past_the_log_end() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    broker.produce(&topic, &events("e", 2, 3)).await;
+    broker.commit(&group, &topic, &[(0, 8), (1, 2)]);
+    let run = inboxctl(&db, broker, &["offsets", "show", "-g", &group]).ok();
+    assert_eq!(
+        run.stderr,
+        format!(
+            "warning: {topic}:0: the committed offset 8 is past the log end 3 (a topic deleted \
+             and created again, or another cluster's?); the group's next start there goes where \
+             its auto.offset.reset says\n"
+        )
+    );
+}
+
 /// A topic's total lag counts only partitions with a committed offset: it is unknown where
 /// none has one, and says how many it leaves out where some have none, as
 /// kafka-consumer-groups.sh shows LAG "-" for them.

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::cli::{CompareArgs, Format};
 use crate::commands::offsets::{
-    group_offsets, warn_unlisted, GroupOffsets, PartitionOffsets, UnknownGroup,
+    group_offsets, out_of_range, warn_unlisted, GroupOffsets, PartitionOffsets, UnknownGroup,
 };
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
@@ -452,6 +452,9 @@ async fn compare_topics(
         },
     };
     warn_unlisted(output, &unlisted, "compared");
+    for warning in offsets.iter().filter_map(out_of_range) {
+        output.warn(warning);
+    }
     let mut by_topic: BTreeMap<String, Vec<PartitionOffsets>> = BTreeMap::new();
     for p in offsets {
         by_topic.entry(p.topic.clone()).or_default().push(p);

@@ -146,6 +146,34 @@ pub fn group_offsets(
     })
 }
 
+/// What a committed offset outside its partition's log means, if it is: past the log end,
+/// a topic deleted and created again (or another cluster's); below the log start, messages
+/// deleted before the group committed past them. Either way the consumer's next fetch there
+/// is out of range, and `auto.offset.reset` decides where it starts.
+pub fn out_of_range(p: &PartitionOffsets) -> Option<String> {
+    let committed = p.committed?;
+    let (topic, partition) = (&p.topic, p.partition);
+    if committed > p.log_end {
+        Some(format!(
+            "{topic}:{partition}: the committed offset {committed} is past the log end {} (a \
+             topic deleted and created again, or another cluster's?); the group's next start \
+             there goes where its auto.offset.reset says",
+            p.log_end
+        ))
+    } else if committed < p.log_start {
+        Some(format!(
+            "{topic}:{partition}: the committed offset {committed} is below the log start {}: \
+             {} message(s) were deleted before the group committed past them (`inboxctl \
+             compare` tells whether the inbox has them); the group's next start there goes \
+             where its auto.offset.reset says",
+            p.log_start,
+            p.log_start - committed
+        ))
+    } else {
+        None
+    }
+}
+
 /// Warns of each topic of [`GroupOffsets::unlisted`]: the report (`shown`, `compared`)
 /// leaves it out.
 pub fn warn_unlisted(output: &Output, unlisted: &[(String, String)], left_out_of: &str) {
@@ -172,6 +200,9 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
         group_offsets(&kafka, &client, group, &args.topic)
     })?;
     warn_unlisted(&output, &unlisted, "shown");
+    for warning in rows.iter().filter_map(out_of_range) {
+        output.warn(warning);
+    }
     let mut totals: BTreeMap<&str, TopicLag> = BTreeMap::new();
     for row in &rows {
         let total = totals.entry(&row.topic).or_default();
@@ -1338,6 +1369,27 @@ fn print_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_committed_offset_outside_the_log_is_explained() {
+        let at = |committed: Option<i64>| PartitionOffsets {
+            topic: "orders".to_string(),
+            partition: 1,
+            committed,
+            log_start: 5,
+            log_end: 9,
+            lag: None,
+        };
+        assert_eq!(out_of_range(&at(None)), None);
+        assert_eq!(out_of_range(&at(Some(5))), None);
+        assert_eq!(out_of_range(&at(Some(9))), None);
+        assert!(out_of_range(&at(Some(12)))
+            .unwrap()
+            .starts_with("orders:1: the committed offset 12 is past the log end 9 (a topic"));
+        assert!(out_of_range(&at(Some(2))).unwrap().starts_with(
+            "orders:1: the committed offset 2 is below the log start 5: 3 message(s) were deleted"
+        ));
+    }
 
     /// The wordings the integration tests cannot stop at (they hold a request to stop in
     /// the deletion and in the commit after it).
