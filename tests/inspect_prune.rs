@@ -389,7 +389,7 @@ async fn prune_older_than_a_duration(backend: Backend) {
     let cells = run.table_rows();
     assert_eq!(cells, vec![vec!["b", "2"]]);
     assert!(
-        run.stdout.contains("Deleted 2 rows in 1 batches"),
+        run.stdout.contains("Deleted 2 rows in 1 batch in"),
         "{}",
         run.stdout
     );

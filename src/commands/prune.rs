@@ -625,13 +625,17 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         }
         output.print(t.to_string());
     }
+    let plural = |count: u64, one: &str, many: &str| match count {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    };
     output.print(format!(
-        "Deleted {} rows in {} {} in {:.2}s ({:.0} rows/s); cutoff {cutoff}.",
-        report.rows_deleted,
-        report.batches,
+        "Deleted {} in {} in {:.2}s ({:.0} rows/s); cutoff {cutoff}.",
+        plural(report.rows_deleted, "row", "rows"),
         match report.strategy {
-            PruneStrategy::Blocks => "page-range batches",
-            _ => "batches",
+            PruneStrategy::Blocks =>
+                plural(report.batches, "page-range batch", "page-range batches"),
+            _ => plural(report.batches, "batch", "batches"),
         },
         report.elapsed_ms as f64 / 1000.0,
         report.rows_per_second
