@@ -436,6 +436,17 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
     let cutoff = seed_for_prune(&mut db).await;
     let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
 
+    // A consumer the inbox does not have (a typo) prunes nothing, and says so.
+    let typo = db
+        .run(&["prune", "--before", &before, "--consumer", "bb", "--yes"])
+        .ok();
+    assert!(
+        typo.stderr.contains(
+            "warning: the inbox has no rows of consumer 'bb' (`inboxctl inspect` lists the consumers it has)"
+        ),
+        "{}",
+        typo.stderr
+    );
     db.run(&["prune", "--before", &before, "--consumer", "b", "--yes"])
         .ok();
     assert_eq!(db.event_ids("b").await, ids(&["b-new"]));

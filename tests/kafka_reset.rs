@@ -745,7 +745,9 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
     assert_eq!(
         warnings(&nobody),
         vec![
-            "warning: the inbox has no rows with coordinates for these partitions; nothing to move"
+            "warning: the inbox has no rows of consumer 'nobody' with coordinates for these \
+             partitions; nothing to move (`inboxctl inspect` lists the consumers and their \
+             partitions)"
                 .to_string()
         ]
     );

@@ -628,9 +628,12 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
     if let Target::Inbox(positions) = &target {
         if positions.is_empty() {
-            output.warn(
-                "the inbox has no rows with coordinates for these partitions; nothing to move",
-            );
+            let consumer = args.consumer.as_deref().unwrap_or(&args.group);
+            output.warn(format!(
+                "the inbox has no rows of consumer '{consumer}' with coordinates for these \
+                 partitions; nothing to move (`inboxctl inspect` lists the consumers and their \
+                 partitions)"
+            ));
         }
     }
 

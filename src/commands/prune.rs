@@ -124,13 +124,17 @@ async fn prune(
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
     let only = args.consumer.clone().or_else(|| args.group.clone());
-    if args.consumer.is_none() {
-        if let Some(group) = &args.group {
-            if !store.consumers(None).await?.contains(group) {
-                output.warn(format!(
-                    "the inbox has no rows of consumer '{group}'; with --group, name the group's inbox consumer with --consumer"
-                ));
-            }
+    // A consumer named like none in the inbox (a typo) would prune nothing night after night.
+    if let Some(name) = &only {
+        if !store.consumers(None).await?.contains(name) {
+            output.warn(match &args.consumer {
+                None => format!(
+                    "the inbox has no rows of consumer '{name}'; with --group, name the group's inbox consumer with --consumer"
+                ),
+                Some(_) => format!(
+                    "the inbox has no rows of consumer '{name}' (`inboxctl inspect` lists the consumers it has)"
+                ),
+            });
         }
     }
     let mut consumers = Vec::new();
