@@ -2538,7 +2538,7 @@ async fn an_exec_handler_out_of_step_with_the_messages_stops_the_run() {
             &named,
             "skip",
             format!(
-                "error: the exec handler answered 0:2 (event {}) for event \"someone-else\"; {out_of_step}",
+                "error: the exec handler answered 0:2 (event {}) for event someone-else; {out_of_step}",
                 named[2].id.clone().unwrap()
             ),
         ),

@@ -1628,14 +1628,21 @@ async fn ask_exec(
             crate::output::printable(&reply)
         )
     })?;
-    // An answer that names another event is out of step with the messages.
-    if let Some(named) = reply.get("event_id") {
-        if named.as_str() != message.event_id.as_deref() {
+    // An answer that names another event is out of step with the messages. A number names
+    // the id as written, as a number in a payload does.
+    let named = match reply.get("event_id") {
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(Value::Number(id)) => Some(id.to_string()),
+        _ => None,
+    };
+    if let Some(named) = named {
+        if Some(named.as_str()) != message.event_id.as_deref() {
             return Err(OutOfStep(format!(
-                "the exec handler answered {}:{} (event {}) for event {named}",
+                "the exec handler answered {}:{} (event {}) for event {}",
                 message.partition,
                 message.offset,
-                crate::output::shown_id(message.event_id.as_deref().unwrap_or(""))
+                crate::output::shown_id(message.event_id.as_deref().unwrap_or("")),
+                crate::output::shown_id(&named)
             ))
             .into());
         }
