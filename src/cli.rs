@@ -380,10 +380,10 @@ pub fn parse_topic_partitions(text: &str) -> Result<TopicPartitions, String> {
 
 /// A name Kafka accepts for a topic: 1 to 249 of ASCII letters, digits, '.', '_' and '-'.
 /// Anything else cannot name a topic, and the broker would only answer InvalidTopic.
-/// A consumer or group name: an empty one is a mistake (`--consumer "$GROUP"` with the
-/// variable unset), which would otherwise write or read rows under the consumer ''.
+/// A consumer or group name: an empty or blank one is a mistake (`--consumer "$GROUP"` with
+/// the variable unset), which would otherwise write or read rows under the consumer ''.
 pub fn non_empty(text: &str) -> Result<String, String> {
-    match text {
+    match text.trim() {
         "" => Err("the name is empty".to_string()),
         _ => Ok(text.to_string()),
     }

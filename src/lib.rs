@@ -65,11 +65,12 @@ pub fn shown_error(error: &anyhow::Error) -> String {
 }
 
 /// The error and its causes on one line, each cause once: drivers often repeat their source's
-/// text in their own message, and the operator should read it once.
+/// text in their own message, and the operator should read it once. PostgreSQL's DETAIL and
+/// HINT lines join the line too: a log or a cron mail keeps one error per line.
 pub fn error_chain(error: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in error.chain() {
-        let message = cause.to_string();
+        let message = cause.to_string().trim_end().replace('\n', " ");
         if text.contains(&message) {
             continue;
         }
@@ -79,4 +80,22 @@ pub fn error_chain(error: &anyhow::Error) -> String {
         text.push_str(&message);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One line, each cause once: a driver's multi-line message (PostgreSQL's DETAIL) joins it.
+    #[test]
+    fn an_error_chain_is_one_line_with_each_cause_once() {
+        let cause = anyhow::anyhow!("db error: ERROR: violates check\nDETAIL: Failing row (1)\n");
+        let error = cause.context("handler statement failed on 0:3");
+        assert_eq!(
+            error_chain(&error),
+            "handler statement failed on 0:3: db error: ERROR: violates check DETAIL: Failing row (1)"
+        );
+        let repeated = anyhow::anyhow!("timed out").context("connect: timed out");
+        assert_eq!(error_chain(&repeated), "connect: timed out");
+    }
 }

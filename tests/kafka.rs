@@ -2080,6 +2080,37 @@ Lost in partition 0 (committed, never processed): 2 (no event id)
              offset were checked by their offsets\n"
         )
     );
+    // A consumer that records no coordinates leaves a message without an id undecided in
+    // both modes, rather than lost in one of them: nothing could ever match it.
+    let noted = unique("noted");
+    db.insert_rows(&[
+        row(&noted, &format!("{topic}-0"), None, now),
+        row(&noted, &format!("{topic}-3"), None, now),
+    ])
+    .await;
+    for scan in [false, true] {
+        let mut args = vec![
+            "compare",
+            "-g",
+            &group,
+            "-t",
+            &topic,
+            "--consumer",
+            &noted,
+            "--format",
+            "json",
+        ];
+        if scan {
+            args.push("--scan");
+        }
+        let json = inboxctl(&db, broker, &args).code(0).json();
+        let p = &json["partitions"][0];
+        assert_eq!(
+            (&p["lost_count"], &p["missing_event_id"]),
+            (&serde_json::json!(0), &serde_json::json!(2)),
+            "scan: {scan}: {json}"
+        );
+    }
 }
 
 /// compare ends every session it opens as the protocol asks, with and without --scan (whose

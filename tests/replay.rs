@@ -1562,6 +1562,11 @@ async fn silent_mistakes_in_the_arguments_are_usage_errors() {
             "error: invalid value '' for '--consumer <CONSUMER>': the name is empty",
         ),
         (
+            "  ",
+            vec!["--dry-run"],
+            "error: invalid value '  ' for '--consumer <CONSUMER>': the name is empty",
+        ),
+        (
             "billing",
             vec!["--dry-run", "--param", "offset=json:/amount"],
             "error: --param offset: :offset is a built-in (event_id, topic, partition, offset, \

@@ -694,6 +694,7 @@ impl TopicCheck<'_> {
                     consumer,
                     source,
                     output,
+                    id_less_by_offset: self.checks_id_less_by_offset(&partitions).await?,
                 };
                 checking
                     .check(self.kafka, candidates, &mut partitions)
@@ -729,6 +730,17 @@ impl TopicCheck<'_> {
 }
 
 impl TopicCheck<'_> {
+    /// Whether a message without an event id is decided by its offset, in either mode: only
+    /// where the consumer records coordinates (rows at them in this topic, or in another).
+    /// A consumer that records none leaves such a message undecided, not lost.
+    async fn checks_id_less_by_offset(
+        &self,
+        partitions: &[PartitionComparison],
+    ) -> anyhow::Result<bool> {
+        Ok(partitions.iter().any(|p| p.inbox_rows > 0)
+            || !self.store.consumer_topics(self.consumer).await?.is_empty())
+    }
+
     /// With `--scan`, decides the messages below the committed offset in which no event id
     /// was found by their coordinates, as compare does without `--scan`: one without an inbox
     /// row at its offset is lost (or, below where a prune left the partition, not checked).
@@ -747,8 +759,7 @@ impl TopicCheck<'_> {
         {
             return Ok(());
         }
-        let rows_here = partitions.iter().any(|p| p.inbox_rows > 0);
-        if !rows_here && self.store.consumer_topics(self.consumer).await?.is_empty() {
+        if !self.checks_id_less_by_offset(partitions).await? {
             return Ok(());
         }
         scan.without_id_by_offset = true;
@@ -952,6 +963,8 @@ struct Checking<'a> {
     consumer: &'a str,
     source: &'a EventIdSource,
     output: &'a Output,
+    /// See [`TopicCheck::checks_id_less_by_offset`].
+    id_less_by_offset: bool,
 }
 
 impl Checking<'_> {
@@ -1009,6 +1022,7 @@ impl Checking<'_> {
                 let p = &mut partitions[index[&message.partition]];
                 match event_id {
                     Some((id, _)) if held.contains(id) => p.found_by_event_id += 1,
+                    None if !self.id_less_by_offset => p.missing_event_id += 1,
                     _ => {
                         p.lost_count += 1;
                         if event_id.is_none() {

@@ -124,19 +124,6 @@ async fn prune(
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
     let only = args.consumer.clone().or_else(|| args.group.clone());
-    // A consumer named like none in the inbox (a typo) would prune nothing night after night.
-    if let Some(name) = &only {
-        if !store.consumers(None).await?.contains(name) {
-            output.warn(match &args.consumer {
-                None => format!(
-                    "the inbox has no rows of consumer '{name}'; with --group, name the group's inbox consumer with --consumer"
-                ),
-                Some(_) => format!(
-                    "the inbox has no rows of consumer '{name}' (`inboxctl inspect` lists the consumers it has)"
-                ),
-            });
-        }
-    }
     let mut consumers = Vec::new();
     for consumer in store.consumers(only.as_deref()).await? {
         let keep = match &args.group {
@@ -195,6 +182,21 @@ async fn prune(
         consumers = with_old_rows;
         if consumers.is_empty() {
             (rows_matched, rows_planned) = (Some(0), Some(0));
+        }
+    }
+    // A consumer named like none in the inbox (a typo) would prune nothing night after night.
+    // Asked only when nothing is to go: one index probe.
+    if let (Some(name), true) = (&only, consumers.is_empty()) {
+        let any_time = Utc::now() + chrono::Duration::days(36_500);
+        if !store.has_older(name, any_time).await? {
+            output.warn(match &args.consumer {
+                None => format!(
+                    "the inbox has no rows of consumer '{name}'; with --group, name the group's inbox consumer with --consumer"
+                ),
+                Some(_) => format!(
+                    "the inbox has no rows of consumer '{name}' (`inboxctl inspect` lists the consumers it has)"
+                ),
+            });
         }
     }
     let rows_kept_for_redelivery = consumers.iter().map(|c| c.kept_for_redelivery).sum();
