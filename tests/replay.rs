@@ -1706,6 +1706,55 @@ async fn a_jsonb_payload_is_json_and_a_bad_message_fails_alone_on_postgres() {
         .map(|&n| (format!("j-p0-{n}"), "object".to_string(), n + 1))
         .collect();
     assert_eq!(stored, expected);
+
+    // On the main connection (the handler's connections off, as with sslmode=verify-full),
+    // a value goes with its JSON type, and a cast in the statement makes it jsonb. The
+    // statements prepared before the run to check them must not serve the batches there:
+    // typed by the server alone, they took an integer for `amount` and JSON for the cast.
+    db.exec("TRUNCATE deposit_log").await;
+    let cast = write(
+        &db,
+        "cast.sql",
+        "INSERT INTO deposit_log (event_id, payload, amount) \
+         VALUES (:event_id, :payload::text::jsonb, :amount);",
+    );
+    for batch in ["1", "3"] {
+        db.exec("TRUNCATE deposit_log").await;
+        let consumer = format!("plain-{batch}");
+        let args = [
+            "replay",
+            "--topic",
+            &topic,
+            "--from",
+            "earliest",
+            "--consumer",
+            &consumer,
+            "--format",
+            "json",
+            "--sql",
+            &cast,
+            "--batch-size",
+            batch,
+            "--on-error",
+            "skip",
+        ];
+        let mut command = db.cmd();
+        command
+            .env("KAFKA_BROKERS", &broker().address)
+            .env("INBOXCTL_PG_PIPELINE", "0")
+            .args(args)
+            .timeout(RUN_LIMIT);
+        let run = Run::from(command.output().unwrap()).code(1);
+        assert_eq!(totals(&run.json()), (6, 5, 0, 1, 0), "{}", run.stderr);
+        let stored: Vec<(String, String, i32)> = sqlx::query_as(
+            "SELECT event_id, jsonb_typeof(payload), (payload->>'amount')::int \
+             FROM deposit_log ORDER BY event_id",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert_eq!(stored, expected, "batch {batch}");
+    }
 }
 
 async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {

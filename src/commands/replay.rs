@@ -1407,8 +1407,22 @@ async fn check_statements(
     statements: &[Statement],
     path: &Path,
 ) -> anyhow::Result<()> {
+    use sqlx::Connection;
+    // A connection of its own, closed after: the statements it prepares are typed by the
+    // server alone (a placeholder cast to jsonb is jsonb), and kept in its cache they would
+    // serve the batches, whose values are sent with the types replay binds them with.
+    let mut conn = store.pool().acquire().await?.detach();
+    let checked = prepare_each(&mut conn, statements, path).await;
+    let _ = conn.close().await;
+    checked
+}
+
+async fn prepare_each(
+    conn: &mut sqlx::AnyConnection,
+    statements: &[Statement],
+    path: &Path,
+) -> anyhow::Result<()> {
     use sqlx::Executor;
-    let mut conn = store.pool().acquire().await?;
     for (number, statement) in statements.iter().enumerate() {
         let Err(error) = (&mut *conn).prepare(statement.sql.as_str()).await else {
             continue;
