@@ -29,7 +29,7 @@ use crate::handler::{self, Statement};
 use crate::kafka::{read_range, Fetched, Kafka};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline::PgPipeline;
-use crate::store::{Backend, BatchError, CreateMode, Store, INBOX_TABLE};
+use crate::store::{is_connection_lost, Backend, BatchError, CreateMode, Store, INBOX_TABLE};
 use crate::time::{parse_duration, parse_timestamp};
 
 /// Where the replay starts in each partition.
@@ -129,14 +129,29 @@ struct Replayed {
     event_id: Option<String>,
 }
 
-/// Bytes as text, where they are UTF-8.
-fn text(bytes: &[u8]) -> Option<&str> {
-    std::str::from_utf8(bytes).ok()
+/// Bytes as JSON: their text where they are UTF-8, else null and their base64, which the
+/// line carries in a field of its own. No bytes at all is null with nothing beside it.
+fn text_or_base64(bytes: Option<&[u8]>) -> (Value, Option<Value>) {
+    use base64::Engine;
+    match bytes.map(|b| (std::str::from_utf8(b), b)) {
+        None => (Value::Null, None),
+        Some((Ok(text), _)) => (json!(text), None),
+        Some((Err(_), bytes)) => (
+            Value::Null,
+            Some(json!(
+                base64::engine::general_purpose::STANDARD.encode(bytes)
+            )),
+        ),
+    }
 }
 
-fn base64(bytes: &[u8]) -> Value {
-    use base64::Engine;
-    Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+/// A key's or payload's value for an SQL placeholder: its text, null when there is none, and
+/// no value at all for bytes that are not UTF-8 (see [`Replayed::to_json`]).
+fn text_value(bytes: Option<&[u8]>) -> Option<Value> {
+    match text_or_base64(bytes) {
+        (_, Some(_)) => None,
+        (text, None) => Some(text),
+    }
 }
 
 impl Replayed {
@@ -169,36 +184,35 @@ impl Replayed {
         let mut headers = serde_json::Map::new();
         let mut binary_headers = serde_json::Map::new();
         for (name, value) in &self.headers {
-            let shown = match value.as_deref().map(|v| (text(v), v)) {
-                None => Value::Null,
-                Some((Some(value), _)) => json!(value),
-                Some((None, bytes)) => {
-                    binary_headers.insert(name.clone(), base64(bytes));
-                    Value::Null
-                }
-            };
-            headers.insert(name.clone(), shown);
+            let (text, binary) = text_or_base64(value.as_deref());
+            headers.insert(name.clone(), text);
+            if let Some(binary) = binary {
+                binary_headers.insert(name.clone(), binary);
+            }
         }
-        let key = self.key.as_deref();
-        let payload = self.payload.as_deref();
+        let (key, binary_key) = text_or_base64(self.key.as_deref());
+        let (payload, binary_payload) = match self.payload_json() {
+            Some(json) => (json, None),
+            None => text_or_base64(self.payload.as_deref()),
+        };
         let mut line = json!({
             "event_id": self.event_id,
             "topic": topic,
             "partition": self.partition,
             "offset": self.offset,
-            "key": key.and_then(text),
+            "key": key,
             "headers": headers,
             "timestamp": self.timestamp,
-            "payload": self.payload_json().or_else(|| payload.and_then(text).map(|p| json!(p))),
+            "payload": payload,
         });
-        if let Some(bytes) = key.filter(|k| text(k).is_none()) {
-            line["key_base64"] = base64(bytes);
+        if let Some(binary) = binary_key {
+            line["key_base64"] = binary;
         }
         if !binary_headers.is_empty() {
             line["headers_base64"] = Value::Object(binary_headers);
         }
-        if let Some(bytes) = payload.filter(|p| text(p).is_none()) {
-            line["payload_base64"] = base64(bytes);
+        if let Some(binary) = binary_payload {
+            line["payload_base64"] = binary;
         }
         line
     }
@@ -941,18 +955,9 @@ fn message_value(
         "topic" => Some(json!(topic)),
         "partition" => Some(json!(message.partition)),
         "offset" => Some(json!(message.offset)),
-        // Text only: bytes that are not UTF-8 have no value here (see to_json).
-        "key" => message
-            .key
-            .as_deref()
-            .map(|k| text(k).map(Value::from))
-            .unwrap_or(Some(Value::Null)),
+        "key" => text_value(message.key.as_deref()),
         "timestamp" => Some(json!(message.timestamp)),
-        "payload" => message
-            .payload
-            .as_deref()
-            .map(|p| text(p).map(Value::from))
-            .unwrap_or(Some(Value::Null)),
+        "payload" => text_value(message.payload.as_deref()),
         _ => None,
     };
     handler::value(name, built_in, pointers, payload)
@@ -1064,18 +1069,12 @@ async fn apply_sql(
         },
         None => job.run(&all).await,
     };
-    let range = match (batch.first(), batch.last()) {
-        (Some(first), Some(last)) => format!(
-            "{}:{} … {}:{}",
-            first.partition, first.offset, last.partition, last.offset
-        ),
-        _ => String::new(),
-    };
     match whole {
         Ok(new) => return Ok(split(&all, &new)),
-        Err(failure) if failure.connection_lost => return Err(lost_connection(failure, &range)),
+        Err(failure) if failure.connection_lost => return Err(lost_during(failure, batch)),
         Err(failure) => output.debug(format!(
-            "the batch {range} failed as a whole ({}); retrying it message by message",
+            "the batch {} failed as a whole ({}); retrying it message by message",
+            batch_range(batch),
             crate::error_chain(&failure.error)
         )),
     }
@@ -1115,9 +1114,7 @@ async fn apply_sql(
                 outcome.processed.extend(one.processed);
                 outcome.duplicates.extend(one.duplicates);
             }
-            Err(failure) if failure.connection_lost => {
-                return Err(lost_connection(failure, &range))
-            }
+            Err(failure) if failure.connection_lost => return Err(lost_during(failure, batch)),
             Err(failure) => outcome
                 .failed
                 .push((index, crate::error_chain(&failure.error))),
@@ -1138,14 +1135,33 @@ async fn reconnect_pipeline(job: &SqlJob<'_>) -> Option<PgPipeline> {
         .and_then(Result::ok)
 }
 
-/// The error that stops a run whose database went away: what became of the batch, and that
-/// skipping messages would not help.
-fn lost_connection(failure: BatchError, range: &str) -> anyhow::Error {
+/// The error that stops a run whose database went away `while` doing something, and what
+/// became of the batch: skipping messages would not help.
+fn lost_connection(failure: BatchError, while_: &str, batch_became: &str) -> anyhow::Error {
     failure.error.context(format!(
-        "lost the connection to the database (tried {CONNECTION_ATTEMPTS} times) during the \
-         batch {range}; its transaction rolled back, so none of it is recorded; re-run the \
-         same command once the database answers again"
+        "lost the connection to the database (tried {CONNECTION_ATTEMPTS} times) {while_}; \
+         {batch_became}; re-run the same command once the database answers again"
     ))
+}
+
+/// [`lost_connection`] during `batch`, whose transaction rolled back.
+fn lost_during(failure: BatchError, batch: &[Replayed]) -> anyhow::Error {
+    lost_connection(
+        failure,
+        &format!("during the batch {}", batch_range(batch)),
+        "its transaction rolled back, so none of it is recorded",
+    )
+}
+
+/// A batch as its first and last message: `0:5 … 0:9`.
+fn batch_range(batch: &[Replayed]) -> String {
+    match (batch.first(), batch.last()) {
+        (Some(first), Some(last)) => format!(
+            "{}:{} … {}:{}",
+            first.partition, first.offset, last.partition, last.offset
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Which of `indexes` were new (processed) and which the inbox already held.
@@ -1176,11 +1192,11 @@ async fn processed_ids(
     })
     .await
     .map_err(|failure| match failure.connection_lost {
-        true => failure.error.context(format!(
-            "lost the connection to the database (tried {CONNECTION_ATTEMPTS} times) while \
-             looking up which events of the batch the inbox holds; nothing of the batch was \
-             handled; re-run the same command once the database answers again"
-        )),
+        true => lost_connection(
+            failure,
+            "while looking up which events of the batch the inbox holds",
+            "nothing of the batch was handled",
+        ),
         false => failure.error,
     })
 }
@@ -1427,20 +1443,19 @@ async fn prepare_each(
         let Err(error) = (&mut *conn).prepare(statement.sql.as_str()).await else {
             continue;
         };
-        let failure = BatchError::from_sqlx(error);
-        if failure.connection_lost {
-            return Err(failure.error);
+        if is_connection_lost(&error) {
+            return Err(error.into());
         }
         // Only the server's refusal counts: the generic driver's own limits (a column of a
         // type it does not map, such as numeric) do not stop the statement from running.
         let refused = matches!(
-            failure.error.downcast_ref::<sqlx::Error>(),
-            Some(sqlx::Error::Database(database)) if database.code().as_deref() != Some("42P18")
+            &error,
+            sqlx::Error::Database(database) if database.code().as_deref() != Some("42P18")
         );
         if !refused {
             continue;
         }
-        return Err(failure.error.context(format!(
+        return Err(anyhow::Error::new(error).context(format!(
             "statement {} of the SQL handler {} cannot be prepared, so every message would \
              fail on it; nothing was read",
             number + 1,
