@@ -449,6 +449,23 @@ impl Kafka {
         ))
     }
 
+    /// Whether the brokers know nothing of the group whose `state` this is: its coordinator
+    /// does not know it, and it has no committed offset on any of `partitions` (asked only
+    /// then). A group that only ever committed (an offsets reset on a new group, say) is
+    /// unknown to the coordinator on some brokers, so its offsets decide.
+    pub fn knows_nothing_of(
+        &self,
+        client: &BaseConsumer,
+        state: &GroupState,
+        partitions: impl FnOnce() -> anyhow::Result<Vec<(String, i32)>>,
+    ) -> anyhow::Result<bool> {
+        Ok(state.is_unknown()
+            && self
+                .committed(client, &partitions()?)?
+                .values()
+                .all(Option::is_none))
+    }
+
     /// Every group the brokers know, by name.
     pub fn groups(&self, client: &BaseConsumer) -> anyhow::Result<Vec<GroupState>> {
         let list = client

@@ -559,17 +559,14 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 });
             }
             let forgetting = forgetting(&kafka, &client, &plan)?;
-            // A group the coordinator does not know and with no offsets anywhere: the reset
-            // would create it, as kafka-consumer-groups.sh's does, which a mistyped --group
-            // should not do without a word. The other topics are asked only in that case.
-            let unknown = state.is_unknown()
-                && committed.values().all(Option::is_none)
-                && committed_offsets(
-                    &kafka,
-                    &client,
-                    &kafka.listed_partitions(&client)?.partitions,
-                )?
-                .is_empty();
+            // A group the brokers know nothing of: the reset would create it, as
+            // kafka-consumer-groups.sh's does, which a mistyped --group should not do without
+            // a word. The other topics are asked only when the plan's have no offsets; one
+            // whose metadata fails does not stop the reset over a warning.
+            let unknown = committed.values().all(Option::is_none)
+                && kafka.knows_nothing_of(&client, &state, || {
+                    Ok(kafka.listed_partitions(&client)?.partitions)
+                })?;
             Ok((state, plan, forgetting, unknown))
         },
     );
@@ -651,7 +648,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
 
     // `-`: the plan file is the output, as CSV tools take it; nothing else goes there.
     if args.export.as_deref() == Some(Path::new("-")) {
-        output.print_csv(&["topic", "partition", "offset"], &plan_lines(&plan))?;
+        output.print_csv(&PLAN_COLUMNS, &plan_lines(&plan))?;
         output.note(format!(
             "Wrote the plan for {} partition(s) to standard output",
             plan.len()
@@ -1298,7 +1295,7 @@ pub fn write_plan<'a>(
             _ => anyhow!(error).context(format!("could not create {}", path.display())),
         })?;
     let mut writer = csv::Writer::from_writer(file);
-    writer.write_record(["topic", "partition", "offset"])?;
+    writer.write_record(PLAN_COLUMNS)?;
     for (topic, partition, offset) in rows {
         let offset = offset.map(|o| o.to_string()).unwrap_or_default();
         writer.write_record([topic.to_string(), partition.to_string(), offset])?;
@@ -1308,6 +1305,9 @@ pub fn write_plan<'a>(
         .with_context(|| format!("could not write {}", path.display()))?;
     Ok(())
 }
+
+/// The columns of a plan file, as `--export` writes and `--from-file` reads them.
+const PLAN_COLUMNS: [&str; 3] = ["topic", "partition", "offset"];
 
 /// The plan's `topic,partition,offset` lines, an empty offset for "no committed offset".
 fn plan_lines(plan: &[PlannedOffset]) -> Vec<Vec<String>> {
@@ -1347,7 +1347,7 @@ fn print_plan(
             }
             output.print_json(&report)
         }
-        Format::Csv => output.print_csv(&["topic", "partition", "offset"], &plan_lines(plan)),
+        Format::Csv => output.print_csv(&PLAN_COLUMNS, &plan_lines(plan)),
         Format::Table => {
             let mut t = table(
                 &["TOPIC", "PARTITION", before, after, "LOG-START", "LOG-END"],

@@ -690,14 +690,8 @@ async fn redeliverable(
 fn require_known_group(kafka: &Kafka, group: &str) -> anyhow::Result<()> {
     tokio::task::block_in_place(|| {
         let client = kafka.group_client(group)?;
-        // A group that only ever committed (offsets reset on a new group, say) is unknown to
-        // the coordinator on some brokers, so its offsets decide.
-        if !kafka.group_state(&client, group)?.is_unknown()
-            || kafka
-                .committed(&client, &kafka.every_partition(&client)?)?
-                .values()
-                .any(Option::is_some)
-        {
+        let state = kafka.group_state(&client, group)?;
+        if !kafka.knows_nothing_of(&client, &state, || kafka.every_partition(&client))? {
             return Ok(());
         }
         anyhow::bail!(
