@@ -259,8 +259,9 @@ pub(crate) fn stop_on_signals(
                 received
                     .signal
                     .store(number, std::sync::atomic::Ordering::SeqCst);
-                received.asked.notify_waiters();
+                // Read before the command is woken: once woken, it is no longer waiting.
                 let waiting = received.waiting.load(std::sync::atomic::Ordering::SeqCst);
+                received.asked.notify_waiters();
                 match &on_stop {
                     OnStop::AfterTheBatch if waiting => {
                         eprintln!("{name}: stopping (no batch was in flight)")
