@@ -24,6 +24,76 @@ pub const BUILT_INS: [&str; 7] = [
 pub struct Statement {
     pub sql: String,
     pub params: Vec<String>,
+    /// PostgreSQL, when the server could type every parameter: the statement with each one
+    /// sent as text and cast to that type. The generic driver binds a value by its JSON type
+    /// (a string as text), which a `jsonb`, `uuid` or `timestamptz` parameter refuses.
+    pub sent_as_text: Option<SentAsText>,
+}
+
+/// A statement whose parameters all go as text, each cast by the server to the type it
+/// inferred for it: the values go in as on the typed connections, whatever their JSON type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentAsText {
+    pub sql: String,
+    /// Whether each parameter is `json` or `jsonb`, which takes a value as JSON text.
+    json: Vec<bool>,
+}
+
+impl SentAsText {
+    /// `types` are the server's names of the parameters' types, in order (`$1` first).
+    pub fn new(statement: &Statement, types: &[String]) -> SentAsText {
+        let mut sql = statement.sql.clone();
+        // Highest numbers first, so that $1 never matches the start of $10.
+        for (index, ty) in types.iter().enumerate().rev() {
+            let placeholder = format!("${}", index + 1);
+            let cast = format!("CAST({placeholder}::text AS {ty})");
+            sql = replace_placeholder(&sql, &placeholder, &cast);
+        }
+        let json = types
+            .iter()
+            .map(|ty| ty == "json" || ty == "jsonb")
+            .collect();
+        SentAsText { sql, json }
+    }
+
+    /// The text sent for the value of parameter `index` (`name`), `None` for SQL NULL. A
+    /// json parameter takes the value as JSON, except the payload, which is already the
+    /// JSON text read from Kafka.
+    pub fn text(&self, index: usize, name: &str, value: Value) -> Option<String> {
+        let json = self.json.get(index).copied().unwrap_or(false);
+        match value {
+            Value::Null => None,
+            Value::String(text) if !json || name == "payload" => Some(text),
+            other => Some(other.to_string()),
+        }
+    }
+}
+
+/// Replaces `$n` outside quotes where it is not the start of a longer number.
+pub(crate) fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    let mut index = 0;
+    while index < sql.len() {
+        let rest = &sql[index..];
+        let c = rest.chars().next().unwrap_or_default();
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if rest.starts_with(placeholder)
+                && !rest[placeholder.len()..].starts_with(|d: char| d.is_ascii_digit()) =>
+            {
+                out.push_str(with);
+                index += placeholder.len();
+                continue;
+            }
+            None => {}
+        }
+        out.push(c);
+        index += c.len_utf8();
+    }
+    out
 }
 
 /// Splits the file into statements and rewrites `:name` placeholders. Quoted strings, quoted
@@ -41,6 +111,7 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
             statements.push(Statement {
                 sql: sql.trim().to_string(),
                 params: std::mem::take(params),
+                sent_as_text: None,
             });
         }
         sql.clear();
@@ -180,6 +251,56 @@ pub fn parse_param(text: &str) -> Result<(String, String), String> {
 mod tests {
     use super::*;
     use crate::store::Backend;
+
+    #[test]
+    fn placeholders_are_replaced_whole() {
+        assert_eq!(
+            replace_placeholder("$1 + $10 + $1 + '$1'", "$1", "X"),
+            "X + $10 + X + '$1'"
+        );
+    }
+
+    #[test]
+    fn sent_as_text_casts_every_parameter_to_the_servers_type() {
+        let statement = &parse(
+            "INSERT INTO t (a, b, c, d) VALUES (:payload, :amount, :id, :payload);\
+             UPDATE t SET j = :note WHERE n = :n",
+            Backend::Postgres.dialect(),
+        )
+        .unwrap();
+        let types = ["jsonb", "integer", "timestamp with time zone"].map(String::from);
+        let insert = SentAsText::new(&statement[0], &types);
+        assert_eq!(
+            insert.sql,
+            "INSERT INTO t (a, b, c, d) VALUES (CAST($1::text AS jsonb), \
+             CAST($2::text AS integer), CAST($3::text AS timestamp with time zone), \
+             CAST($1::text AS jsonb))"
+        );
+        // The payload is JSON text already; any other value of a json parameter is JSON.
+        let payload = r#"{"a":1}"#;
+        assert_eq!(
+            insert.text(0, "payload", Value::String(payload.into())),
+            Some(payload.to_string())
+        );
+        assert_eq!(
+            insert.text(1, "amount", serde_json::json!(12)),
+            Some("12".into())
+        );
+        assert_eq!(insert.text(1, "amount", Value::Null), None);
+        let update = SentAsText::new(&statement[1], &["json".into(), "text".into()]);
+        assert_eq!(
+            update.text(0, "note", Value::String("late".into())),
+            Some(r#""late""#.into())
+        );
+        assert_eq!(
+            update.text(1, "n", Value::String("late".into())),
+            Some("late".into())
+        );
+        assert_eq!(
+            update.text(1, "n", serde_json::json!({"k": [1, true]})),
+            Some(r#"{"k":[1,true]}"#.into())
+        );
+    }
 
     #[test]
     fn placeholders_become_the_backends_and_keep_their_order() {

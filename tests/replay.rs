@@ -1757,6 +1757,92 @@ async fn a_jsonb_payload_is_json_and_a_bad_message_fails_alone_on_postgres() {
     }
 }
 
+/// PostgreSQL's main connection (the handler's connections off, as with sslmode=verify-full)
+/// takes a handler without casts as the handler's connections do: each parameter goes as
+/// the type the server gives it, uuid, timestamptz, numeric and jsonb included, in a
+/// WHERE clause too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_connection_types_parameters_as_the_server_does_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "CREATE TABLE typed (id uuid PRIMARY KEY, at timestamptz NOT NULL, \
+         amount numeric(12,2) NOT NULL, account int NOT NULL, tags jsonb NOT NULL, \
+         body jsonb NOT NULL, note text, seen int NOT NULL DEFAULT 0)",
+    )
+    .await;
+    let topic = topic(1).await;
+    let events: Vec<Event> = (0..4)
+        .map(|n| {
+            let id = format!("00000000-0000-4000-8000-00000000000{n}");
+            Event {
+                partition: 0,
+                id: Some(id.clone()),
+                payload: json!({
+                    "event_id": id,
+                    "at": format!("2026-12-0{}T10:00:00+02:00", n + 1),
+                    "amount": 12.5 + f64::from(n),
+                    "account": n,
+                    "tags": ["a", n],
+                    "note": n * 10,
+                }),
+            }
+        })
+        .collect();
+    produce(&topic, &events).await;
+    let handler = write(
+        &db,
+        "typed.sql",
+        "INSERT INTO typed (id, at, amount, account, tags, body, note) \
+         VALUES (:event_id, :at, :amount, :account, :tags, :payload, :note);\n\
+         UPDATE typed SET seen = seen + 1 WHERE id = :event_id AND account = :account;",
+    );
+    let pool = db.pool().await;
+    let mut seen = Vec::new();
+    for (consumer, pipeline) in [("plain", "0"), ("typed", "1")] {
+        db.exec("TRUNCATE typed").await;
+        let mut command = db.cmd();
+        command
+            .env("KAFKA_BROKERS", &broker().address)
+            .env("INBOXCTL_PG_PIPELINE", pipeline)
+            .args(["replay", "--topic", &topic, "--from", "earliest"])
+            .args([
+                "--consumer",
+                consumer,
+                "--format",
+                "json",
+                "--sql",
+                &handler,
+            ])
+            .args(["--batch-size", "3"])
+            .timeout(RUN_LIMIT);
+        let run = Run::from(command.output().unwrap()).code(0);
+        assert_eq!(totals(&run.json()), (4, 4, 0, 0, 0), "{}", run.stderr);
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT concat_ws(' | ', id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI'), \
+             amount, account, tags, body->>'note', note, seen) FROM typed ORDER BY id",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        seen.push(rows);
+    }
+    let expected: Vec<String> = (0..4)
+        .map(|n| {
+            format!(
+                "00000000-0000-4000-8000-00000000000{n} | 2026-12-0{} 08:00 | {}.50 | {n} | \
+                 [\"a\", {n}] | {} | {} | 1",
+                n + 1,
+                12 + n,
+                n * 10,
+                n * 10
+            )
+        })
+        .collect();
+    assert_eq!(seen[0], expected, "main connection");
+    assert_eq!(seen[1], expected, "handler's connections");
+}
+
 async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     setup(&mut db).await;
@@ -2902,6 +2988,51 @@ enum Outage {
     LoginsRefusedAWhile,
 }
 
+/// HANDLER, then a pause of `seconds` a message: the database's sessions can be ended while
+/// the replay is partway.
+fn slow_handler(db: &TestDb, seconds: f64) -> String {
+    let sleep = match db.backend {
+        Backend::Mysql => "SLEEP",
+        _ => "pg_sleep",
+    };
+    write(
+        db,
+        "deposit.sql",
+        &format!("{HANDLER}SELECT {sleep}({seconds});\n"),
+    )
+}
+
+/// Starts inboxctl with `args` in the test's folder, on `url`, its stderr into `stderr`, and
+/// returns once the inbox holds a first row.
+async fn replay_until_a_first_row(
+    db: &mut TestDb,
+    url: &url::Url,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stderr: &Path,
+) -> std::process::Child {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env("DATABASE_URL", url.as_str())
+        .env("KAFKA_BROKERS", &broker().address)
+        .envs(env.iter().copied())
+        .current_dir(db.dir.path())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while inbox_count(db).await == 0 {
+        assert!(
+            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
+            "nothing recorded:\n{}",
+            std::fs::read_to_string(stderr).unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child
+}
+
 async fn a_replay_whose_sessions_are_ended(backend: Backend, outage: Outage) {
     let refuse = outage != Outage::SessionsEnded;
     let mut db = TestDb::new(backend).await;
@@ -2911,20 +3042,12 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, outage: Outage) {
     let landed = produce(&topic, &deposits("ended", 1, 60)).await;
     // Slow enough (about 3 s in all) that the sessions end with most of the range to go;
     // about 9 s when the replay must go on past its next try of the pipelined connections.
-    let handler = write(
+    let handler = slow_handler(
         &db,
-        "deposit.sql",
-        &format!(
-            "{HANDLER}SELECT {}({});\n",
-            match backend {
-                Backend::Mysql => "SLEEP",
-                _ => "pg_sleep",
-            },
-            match outage {
-                Outage::LoginsRefusedAWhile => 0.15,
-                _ => 0.05,
-            }
-        ),
+        match outage {
+            Outage::LoginsRefusedAWhile => 0.15,
+            _ => 0.05,
+        },
     );
     let stderr = db.dir.path().join("replay.stderr");
     let args = [
@@ -2949,24 +3072,7 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, outage: Outage) {
         "json",
         "-v",
     ];
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .env("DATABASE_URL", url.as_str())
-        .env("KAFKA_BROKERS", &broker().address)
-        .current_dir(db.dir.path())
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while inbox_count(&mut db).await == 0 {
-        assert!(
-            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
-            "no batch recorded:\n{}",
-            std::fs::read_to_string(&stderr).unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let mut child = replay_until_a_first_row(&mut db, &url, &args, &[], &stderr).await;
     if refuse {
         refuse_logins(&mut db, &role, true).await;
     }
@@ -3054,6 +3160,86 @@ async fn a_replay_whose_sessions_are_ended(backend: Backend, outage: Outage) {
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
 }
 
+/// A batch with a poison message goes again one message at a time, each in a transaction of
+/// its own. When the database is lost partway (sessions ended, logins refused), the error
+/// says which messages before the stop are recorded: the summary, which counts whole
+/// batches, leaves them out. A re-run finishes the range, each effect once.
+async fn a_replay_that_loses_the_database_one_message_at_a_time(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let (role, url) = a_role_with_its_url(&mut db).await;
+    let topic = topic(1).await;
+    let mut events = deposits("alone", 1, 8);
+    // The last message fails the ledger's CHECK: the batch of 8 fails as a whole.
+    events[7] = deposit(0, "alone-p0-7", 2, -1);
+    let landed = produce(&topic, &events).await;
+    // Slow enough (0.3 s a message) that the sessions end while the messages go alone.
+    let handler = slow_handler(&db, 0.3);
+    let stderr = db.dir.path().join("replay.stderr");
+    let args = [
+        "replay",
+        "--topic",
+        &topic,
+        "--from",
+        "earliest",
+        "--consumer",
+        "alone",
+        "--sql",
+        &handler,
+        "--batch-size",
+        "8",
+        "--on-error",
+        "skip",
+        "--connect-timeout",
+        "2s",
+        "--format",
+        "json",
+    ];
+    // The whole batch commits nothing: a first row is a message that went alone.
+    let pipeline_off = [("INBOXCTL_PG_PIPELINE", "0")];
+    let mut child = replay_until_a_first_row(&mut db, &url, &args, &pipeline_off, &stderr).await;
+    refuse_logins(&mut db, &role, true).await;
+    end_sessions(&mut db, &role).await;
+    let code = wait_until(&mut child, Instant::now() + Duration::from_secs(60));
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(code, Some(1), "{text}");
+    let recorded = inbox_count(&mut db).await;
+    assert!((1..7).contains(&recorded), "{recorded}: {text}");
+    let stopped_at = landed[recorded as usize].offset;
+    let error = text.lines().last().unwrap();
+    assert!(
+        error.starts_with(&format!(
+            "error: lost the connection to the database (tried 3 times) at message 0:{stopped_at}, \
+             while the batch 0:{} … 0:{} went one message at a time; of the {recorded} \
+             message(s) before it, {recorded} processed and 0 already in the inbox are recorded \
+             and 0 failed, which the summary leaves out; it and the rest of the batch are not \
+             recorded; re-run the same command once the database answers again: ",
+            landed[0].offset, landed[7].offset
+        )),
+        "{text}"
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(totals(&json), (0, 0, 0, 0, 0), "{json}");
+    assert_eq!(ledger(&mut db).await.len() as i64, recorded);
+
+    refuse_logins(&mut db, &role, false).await;
+    let mut command = db.cmd();
+    command
+        .env("DATABASE_URL", url.as_str())
+        .env("KAFKA_BROKERS", &broker().address)
+        .args(args)
+        .timeout(RUN_LIMIT);
+    let again = Run::from(command.output().unwrap()).code(1);
+    assert_eq!(
+        totals(&again.json()),
+        (8, 7 - recorded, recorded, 1, 0),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(ledger(&mut db).await, distinct_ids(&landed[..7]));
+}
+
 /// The two servers: SQLite has no sessions to end.
 mod a_replay_whose_database_goes {
     use super::*;
@@ -3076,6 +3262,16 @@ mod a_replay_whose_database_goes {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn on_refusing_logins_stops_whole_on_mysql() {
         a_replay_whose_sessions_are_ended(Backend::Mysql, Outage::LoginsRefused).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn while_messages_go_alone_says_which_are_recorded_on_postgres() {
+        a_replay_that_loses_the_database_one_message_at_a_time(Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn while_messages_go_alone_says_which_are_recorded_on_mysql() {
+        a_replay_that_loses_the_database_one_message_at_a_time(Backend::Mysql).await;
     }
 
     /// The pipelined connections cannot be made at once, so the plain path takes the

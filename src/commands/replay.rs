@@ -314,9 +314,9 @@ async fn replay(
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("could not read the SQL handler {}", path.display()))?;
-            let statements = handler::parse(&text, store.dialect)
+            let mut statements = handler::parse(&text, store.dialect)
                 .with_context(|| format!("in {}", path.display()))?;
-            check_statements(store, &statements, path).await?;
+            check_statements(store, &mut statements, path).await?;
             Some(statements)
         }
         None => None,
@@ -1081,7 +1081,8 @@ async fn apply_sql(
     let mut outcome = Outcome::default();
     for index in 0..batch.len() {
         // On the path the batch took: the pipeline types each parameter from the statement,
-        // which the plain path cannot, so a message that goes there would fail there alone.
+        // which the plain path does only where the server could type them all, so a message
+        // that goes there could fail there alone.
         let one = match pipeline.as_mut() {
             Some(lanes) => {
                 let alone = SqlJob {
@@ -1114,13 +1115,45 @@ async fn apply_sql(
                 outcome.processed.extend(one.processed);
                 outcome.duplicates.extend(one.duplicates);
             }
-            Err(failure) if failure.connection_lost => return Err(lost_during(failure, batch)),
+            Err(failure) if failure.connection_lost => {
+                return Err(lost_one_at_a_time(failure, batch, index, &outcome))
+            }
             Err(failure) => outcome
                 .failed
                 .push((index, crate::error_chain(&failure.error))),
         }
     }
     Ok(outcome)
+}
+
+/// [`lost_connection`] while the messages of `batch` went one at a time, each in its own
+/// transaction, at message `index`: those before it are committed (`outcome`), though the
+/// summary, which counts whole batches, leaves them out.
+fn lost_one_at_a_time(
+    failure: BatchError,
+    batch: &[Replayed],
+    index: usize,
+    outcome: &Outcome,
+) -> anyhow::Error {
+    let message = &batch[index];
+    let while_ = format!(
+        "at message {}:{}, while the batch {} went one message at a time",
+        message.partition,
+        message.offset,
+        batch_range(batch)
+    );
+    if index == 0 {
+        return lost_connection(failure, &while_, "none of the batch is recorded");
+    }
+    let became = format!(
+        "of the {index} message(s) before it, {} processed and {} already in the inbox are \
+         recorded and {} failed, which the summary leaves out; it and the rest of the batch \
+         are not recorded",
+        outcome.processed.len(),
+        outcome.duplicates.len(),
+        outcome.failed.len()
+    );
+    lost_connection(failure, &while_, &became)
 }
 
 /// The handler's pipelined connections made again, within --connect-timeout; `None` when
@@ -1322,8 +1355,9 @@ impl SqlJob<'_> {
         message: &Replayed,
     ) -> Result<(), BatchError> {
         let payload = message.payload_json();
-        let mut query = sqlx::query(&statement.sql);
-        for name in &statement.params {
+        let sent_as_text = statement.sent_as_text.as_ref();
+        let mut query = sqlx::query(sent_as_text.map_or(&statement.sql, |typed| &typed.sql));
+        for (index, name) in statement.params.iter().enumerate() {
             let Some(value) =
                 message_value(self.topic, message, payload.as_ref(), self.pointers, name)
             else {
@@ -1333,6 +1367,10 @@ impl SqlJob<'_> {
                     message.offset
                 )));
             };
+            if let Some(typed) = sent_as_text {
+                query = query.bind(typed.text(index, name, value));
+                continue;
+            }
             query = match value {
                 Value::Null => query.bind(None::<String>),
                 Value::Bool(b) => query.bind(b),
@@ -1420,7 +1458,7 @@ fn check_params(params: &[(String, String)]) -> anyhow::Result<()> {
 /// values (`SELECT :x`); such a statement is left to run, where its values type it.
 async fn check_statements(
     store: &Store,
-    statements: &[Statement],
+    statements: &mut [Statement],
     path: &Path,
 ) -> anyhow::Result<()> {
     use sqlx::Connection;
@@ -1428,39 +1466,44 @@ async fn check_statements(
     // server alone (a placeholder cast to jsonb is jsonb), and kept in its cache they would
     // serve the batches, whose values are sent with the types replay binds them with.
     let mut conn = store.pool().acquire().await?.detach();
-    let checked = prepare_each(&mut conn, statements, path).await;
+    let checked = prepare_each(&mut conn, store.backend, statements, path).await;
     let _ = conn.close().await;
     checked
 }
 
 async fn prepare_each(
     conn: &mut sqlx::AnyConnection,
-    statements: &[Statement],
+    backend: Backend,
+    statements: &mut [Statement],
     path: &Path,
 ) -> anyhow::Result<()> {
     use sqlx::Executor;
-    for (number, statement) in statements.iter().enumerate() {
-        let Err(error) = (&mut *conn).prepare(statement.sql.as_str()).await else {
-            continue;
-        };
-        if is_connection_lost(&error) {
-            return Err(error.into());
+    for (number, statement) in statements.iter_mut().enumerate() {
+        if let Err(error) = (&mut *conn).prepare(statement.sql.as_str()).await {
+            if is_connection_lost(&error) {
+                return Err(error.into());
+            }
+            // Only the server's refusal counts: the generic driver's own limits (a column of
+            // a type it does not map, such as numeric) do not stop the statement from running.
+            let refused = matches!(
+                &error,
+                sqlx::Error::Database(database) if database.code().as_deref() != Some("42P18")
+            );
+            if refused {
+                return Err(anyhow::Error::new(error).context(format!(
+                    "statement {} of the SQL handler {} cannot be prepared, so every message \
+                     would fail on it; nothing was read",
+                    number + 1,
+                    path.display()
+                )));
+            }
         }
-        // Only the server's refusal counts: the generic driver's own limits (a column of a
-        // type it does not map, such as numeric) do not stop the statement from running.
-        let refused = matches!(
-            &error,
-            sqlx::Error::Database(database) if database.code().as_deref() != Some("42P18")
-        );
-        if !refused {
-            continue;
+        if backend == Backend::Postgres && !statement.params.is_empty() {
+            let types = crate::store::postgres::parameter_types(conn, &statement.sql).await?;
+            statement.sent_as_text = types
+                .filter(|types| types.len() == statement.params.len())
+                .map(|types| handler::SentAsText::new(statement, &types));
         }
-        return Err(anyhow::Error::new(error).context(format!(
-            "statement {} of the SQL handler {} cannot be prepared, so every message would \
-             fail on it; nothing was read",
-            number + 1,
-            path.display()
-        )));
     }
     Ok(())
 }

@@ -966,7 +966,7 @@ async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Res
     for (index, ty) in types.iter().enumerate().rev() {
         if Kind::of(ty).is_none() {
             let placeholder = format!("${}", index + 1);
-            sql = replace_placeholder(
+            sql = handler::replace_placeholder(
                 &sql,
                 &placeholder,
                 &format!("CAST({placeholder}::text AS {})", ty.name()),
@@ -1028,33 +1028,6 @@ async fn set_based(client: &Client, prepared: &Prepared) -> Option<Statement> {
     client.prepare(&call).await.ok()
 }
 
-/// Replaces `$n` outside quotes where it is not the start of a longer number.
-fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut quote: Option<char> = None;
-    let mut index = 0;
-    while index < sql.len() {
-        let rest = &sql[index..];
-        let c = rest.chars().next().unwrap_or_default();
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '\'' || c == '"' => quote = Some(c),
-            None if rest.starts_with(placeholder)
-                && !rest[placeholder.len()..].starts_with(|d: char| d.is_ascii_digit()) =>
-            {
-                out.push_str(with);
-                index += placeholder.len();
-                continue;
-            }
-            None => {}
-        }
-        out.push(c);
-        index += c.len_utf8();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1064,14 +1037,6 @@ mod tests {
         assert!(!has_repeats(&[]));
         assert!(!has_repeats(&["a", "b", "c"]));
         assert!(has_repeats(&["a", "b", "a"]));
-    }
-
-    #[test]
-    fn placeholders_are_replaced_whole() {
-        assert_eq!(
-            replace_placeholder("$1 + $10 + $1", "$1", "X"),
-            "X + $10 + X"
-        );
     }
 
     #[test]

@@ -84,6 +84,33 @@ pub static DIALECT: Dialect = Dialect {
     ],
 };
 
+/// The types the server infers for the parameters of `sql`, by their SQL names (`jsonb`,
+/// `timestamp with time zone`), `$1` first; `None` when it cannot type them all or the
+/// statement cannot be prepared by name (`CALL`, say).
+pub async fn parameter_types(
+    conn: &mut sqlx::AnyConnection,
+    sql: &str,
+) -> Result<Option<Vec<String>>, sqlx::Error> {
+    const NAME: &str = "inboxctl_parameter_types";
+    let prepare = format!("PREPARE {NAME} AS {sql}");
+    match sqlx::raw_sql(&prepare).execute(&mut *conn).await {
+        Ok(_) => {}
+        Err(sqlx::Error::Database(_)) => return Ok(None),
+        Err(error) => return Err(error),
+    }
+    let types = sqlx::query_scalar(
+        "SELECT CAST(t AS text) FROM pg_prepared_statements, \
+         unnest(parameter_types) WITH ORDINALITY AS p(t, n) WHERE name = $1 ORDER BY n",
+    )
+    .bind(NAME)
+    .fetch_all(&mut *conn)
+    .await?;
+    sqlx::raw_sql(&format!("DEALLOCATE {NAME}"))
+        .execute(&mut *conn)
+        .await?;
+    Ok(Some(types))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
