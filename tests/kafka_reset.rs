@@ -1536,6 +1536,77 @@ async fn export_writes_the_plan_and_from_file_applies_it() {
     assert_eq!(starts, vec![vec![2, 4, 0]]);
 }
 
+/// A plan file's header may name its columns in any order; the lines are then read in that
+/// order. A header that does not name exactly the three columns is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_header_names_its_columns_in_any_order() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 6, 6]).await;
+    broker.commit(&group, &topic, &[(0, 1), (1, 1), (2, 1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.csv");
+    let p = plan.display().to_string();
+
+    std::fs::write(
+        &plan,
+        format!("partition,offset,topic\n0,4,{topic}\n1,2,{topic}\n2,5,{topic}\n"),
+    )
+    .unwrap();
+    let dry = apply_plan(&db, &group, &plan, &["--format", "json"]).ok();
+    assert_eq!(new_offsets(&dry), [4, 2, 5]);
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[1, 1, 1]));
+    let undo = dir.path().join("undo.csv");
+    apply_plan(
+        &db,
+        &group,
+        &plan,
+        &["--execute", "--undo-file", undo.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[4, 2, 5]));
+    // Case and spaces aside; a short line names the header's order.
+    std::fs::write(
+        &plan,
+        format!(" Offset , TOPIC,Partition\n3,{topic},0\n3,{topic}\n"),
+    )
+    .unwrap();
+    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(1);
+    assert_eq!(
+        run.stderr,
+        format!("error: {p}:3: expected offset,topic,partition but found 2 field(s)\n")
+    );
+    std::fs::write(&plan, format!(" Offset , TOPIC,Partition\n3,{topic},0\n")).unwrap();
+    let dry = apply_plan(&db, &group, &plan, &["--format", "json"]).ok();
+    assert_eq!(new_offsets(&dry), [3]);
+
+    // A column misnamed: a usage error, naming what was expected.
+    std::fs::write(&plan, format!("topic,part,offset\n{topic},0,3\n")).unwrap();
+    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: {p}:1: the header line 'topic,part,offset' does not name the plan's \
+             columns: expected topic, partition, offset, each once, in any order (not a \
+             column: 'part'; missing: partition)\n"
+        )
+    );
+    std::fs::write(&plan, format!("topic,offset\n{topic},3\n")).unwrap();
+    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "{p}:1: the header line 'topic,offset' does not name the plan's columns: expected \
+             topic, partition, offset, each once, in any order (missing: partition)"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[4, 2, 5]));
+    assert_eq!(files_in(dir.path()), ["plan.csv", "undo.csv"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_plan_files_are_refused_naming_the_line() {
     let broker = broker();

@@ -1186,8 +1186,10 @@ async fn inbox_positions(
         .collect())
 }
 
-/// Reads `topic,partition,offset` lines (a header line is allowed). Errors name the line of
-/// the file, blank lines included.
+/// Reads `topic,partition,offset` lines. A first line that names the columns, in any order
+/// (case and spaces aside), is a header, and the lines after it are read in its order; one
+/// that names some of them but not exactly these three is a usage error. Errors name the line
+/// of the file, blank lines included.
 pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
     let text = std::fs::read(path)
         .with_context(|| format!("could not open the plan file {}", path.display()))?;
@@ -1210,6 +1212,9 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
         1 + text[..start].iter().filter(|b| **b == b'\n').count()
     };
     let mut plan = BTreeMap::new();
+    // Where the topic, the partition and the offset are in a line: as written without a
+    // header, or as the header names them.
+    let mut order = [0, 1, 2];
     for (index, record) in reader.records().enumerate() {
         let record = match record {
             Ok(record) => record,
@@ -1220,29 +1225,44 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
             }
         };
         let line = line_of(record.position(), index);
-        if index == 0 && record.get(0) == Some("topic") {
+        if index == 0 && is_header(&record) {
+            order = header_order(&record).map_err(|problem| {
+                let found: Vec<&str> = record.iter().collect();
+                crate::error::usage(format!(
+                    "{}:{line}: the header line '{}' does not name the plan's columns: expected {}, each once, in any order ({problem})",
+                    path.display(),
+                    found.join(","),
+                    PLAN_COLUMNS.join(", ")
+                ))
+            })?;
             continue;
         }
         if record.len() != 3 {
+            // The columns in the order the lines have them.
+            let mut expected = [""; 3];
+            for (column, position) in order.into_iter().enumerate() {
+                expected[position] = PLAN_COLUMNS[column];
+            }
             bail!(
-                "{}:{line}: expected topic,partition,offset but found {} field(s)",
+                "{}:{line}: expected {} but found {} field(s)",
                 path.display(),
+                expected.join(","),
                 record.len()
             );
         }
-        let partition: i32 = record[1]
+        let [topic, partition, offset] = order.map(|column| &record[column]);
+        let partition: i32 = partition
             .parse()
             .ok()
             .filter(|p: &i32| *p >= 0)
             .with_context(|| {
                 format!(
-                    "{}:{line}: '{}' is not a partition number",
+                    "{}:{line}: '{partition}' is not a partition number",
                     path.display(),
-                    &record[1]
                 )
             })?;
         // Empty: no committed offset.
-        let offset: Option<i64> = match &record[2] {
+        let offset: Option<i64> = match offset {
             "" => None,
             text => Some(
                 text.parse()
@@ -1253,7 +1273,7 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
                     })?,
             ),
         };
-        let key = (record[0].to_string(), partition);
+        let key = (topic.to_string(), partition);
         match plan.get(&key) {
             Some((earlier, earlier_line)) if *earlier != offset => bail!(
                 "{}:{line}: {}:{partition} is given again, with another offset than on line {earlier_line}; a plan names each partition once",
@@ -1273,6 +1293,54 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
         .into_iter()
         .map(|(key, (offset, _))| (key, offset))
         .collect())
+}
+
+/// Whether the first line of a plan file is meant as its header: it names one of the columns
+/// and has no partition number where a line without a header has it (a topic may be called
+/// `topic`).
+fn is_header(record: &csv::StringRecord) -> bool {
+    let names_a_column = record
+        .iter()
+        .any(|field| PLAN_COLUMNS.iter().any(|c| field.eq_ignore_ascii_case(c)));
+    names_a_column
+        && record
+            .get(1)
+            .is_none_or(|field| field.parse::<i64>().is_err())
+}
+
+/// Where each of [`PLAN_COLUMNS`] is in a header line, or what is wrong with it.
+fn header_order(record: &csv::StringRecord) -> Result<[usize; 3], String> {
+    let mut found: [Option<usize>; 3] = [None; 3];
+    let mut unknown = Vec::new();
+    let mut repeated = Vec::new();
+    for (position, field) in record.iter().enumerate() {
+        match PLAN_COLUMNS
+            .iter()
+            .position(|c| field.eq_ignore_ascii_case(c))
+        {
+            Some(column) if found[column].is_some() => repeated.push(PLAN_COLUMNS[column]),
+            Some(column) => found[column] = Some(position),
+            None => unknown.push(format!("'{field}'")),
+        }
+    }
+    let missing: Vec<&str> = (0..3)
+        .filter(|column| found[*column].is_none())
+        .map(|column| PLAN_COLUMNS[column])
+        .collect();
+    let mut problems = Vec::new();
+    if !unknown.is_empty() {
+        problems.push(format!("not a column: {}", unknown.join(", ")));
+    }
+    if !repeated.is_empty() {
+        problems.push(format!("named twice: {}", repeated.join(", ")));
+    }
+    if !missing.is_empty() {
+        problems.push(format!("missing: {}", missing.join(", ")));
+    }
+    match (problems.is_empty(), found) {
+        (true, [Some(topic), Some(partition), Some(offset)]) => Ok([topic, partition, offset]),
+        _ => Err(problems.join("; ")),
+    }
 }
 
 /// Writes a plan as CSV. A file already there is never replaced: it may be an undo plan, the
@@ -1496,6 +1564,60 @@ mod tests {
             .map(|((topic, partition), offset)| (topic.as_str(), *partition, *offset))
             .collect();
         assert_eq!(read, rows);
+    }
+
+    #[test]
+    fn a_plan_header_names_the_columns_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.csv");
+        let read = |text: &str| -> anyhow::Result<Vec<(String, i32, Option<i64>)>> {
+            std::fs::write(&path, text).unwrap();
+            Ok(read_plan(&path)?
+                .into_iter()
+                .map(|((topic, partition), offset)| (topic, partition, offset))
+                .collect())
+        };
+        let expected = vec![
+            ("orders".to_string(), 0, Some(5)),
+            ("orders".into(), 1, None),
+        ];
+        for text in [
+            "orders,0,5\norders,1,\n",
+            "topic,partition,offset\norders,0,5\norders,1,\n",
+            "partition,offset,topic\n0,5,orders\n1,,orders\n",
+            " Offset ,TOPIC, Partition\n5,orders,0\n,orders,1\n",
+        ] {
+            assert_eq!(read(text).unwrap(), expected, "{text:?}");
+        }
+        // A topic may be called `topic`: a partition number says the line is data.
+        assert_eq!(
+            read("topic,0,5\n").unwrap(),
+            vec![("topic".to_string(), 0, Some(5))]
+        );
+        for (text, problem) in [
+            (
+                "topic,part,offset\n",
+                "(not a column: 'part'; missing: partition)",
+            ),
+            ("topic,offset\n", "(missing: partition)"),
+            (
+                "topic,topic,offset\n",
+                "(named twice: topic; missing: partition)",
+            ),
+            ("topic,partition,offset,note\n", "(not a column: 'note')"),
+        ] {
+            let error = read(text).unwrap_err();
+            assert!(crate::error::is_usage(&error), "{text:?}");
+            let message = format!("{error:#}");
+            assert!(
+                message.contains("plan.csv:1: the header line '")
+                    && message.contains(
+                        "' does not name the plan's columns: expected topic, partition, offset, each once, in any order"
+                    )
+                    && message.ends_with(problem),
+                "{text:?}: {message}"
+            );
+        }
     }
 
     #[test]
