@@ -439,7 +439,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
 
     let planned = block_in_place(
-        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting, bool)> {
+        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting, bool, WithoutRows)> {
             let client = kafka.group_client(&args.group)?;
             let mut partitions = Vec::new();
             if args.all_topics {
@@ -511,6 +511,8 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 }
             }
             let mut plan = Vec::new();
+            // --to-inbox: the partitions the inbox has no rows of, left as they are.
+            let mut without_rows = Vec::new();
             for (topic, partition) in partitions {
                 let key = (topic.clone(), partition);
                 let Watermarks { log_start, log_end } = marks[&key];
@@ -544,6 +546,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 },
             };
                 let Some(wanted) = wanted else {
+                    if let Target::Inbox(_) = target {
+                        without_rows.push((topic, partition));
+                    }
                     continue;
                 };
                 let new = wanted.clamp(log_start, log_end);
@@ -567,12 +572,12 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 && kafka.knows_nothing_of(&client, &state, || {
                     Ok(kafka.listed_partitions(&client)?.partitions)
                 })?;
-            Ok((state, plan, forgetting, unknown))
+            Ok((state, plan, forgetting, unknown, without_rows))
         },
     );
     // The inbox's store is closed on every path, an error's too: a connection dropped at
     // exit is a lost client to the server.
-    let (state, plan, forgetting, unknown_group) = match (planned, inbox) {
+    let (state, plan, forgetting, unknown_group, without_rows) = match (planned, inbox) {
         (Ok(mut planned), Some(store)) => {
             let counted = count_skipped_without_row(&store, &inbox_consumer, &mut planned.1).await;
             store.close().await;
@@ -623,16 +628,47 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             or_dash(p.new)
         ));
     }
+    // Listed in JSON with --to-inbox only, where it has a meaning.
+    let mut without_inbox_rows = None;
     if let Target::Inbox(positions) = &target {
+        let consumer = args.consumer.as_deref().unwrap_or(&args.group);
         if positions.is_empty() {
-            let consumer = args.consumer.as_deref().unwrap_or(&args.group);
             output.warn(format!(
                 "the inbox has no rows of consumer '{consumer}' with coordinates for these \
                  partitions; nothing to move (`inboxctl inspect` lists the consumers and their \
                  partitions)"
             ));
+        } else if !without_rows.is_empty() {
+            // The first few; JSON lists them all.
+            let mut named: Vec<String> = without_rows
+                .iter()
+                .take(PARTITIONS_NAMED)
+                .map(|(topic, partition)| format!("{topic}:{partition}"))
+                .collect();
+            if without_rows.len() > PARTITIONS_NAMED {
+                named.push(format!(
+                    "and {} more",
+                    without_rows.len() - PARTITIONS_NAMED
+                ));
+            }
+            let (which, left, them) = match without_rows.len() {
+                1 => ("partition", "its committed offset is left as it is", "it"),
+                _ => (
+                    "partitions",
+                    "their committed offsets are left as they are",
+                    "them",
+                ),
+            };
+            output.warn(format!(
+                "the inbox holds no rows of consumer '{consumer}' for {which} {} (pruned, or \
+                 never processed), so {left}; set {them} explicitly with \
+                 --topic TOPIC:PARTITION and --to-offset N (or another target)",
+                named.join(", ")
+            ));
         }
+        without_inbox_rows = Some(without_rows);
     }
+    let without_inbox_rows = without_inbox_rows.as_deref();
 
     // A plan that commits nothing creates nothing.
     if unknown_group && plan.iter().any(|p| p.new.is_some()) {
@@ -665,11 +701,25 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             plan.len(),
             path.display()
         ));
-        print_plan(&args.group, &plan, false, &Forgetting::Nothing, &output)?;
+        print_plan(
+            &args.group,
+            &plan,
+            false,
+            &Forgetting::Nothing,
+            without_inbox_rows,
+            &output,
+        )?;
         return Ok(ExitStatus::Success);
     }
     if !args.execute {
-        print_plan(&args.group, &plan, false, &forgetting, &output)?;
+        print_plan(
+            &args.group,
+            &plan,
+            false,
+            &forgetting,
+            without_inbox_rows,
+            &output,
+        )?;
         if let Forgetting::DeleteGroup { others } = &forgetting {
             output.note(deleting_group_note(&args.group, others.len(), false));
         }
@@ -720,6 +770,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         group: &args.group,
         plan: &plan,
         forgetting: &forgetting,
+        without_inbox_rows,
         to_commit: &to_commit,
         undo_path: &undo_path,
         recommit_path: recommit_path.as_deref(),
@@ -745,6 +796,8 @@ struct Reset<'a> {
     group: &'a str,
     plan: &'a [PlannedOffset],
     forgetting: &'a Forgetting,
+    /// With --to-inbox: the partitions left out of the plan for want of inbox rows.
+    without_inbox_rows: Option<&'a [(String, i32)]>,
     to_commit: &'a [(String, i32, i64)],
     undo_path: &'a Path,
     /// Where the offsets to commit after deleting the group are written down first.
@@ -906,7 +959,14 @@ impl Reset<'_> {
                 ..p.clone()
             })
             .collect();
-        print_plan(group, &applied, true, self.forgetting, output)?;
+        print_plan(
+            group,
+            &applied,
+            true,
+            self.forgetting,
+            self.without_inbox_rows,
+            output,
+        )?;
         let expected = self
             .plan
             .iter()
@@ -1374,6 +1434,12 @@ pub fn write_plan<'a>(
     Ok(())
 }
 
+/// Partitions named in a warning at most.
+const PARTITIONS_NAMED: usize = 10;
+
+/// Partitions, as `(topic, partition)`.
+type WithoutRows = Vec<(String, i32)>;
+
 /// The columns of a plan file, as `--export` writes and `--from-file` reads them.
 const PLAN_COLUMNS: [&str; 3] = ["topic", "partition", "offset"];
 
@@ -1388,12 +1454,14 @@ fn plan_lines(plan: &[PlannedOffset]) -> Vec<Vec<String>> {
 }
 
 /// `forgetting`: in JSON, a plan that deletes the group says so, and lists the group's
-/// offsets outside the plan that it commits again.
+/// offsets outside the plan that it commits again. `without_inbox_rows` (--to-inbox): in
+/// JSON, the partitions left as they are because the inbox holds no rows of them.
 fn print_plan(
     group: &str,
     plan: &[PlannedOffset],
     applied: bool,
     forgetting: &Forgetting,
+    without_inbox_rows: Option<&[(String, i32)]>,
     output: &Output,
 ) -> anyhow::Result<()> {
     let (before, after) = if applied {
@@ -1411,6 +1479,12 @@ fn print_plan(
                     .map(|(topic, partition, offset)| {
                         json!({ "topic": topic, "partition": partition, "offset": offset })
                     })
+                    .collect();
+            }
+            if let Some(left) = without_inbox_rows {
+                report["partitions_without_inbox_rows"] = left
+                    .iter()
+                    .map(|(topic, partition)| json!({ "topic": topic, "partition": partition }))
                     .collect();
             }
             output.print_json(&report)
