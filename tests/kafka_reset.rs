@@ -652,13 +652,25 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
     let dry = reset(&db, &group, &topic, &["--to-inbox"]).ok();
     assert_eq!(
         warnings(&dry),
-        vec![format!(
-            "warning: {topic}:1: moving from 4 to 8 skips 1 offset(s) without an inbox row: \
-             their messages, if any, would never be processed; \
-             `inboxctl compare --group {group} --topic {topic}` names them"
-        )]
+        vec![
+            format!(
+                "warning: {topic}:1: moving from 4 to 8 skips 1 offset(s) without an inbox row: \
+                 their messages, if any, would never be processed; \
+                 `inboxctl compare --group {group} --topic {topic}` names them"
+            ),
+            // Partition 3 never had a message, so the inbox has no row of it.
+            format!(
+                "warning: the inbox holds no rows of consumer '{group}' for partition {topic}:3 \
+                 (pruned, or never processed), so its committed offset is left as it is; set it \
+                 explicitly with --topic TOPIC:PARTITION and --to-offset N (or another target)"
+            ),
+        ]
     );
     let json = reset(&db, &group, &topic, &["--to-inbox", "--format", "json"]).ok();
+    assert_eq!(
+        json.json()["partitions_without_inbox_rows"],
+        json!([{"topic": topic, "partition": 3}])
+    );
     let skipped: Vec<serde_json::Value> = json.json()["partitions"]
         .as_array()
         .unwrap()
@@ -772,6 +784,74 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
     mark_ends(broker, &topic, &[8, 8, 8, 0]).await;
     let starts = consumers_start(broker, &topic, &[&group], &[0, 1, 2]);
     assert_eq!(starts, vec![vec![8, 8, 6]]);
+}
+
+/// A partition the inbox holds no rows of (all pruned, or never processed) has no inbox
+/// position: --to-inbox leaves its committed offset as it is, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn to_inbox_names_the_partitions_it_leaves_for_want_of_inbox_rows() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 6, 6]).await;
+    broker.commit(&group, &topic, &[(0, 1), (1, 2), (2, 3)]);
+    // Processed through 3 in partition 0 and through 4 in partition 2; partition 1's rows
+    // were all pruned.
+    let now = Utc::now();
+    let mut rows = Vec::new();
+    for (partition, last) in [(0, 3), (2, 4)] {
+        for offset in 0..=last {
+            let event_id = format!("e-p{partition}-{offset}");
+            rows.push(row(
+                &group,
+                &event_id,
+                Some((&topic, partition, offset)),
+                now,
+            ));
+        }
+    }
+    db.insert_rows(&rows).await;
+
+    let warning = format!(
+        "warning: the inbox holds no rows of consumer '{group}' for partition {topic}:1 \
+         (pruned, or never processed), so its committed offset is left as it is; set it \
+         explicitly with --topic TOPIC:PARTITION and --to-offset N (or another target)"
+    );
+    let json = reset(&db, &group, &topic, &["--to-inbox", "--format", "json"]).ok();
+    let plan: Vec<(i64, i64)> = json.json()["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["partition"].as_i64().unwrap(), p["new"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(plan, [(0, 4), (2, 5)]);
+    assert_eq!(
+        json.json()["partitions_without_inbox_rows"],
+        json!([{"topic": topic, "partition": 1}])
+    );
+    assert!(warnings(&json).contains(&warning), "{}", json.stderr);
+    // Other targets plan every partition: the field belongs to --to-inbox.
+    let latest = reset(&db, &group, &topic, &["--to-latest", "--format", "json"]).ok();
+    assert_eq!(latest.json().get("partitions_without_inbox_rows"), None);
+
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.csv");
+    let run = execute_with_undo(&db, &group, &topic, &["--to-inbox"], &undo).ok();
+    assert_eq!(warnings(&run), [warning]);
+    assert_eq!(
+        run.table_rows()
+            .iter()
+            .map(|r| (r[1].clone(), r[3].clone()))
+            .collect::<Vec<_>>(),
+        [("0".to_string(), "4".to_string()), ("2".into(), "5".into())]
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[4, 2, 5]));
+    assert_eq!(
+        std::fs::read_to_string(&undo).unwrap(),
+        format!("topic,partition,offset\n{topic},0,1\n{topic},2,3\n")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1534,6 +1614,77 @@ async fn export_writes_the_plan_and_from_file_applies_it() {
 
     let starts = consumers_start(broker, &topic, &[&group], &[0, 1, 2]);
     assert_eq!(starts, vec![vec![2, 4, 0]]);
+}
+
+/// A plan file's header may name its columns in any order; the lines are then read in that
+/// order. A header that does not name exactly the three columns is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_header_names_its_columns_in_any_order() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 3).await;
+    fill(broker, &topic, "e", &[6, 6, 6]).await;
+    broker.commit(&group, &topic, &[(0, 1), (1, 1), (2, 1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.csv");
+    let p = plan.display().to_string();
+
+    std::fs::write(
+        &plan,
+        format!("partition,offset,topic\n0,4,{topic}\n1,2,{topic}\n2,5,{topic}\n"),
+    )
+    .unwrap();
+    let dry = apply_plan(&db, &group, &plan, &["--format", "json"]).ok();
+    assert_eq!(new_offsets(&dry), [4, 2, 5]);
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[1, 1, 1]));
+    let undo = dir.path().join("undo.csv");
+    apply_plan(
+        &db,
+        &group,
+        &plan,
+        &["--execute", "--undo-file", undo.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[4, 2, 5]));
+    // Case and spaces aside; a short line names the header's order.
+    std::fs::write(
+        &plan,
+        format!(" Offset , TOPIC,Partition\n3,{topic},0\n3,{topic}\n"),
+    )
+    .unwrap();
+    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(1);
+    assert_eq!(
+        run.stderr,
+        format!("error: {p}:3: expected offset,topic,partition but found 2 field(s)\n")
+    );
+    std::fs::write(&plan, format!(" Offset , TOPIC,Partition\n3,{topic},0\n")).unwrap();
+    let dry = apply_plan(&db, &group, &plan, &["--format", "json"]).ok();
+    assert_eq!(new_offsets(&dry), [3]);
+
+    // A column misnamed: a usage error, naming what was expected.
+    std::fs::write(&plan, format!("topic,part,offset\n{topic},0,3\n")).unwrap();
+    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: {p}:1: the header line 'topic,part,offset' does not name the plan's \
+             columns: expected topic, partition, offset, each once, in any order (not a \
+             column: 'part'; missing: partition)\n"
+        )
+    );
+    std::fs::write(&plan, format!("topic,offset\n{topic},3\n")).unwrap();
+    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "{p}:1: the header line 'topic,offset' does not name the plan's columns: expected \
+             topic, partition, offset, each once, in any order (missing: partition)"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(broker.committed(&group, &topic, 3), at(&[4, 2, 5]));
+    assert_eq!(files_in(dir.path()), ["plan.csv", "undo.csv"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -166,11 +166,13 @@ pub struct Comparison {
     pub pruned_before: Option<DateTime<Utc>>,
     /// Every topic's partitions, by topic, then partition.
     pub partitions: Vec<PartitionComparison>,
-    pub duplicates: Vec<Duplicate>,
+    /// Found by `--scan` only: `None` (`null` in JSON) without it, as nothing was looked at.
+    pub duplicates: Option<Vec<Duplicate>>,
     pub lost_total: i64,
     pub pending_total: usize,
     pub orphans_total: usize,
-    pub messages_scanned: u64,
+    /// With `--scan`; `None` (`null` in JSON) without it.
+    pub messages_scanned: Option<u64>,
     /// `messages_scanned` topic by topic, in the order of `topics`.
     #[serde(skip)]
     pub scanned_per_topic: Vec<u64>,
@@ -288,11 +290,11 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         scan: args.scan,
         pruned_before,
         partitions: Vec::new(),
-        duplicates: Vec::new(),
+        duplicates: args.scan.then(Vec::new),
         lost_total: 0,
         pending_total: 0,
         orphans_total: 0,
-        messages_scanned: 0,
+        messages_scanned: args.scan.then_some(0),
         scanned_per_topic: Vec::new(),
         uncompared_topics: uncompared,
         missing_topics: missing,
@@ -360,10 +362,14 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
                 "none of the {read} messages read{of_topic} at offsets without an inbox row carries an event id where --event-id-from ({source}) looks, so none could be looked up in the inbox by id"
             ));
         }
-        comparison.messages_scanned += scanned;
+        if let Some(total) = &mut comparison.messages_scanned {
+            *total += scanned;
+        }
         comparison.scanned_per_topic.push(scanned);
         comparison.partitions.extend(found.partitions);
-        comparison.duplicates.extend(found.duplicates);
+        if let Some(duplicates) = &mut comparison.duplicates {
+            duplicates.extend(found.duplicates);
+        }
     }
     let partitions = &comparison.partitions;
     comparison.lost_total = partitions.iter().map(|p| p.lost_count).sum();
@@ -1667,7 +1673,7 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
     output.print(format!(
         "{verdict}; {} pending redelivery; {} duplicate event id(s){}",
         c.pending_total,
-        c.duplicates.len(),
+        c.duplicates.as_ref().map_or(0, Vec::len),
         if c.scan {
             ""
         } else {
@@ -1696,7 +1702,12 @@ fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
     };
     let partitions: Vec<&PartitionComparison> =
         c.partitions.iter().filter(|p| p.topic == topic).collect();
-    let duplicates: Vec<&Duplicate> = c.duplicates.iter().filter(|d| d.topic == topic).collect();
+    let duplicates: Vec<&Duplicate> = c
+        .duplicates
+        .iter()
+        .flatten()
+        .filter(|d| d.topic == topic)
+        .collect();
     let scanned_note = if c.scan {
         format!(", {} messages scanned", c.scanned_per_topic[n])
     } else {

@@ -439,7 +439,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     }
 
     let planned = block_in_place(
-        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting, bool)> {
+        || -> anyhow::Result<(GroupState, Vec<PlannedOffset>, Forgetting, bool, WithoutRows)> {
             let client = kafka.group_client(&args.group)?;
             let mut partitions = Vec::new();
             if args.all_topics {
@@ -511,6 +511,8 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 }
             }
             let mut plan = Vec::new();
+            // --to-inbox: the partitions the inbox has no rows of, left as they are.
+            let mut without_rows = Vec::new();
             for (topic, partition) in partitions {
                 let key = (topic.clone(), partition);
                 let Watermarks { log_start, log_end } = marks[&key];
@@ -544,6 +546,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 },
             };
                 let Some(wanted) = wanted else {
+                    if let Target::Inbox(_) = target {
+                        without_rows.push((topic, partition));
+                    }
                     continue;
                 };
                 let new = wanted.clamp(log_start, log_end);
@@ -567,12 +572,12 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 && kafka.knows_nothing_of(&client, &state, || {
                     Ok(kafka.listed_partitions(&client)?.partitions)
                 })?;
-            Ok((state, plan, forgetting, unknown))
+            Ok((state, plan, forgetting, unknown, without_rows))
         },
     );
     // The inbox's store is closed on every path, an error's too: a connection dropped at
     // exit is a lost client to the server.
-    let (state, plan, forgetting, unknown_group) = match (planned, inbox) {
+    let (state, plan, forgetting, unknown_group, without_rows) = match (planned, inbox) {
         (Ok(mut planned), Some(store)) => {
             let counted = count_skipped_without_row(&store, &inbox_consumer, &mut planned.1).await;
             store.close().await;
@@ -623,16 +628,47 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             or_dash(p.new)
         ));
     }
+    // Listed in JSON with --to-inbox only, where it has a meaning.
+    let mut without_inbox_rows = None;
     if let Target::Inbox(positions) = &target {
+        let consumer = args.consumer.as_deref().unwrap_or(&args.group);
         if positions.is_empty() {
-            let consumer = args.consumer.as_deref().unwrap_or(&args.group);
             output.warn(format!(
                 "the inbox has no rows of consumer '{consumer}' with coordinates for these \
                  partitions; nothing to move (`inboxctl inspect` lists the consumers and their \
                  partitions)"
             ));
+        } else if !without_rows.is_empty() {
+            // The first few; JSON lists them all.
+            let mut named: Vec<String> = without_rows
+                .iter()
+                .take(PARTITIONS_NAMED)
+                .map(|(topic, partition)| format!("{topic}:{partition}"))
+                .collect();
+            if without_rows.len() > PARTITIONS_NAMED {
+                named.push(format!(
+                    "and {} more",
+                    without_rows.len() - PARTITIONS_NAMED
+                ));
+            }
+            let (which, left, them) = match without_rows.len() {
+                1 => ("partition", "its committed offset is left as it is", "it"),
+                _ => (
+                    "partitions",
+                    "their committed offsets are left as they are",
+                    "them",
+                ),
+            };
+            output.warn(format!(
+                "the inbox holds no rows of consumer '{consumer}' for {which} {} (pruned, or \
+                 never processed), so {left}; set {them} explicitly with \
+                 --topic TOPIC:PARTITION and --to-offset N (or another target)",
+                named.join(", ")
+            ));
         }
+        without_inbox_rows = Some(without_rows);
     }
+    let without_inbox_rows = without_inbox_rows.as_deref();
 
     // A plan that commits nothing creates nothing.
     if unknown_group && plan.iter().any(|p| p.new.is_some()) {
@@ -665,11 +701,25 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
             plan.len(),
             path.display()
         ));
-        print_plan(&args.group, &plan, false, &Forgetting::Nothing, &output)?;
+        print_plan(
+            &args.group,
+            &plan,
+            false,
+            &Forgetting::Nothing,
+            without_inbox_rows,
+            &output,
+        )?;
         return Ok(ExitStatus::Success);
     }
     if !args.execute {
-        print_plan(&args.group, &plan, false, &forgetting, &output)?;
+        print_plan(
+            &args.group,
+            &plan,
+            false,
+            &forgetting,
+            without_inbox_rows,
+            &output,
+        )?;
         if let Forgetting::DeleteGroup { others } = &forgetting {
             output.note(deleting_group_note(&args.group, others.len(), false));
         }
@@ -720,6 +770,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         group: &args.group,
         plan: &plan,
         forgetting: &forgetting,
+        without_inbox_rows,
         to_commit: &to_commit,
         undo_path: &undo_path,
         recommit_path: recommit_path.as_deref(),
@@ -745,6 +796,8 @@ struct Reset<'a> {
     group: &'a str,
     plan: &'a [PlannedOffset],
     forgetting: &'a Forgetting,
+    /// With --to-inbox: the partitions left out of the plan for want of inbox rows.
+    without_inbox_rows: Option<&'a [(String, i32)]>,
     to_commit: &'a [(String, i32, i64)],
     undo_path: &'a Path,
     /// Where the offsets to commit after deleting the group are written down first.
@@ -906,7 +959,14 @@ impl Reset<'_> {
                 ..p.clone()
             })
             .collect();
-        print_plan(group, &applied, true, self.forgetting, output)?;
+        print_plan(
+            group,
+            &applied,
+            true,
+            self.forgetting,
+            self.without_inbox_rows,
+            output,
+        )?;
         let expected = self
             .plan
             .iter()
@@ -1186,8 +1246,10 @@ async fn inbox_positions(
         .collect())
 }
 
-/// Reads `topic,partition,offset` lines (a header line is allowed). Errors name the line of
-/// the file, blank lines included.
+/// Reads `topic,partition,offset` lines. A first line that names the columns, in any order
+/// (case and spaces aside), is a header, and the lines after it are read in its order; one
+/// that names some of them but not exactly these three is a usage error. Errors name the line
+/// of the file, blank lines included.
 pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
     let text = std::fs::read(path)
         .with_context(|| format!("could not open the plan file {}", path.display()))?;
@@ -1210,6 +1272,9 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
         1 + text[..start].iter().filter(|b| **b == b'\n').count()
     };
     let mut plan = BTreeMap::new();
+    // Where the topic, the partition and the offset are in a line: as written without a
+    // header, or as the header names them.
+    let mut order = [0, 1, 2];
     for (index, record) in reader.records().enumerate() {
         let record = match record {
             Ok(record) => record,
@@ -1220,29 +1285,44 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
             }
         };
         let line = line_of(record.position(), index);
-        if index == 0 && record.get(0) == Some("topic") {
+        if index == 0 && is_header(&record) {
+            order = header_order(&record).map_err(|problem| {
+                let found: Vec<&str> = record.iter().collect();
+                crate::error::usage(format!(
+                    "{}:{line}: the header line '{}' does not name the plan's columns: expected {}, each once, in any order ({problem})",
+                    path.display(),
+                    found.join(","),
+                    PLAN_COLUMNS.join(", ")
+                ))
+            })?;
             continue;
         }
         if record.len() != 3 {
+            // The columns in the order the lines have them.
+            let mut expected = [""; 3];
+            for (column, position) in order.into_iter().enumerate() {
+                expected[position] = PLAN_COLUMNS[column];
+            }
             bail!(
-                "{}:{line}: expected topic,partition,offset but found {} field(s)",
+                "{}:{line}: expected {} but found {} field(s)",
                 path.display(),
+                expected.join(","),
                 record.len()
             );
         }
-        let partition: i32 = record[1]
+        let [topic, partition, offset] = order.map(|column| &record[column]);
+        let partition: i32 = partition
             .parse()
             .ok()
             .filter(|p: &i32| *p >= 0)
             .with_context(|| {
                 format!(
-                    "{}:{line}: '{}' is not a partition number",
+                    "{}:{line}: '{partition}' is not a partition number",
                     path.display(),
-                    &record[1]
                 )
             })?;
         // Empty: no committed offset.
-        let offset: Option<i64> = match &record[2] {
+        let offset: Option<i64> = match offset {
             "" => None,
             text => Some(
                 text.parse()
@@ -1253,7 +1333,7 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
                     })?,
             ),
         };
-        let key = (record[0].to_string(), partition);
+        let key = (topic.to_string(), partition);
         match plan.get(&key) {
             Some((earlier, earlier_line)) if *earlier != offset => bail!(
                 "{}:{line}: {}:{partition} is given again, with another offset than on line {earlier_line}; a plan names each partition once",
@@ -1273,6 +1353,54 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
         .into_iter()
         .map(|(key, (offset, _))| (key, offset))
         .collect())
+}
+
+/// Whether the first line of a plan file is meant as its header: it names one of the columns
+/// and has no partition number where a line without a header has it (a topic may be called
+/// `topic`).
+fn is_header(record: &csv::StringRecord) -> bool {
+    let names_a_column = record
+        .iter()
+        .any(|field| PLAN_COLUMNS.iter().any(|c| field.eq_ignore_ascii_case(c)));
+    names_a_column
+        && record
+            .get(1)
+            .is_none_or(|field| field.parse::<i64>().is_err())
+}
+
+/// Where each of [`PLAN_COLUMNS`] is in a header line, or what is wrong with it.
+fn header_order(record: &csv::StringRecord) -> Result<[usize; 3], String> {
+    let mut found: [Option<usize>; 3] = [None; 3];
+    let mut unknown = Vec::new();
+    let mut repeated = Vec::new();
+    for (position, field) in record.iter().enumerate() {
+        match PLAN_COLUMNS
+            .iter()
+            .position(|c| field.eq_ignore_ascii_case(c))
+        {
+            Some(column) if found[column].is_some() => repeated.push(PLAN_COLUMNS[column]),
+            Some(column) => found[column] = Some(position),
+            None => unknown.push(format!("'{field}'")),
+        }
+    }
+    let missing: Vec<&str> = (0..3)
+        .filter(|column| found[*column].is_none())
+        .map(|column| PLAN_COLUMNS[column])
+        .collect();
+    let mut problems = Vec::new();
+    if !unknown.is_empty() {
+        problems.push(format!("not a column: {}", unknown.join(", ")));
+    }
+    if !repeated.is_empty() {
+        problems.push(format!("named twice: {}", repeated.join(", ")));
+    }
+    if !missing.is_empty() {
+        problems.push(format!("missing: {}", missing.join(", ")));
+    }
+    match (problems.is_empty(), found) {
+        (true, [Some(topic), Some(partition), Some(offset)]) => Ok([topic, partition, offset]),
+        _ => Err(problems.join("; ")),
+    }
 }
 
 /// Writes a plan as CSV. A file already there is never replaced: it may be an undo plan, the
@@ -1306,6 +1434,12 @@ pub fn write_plan<'a>(
     Ok(())
 }
 
+/// Partitions named in a warning at most.
+const PARTITIONS_NAMED: usize = 10;
+
+/// Partitions, as `(topic, partition)`.
+type WithoutRows = Vec<(String, i32)>;
+
 /// The columns of a plan file, as `--export` writes and `--from-file` reads them.
 const PLAN_COLUMNS: [&str; 3] = ["topic", "partition", "offset"];
 
@@ -1320,12 +1454,14 @@ fn plan_lines(plan: &[PlannedOffset]) -> Vec<Vec<String>> {
 }
 
 /// `forgetting`: in JSON, a plan that deletes the group says so, and lists the group's
-/// offsets outside the plan that it commits again.
+/// offsets outside the plan that it commits again. `without_inbox_rows` (--to-inbox): in
+/// JSON, the partitions left as they are because the inbox holds no rows of them.
 fn print_plan(
     group: &str,
     plan: &[PlannedOffset],
     applied: bool,
     forgetting: &Forgetting,
+    without_inbox_rows: Option<&[(String, i32)]>,
     output: &Output,
 ) -> anyhow::Result<()> {
     let (before, after) = if applied {
@@ -1343,6 +1479,12 @@ fn print_plan(
                     .map(|(topic, partition, offset)| {
                         json!({ "topic": topic, "partition": partition, "offset": offset })
                     })
+                    .collect();
+            }
+            if let Some(left) = without_inbox_rows {
+                report["partitions_without_inbox_rows"] = left
+                    .iter()
+                    .map(|(topic, partition)| json!({ "topic": topic, "partition": partition }))
                     .collect();
             }
             output.print_json(&report)
@@ -1496,6 +1638,60 @@ mod tests {
             .map(|((topic, partition), offset)| (topic.as_str(), *partition, *offset))
             .collect();
         assert_eq!(read, rows);
+    }
+
+    #[test]
+    fn a_plan_header_names_the_columns_in_any_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.csv");
+        let read = |text: &str| -> anyhow::Result<Vec<(String, i32, Option<i64>)>> {
+            std::fs::write(&path, text).unwrap();
+            Ok(read_plan(&path)?
+                .into_iter()
+                .map(|((topic, partition), offset)| (topic, partition, offset))
+                .collect())
+        };
+        let expected = vec![
+            ("orders".to_string(), 0, Some(5)),
+            ("orders".into(), 1, None),
+        ];
+        for text in [
+            "orders,0,5\norders,1,\n",
+            "topic,partition,offset\norders,0,5\norders,1,\n",
+            "partition,offset,topic\n0,5,orders\n1,,orders\n",
+            " Offset ,TOPIC, Partition\n5,orders,0\n,orders,1\n",
+        ] {
+            assert_eq!(read(text).unwrap(), expected, "{text:?}");
+        }
+        // A topic may be called `topic`: a partition number says the line is data.
+        assert_eq!(
+            read("topic,0,5\n").unwrap(),
+            vec![("topic".to_string(), 0, Some(5))]
+        );
+        for (text, problem) in [
+            (
+                "topic,part,offset\n",
+                "(not a column: 'part'; missing: partition)",
+            ),
+            ("topic,offset\n", "(missing: partition)"),
+            (
+                "topic,topic,offset\n",
+                "(named twice: topic; missing: partition)",
+            ),
+            ("topic,partition,offset,note\n", "(not a column: 'note')"),
+        ] {
+            let error = read(text).unwrap_err();
+            assert!(crate::error::is_usage(&error), "{text:?}");
+            let message = format!("{error:#}");
+            assert!(
+                message.contains("plan.csv:1: the header line '")
+                    && message.contains(
+                        "' does not name the plan's columns: expected topic, partition, offset, each once, in any order"
+                    )
+                    && message.ends_with(problem),
+                "{text:?}: {message}"
+            );
+        }
     }
 
     #[test]
