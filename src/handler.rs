@@ -27,53 +27,16 @@ pub struct Statement {
     /// PostgreSQL, when the server could type every parameter: the statement with each one
     /// sent as text and cast to that type. The generic driver binds a value by its JSON type
     /// (a string as text), which a `jsonb`, `uuid` or `timestamptz` parameter refuses.
-    pub sent_as_text: Option<SentAsText>,
+    pub sent_as_text: Option<crate::store::pg_pipeline::SentAsText>,
 }
 
-/// A statement whose parameters all go as text, each cast by the server to the type it
-/// inferred for it: the values go in as on the typed connections, whatever their JSON type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SentAsText {
-    pub sql: String,
-    /// Whether each parameter is `json` or `jsonb`, which takes a value as JSON text.
-    json: Vec<bool>,
-}
-
-impl SentAsText {
-    /// `types` are the server's names of the parameters' types, in order (`$1` first).
-    pub fn new(statement: &Statement, types: &[String]) -> SentAsText {
-        let mut sql = statement.sql.clone();
-        // Highest numbers first, so that $1 never matches the start of $10.
-        for (index, ty) in types.iter().enumerate().rev() {
-            let placeholder = format!("${}", index + 1);
-            let cast = format!("CAST({placeholder}::text AS {ty})");
-            sql = replace_placeholder(&sql, &placeholder, &cast);
-        }
-        let json = types
-            .iter()
-            .map(|ty| ty == "json" || ty == "jsonb")
-            .collect();
-        SentAsText { sql, json }
-    }
-
-    /// The text sent for the value of parameter `index` (`name`), `None` for SQL NULL. A
-    /// json parameter takes the value as JSON, except the payload, which is already the
-    /// JSON text read from Kafka.
-    pub fn text(&self, index: usize, name: &str, value: Value) -> Option<String> {
-        let json = self.json.get(index).copied().unwrap_or(false);
-        match value {
-            Value::Null => None,
-            Value::String(text) if !json || name == "payload" => Some(text),
-            other => Some(other.to_string()),
-        }
-    }
-}
-
-/// Replaces `$n` outside quotes where it is not the start of a longer number.
+/// Replaces `$n` outside quotes, dollar quotes included, where it is not the start of a
+/// longer number.
 pub(crate) fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut quote: Option<char> = None;
     let mut index = 0;
+    let mut before: Option<char> = None;
     while index < sql.len() {
         let rest = &sql[index..];
         let c = rest.chars().next().unwrap_or_default();
@@ -82,22 +45,61 @@ pub(crate) fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> S
             Some(_) => {}
             None if c == '\'' || c == '"' => quote = Some(c),
             None if rest.starts_with(placeholder)
+                && !before.is_some_and(in_a_name)
                 && !rest[placeholder.len()..].starts_with(|d: char| d.is_ascii_digit()) =>
             {
                 out.push_str(with);
                 index += placeholder.len();
+                before = None;
                 continue;
             }
-            None => {}
+            None => {
+                if let Some(length) = dollar_quoted(rest, before) {
+                    out.push_str(&rest[..length]);
+                    index += length;
+                    before = None;
+                    continue;
+                }
+            }
         }
         out.push(c);
         index += c.len_utf8();
+        before = Some(c);
     }
     out
 }
 
+/// Whether `c` may go on a name (PostgreSQL takes `$` after its first character).
+fn in_a_name(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
+/// PostgreSQL: the length in bytes of the dollar-quoted string (`$$…$$`, `$tag$…$tag$`) that
+/// `rest` starts with, up to the end of the text when it is not closed; `None` when `rest`
+/// does not start one. `before` is the character before, as a `$` inside a name (`a$b$`)
+/// starts nothing.
+fn dollar_quoted(rest: &str, before: Option<char>) -> Option<usize> {
+    if !rest.starts_with('$') || before.is_some_and(in_a_name) {
+        return None;
+    }
+    let tag_length = 1 + rest[1..].find('$')?;
+    let tag = &rest[..=tag_length];
+    let name = &tag[1..tag.len() - 1];
+    let is_tag = name.is_empty()
+        || (name.starts_with(|c: char| c.is_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_'));
+    if !is_tag {
+        return None;
+    }
+    Some(match rest[tag.len()..].find(tag) {
+        Some(end) => tag.len() + end + tag.len(),
+        None => rest.len(),
+    })
+}
+
 /// Splits the file into statements and rewrites `:name` placeholders. Quoted strings, quoted
-/// identifiers, comments and PostgreSQL's `::type` casts are left alone. MySQL also escapes a
+/// identifiers, comments and PostgreSQL's `::type` casts and dollar-quoted strings are left
+/// alone. MySQL also escapes a
 /// quote inside a string with a backslash (`'it\'s'`) and starts comments with `#`.
 pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
     let mysql = std::ptr::eq(dialect, Backend::Mysql.dialect());
@@ -165,6 +167,14 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
                 }
                 i += 2;
                 sql.push(' ');
+            }
+            '$' if !mysql => {
+                // A dollar-quoted string is copied whole: `:name` in a function body is text.
+                let rest: String = chars[i..].iter().collect();
+                let before = i.checked_sub(1).map(|b| chars[b]);
+                let length = dollar_quoted(&rest, before).unwrap_or(1);
+                sql.push_str(&rest[..length]);
+                i += rest[..length].chars().count();
             }
             ':' if chars.get(i + 1) == Some(&':') => {
                 sql.push_str("::");
@@ -258,48 +268,22 @@ mod tests {
             replace_placeholder("$1 + $10 + $1 + '$1'", "$1", "X"),
             "X + $10 + X + '$1'"
         );
+        // Dollar quotes are text; a `$` inside a name starts none.
+        assert_eq!(
+            replace_placeholder("$$ $1 $$ || $1 || $q$ $1 $q$ || a$b$1 || $1$", "$1", "X"),
+            "$$ $1 $$ || X || $q$ $1 $q$ || a$b$1 || X$"
+        );
+        assert_eq!(replace_placeholder("$$ $1", "$1", "X"), "$$ $1");
     }
 
     #[test]
-    fn sent_as_text_casts_every_parameter_to_the_servers_type() {
-        let statement = &parse(
-            "INSERT INTO t (a, b, c, d) VALUES (:payload, :amount, :id, :payload);\
-             UPDATE t SET j = :note WHERE n = :n",
-            Backend::Postgres.dialect(),
-        )
-        .unwrap();
-        let types = ["jsonb", "integer", "timestamp with time zone"].map(String::from);
-        let insert = SentAsText::new(&statement[0], &types);
-        assert_eq!(
-            insert.sql,
-            "INSERT INTO t (a, b, c, d) VALUES (CAST($1::text AS jsonb), \
-             CAST($2::text AS integer), CAST($3::text AS timestamp with time zone), \
-             CAST($1::text AS jsonb))"
-        );
-        // The payload is JSON text already; any other value of a json parameter is JSON.
-        let payload = r#"{"a":1}"#;
-        assert_eq!(
-            insert.text(0, "payload", Value::String(payload.into())),
-            Some(payload.to_string())
-        );
-        assert_eq!(
-            insert.text(1, "amount", serde_json::json!(12)),
-            Some("12".into())
-        );
-        assert_eq!(insert.text(1, "amount", Value::Null), None);
-        let update = SentAsText::new(&statement[1], &["json".into(), "text".into()]);
-        assert_eq!(
-            update.text(0, "note", Value::String("late".into())),
-            Some(r#""late""#.into())
-        );
-        assert_eq!(
-            update.text(1, "n", Value::String("late".into())),
-            Some("late".into())
-        );
-        assert_eq!(
-            update.text(1, "n", serde_json::json!({"k": [1, true]})),
-            Some(r#"{"k":[1,true]}"#.into())
-        );
+    fn dollar_quoted_text_keeps_its_colons_on_postgres() {
+        let sql = "INSERT INTO t (a, b) VALUES ($$x :a $1$$, :b); SELECT $f$;$f$, :a";
+        let pg = parse(sql, Backend::Postgres.dialect()).unwrap();
+        assert_eq!(pg[0].sql, "INSERT INTO t (a, b) VALUES ($$x :a $1$$, $1)");
+        assert_eq!(pg[0].params, ["b"]);
+        assert_eq!(pg[1].sql, "SELECT $f$;$f$, $1");
+        assert_eq!(pg[1].params, ["a"]);
     }
 
     #[test]

@@ -2044,7 +2044,7 @@ Lost in partition 0 (committed, never processed): 2 (no event id)
         format!(
             "Group '{group}' (Empty) against inbox consumer '{group}' on topic '{topic}'\n{body}\
              1 message(s) in partition 0 carry no event id\n\
-             FINDINGS: 1 lost, 0 orphaned; 0 pending redelivery; 0 duplicate event id(s) (duplicate event ids need --scan)\n"
+             FINDINGS: 1 lost, 0 orphaned; 0 pending redelivery; duplicate event ids not looked for (--scan looks)\n"
         )
     );
     let scanned = table(true);

@@ -1759,8 +1759,8 @@ async fn a_jsonb_payload_is_json_and_a_bad_message_fails_alone_on_postgres() {
 
 /// PostgreSQL's main connection (the handler's connections off, as with sslmode=verify-full)
 /// takes a handler without casts as the handler's connections do: each parameter goes as
-/// the type the server gives it, uuid, timestamptz, numeric and jsonb included, in a
-/// WHERE clause too.
+/// the type the server gives it, uuid, timestamptz, numeric, jsonb, char(5) and bit(3)
+/// included, in a WHERE clause too, and text in dollar quotes stays as written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_connection_types_parameters_as_the_server_does_on_postgres() {
     let mut db = TestDb::new(Backend::Postgres).await;
@@ -1768,7 +1768,8 @@ async fn the_main_connection_types_parameters_as_the_server_does_on_postgres() {
     db.exec(
         "CREATE TABLE typed (id uuid PRIMARY KEY, at timestamptz NOT NULL, \
          amount numeric(12,2) NOT NULL, account int NOT NULL, tags jsonb NOT NULL, \
-         body jsonb NOT NULL, note text, seen int NOT NULL DEFAULT 0)",
+         body jsonb NOT NULL, note text, code char(5) NOT NULL, bits bit(3) NOT NULL, \
+         literal text NOT NULL, seen int NOT NULL DEFAULT 0)",
     )
     .await;
     let topic = topic(1).await;
@@ -1785,6 +1786,8 @@ async fn the_main_connection_types_parameters_as_the_server_does_on_postgres() {
                     "account": n,
                     "tags": ["a", n],
                     "note": n * 10,
+                    "code": format!("c{n}x"),
+                    "bits": "101",
                 }),
             }
         })
@@ -1793,9 +1796,11 @@ async fn the_main_connection_types_parameters_as_the_server_does_on_postgres() {
     let handler = write(
         &db,
         "typed.sql",
-        "INSERT INTO typed (id, at, amount, account, tags, body, note) \
-         VALUES (:event_id, :at, :amount, :account, :tags, :payload, :note);\n\
-         UPDATE typed SET seen = seen + 1 WHERE id = :event_id AND account = :account;",
+        "INSERT INTO typed (id, at, amount, account, tags, body, note, code, bits, literal) \
+         VALUES (:event_id, :at, :amount, :account, :tags, :payload, :note, :code, :bits, \
+         $$dollar $1 :code$$);\n\
+         UPDATE typed SET seen = seen + 1 \
+         WHERE id = :event_id AND account = :account AND code = :code;",
     );
     let pool = db.pool().await;
     let mut seen = Vec::new();
@@ -1820,7 +1825,8 @@ async fn the_main_connection_types_parameters_as_the_server_does_on_postgres() {
         assert_eq!(totals(&run.json()), (4, 4, 0, 0, 0), "{}", run.stderr);
         let rows: Vec<String> = sqlx::query_scalar(
             "SELECT concat_ws(' | ', id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI'), \
-             amount, account, tags, body->>'note', note, seen) FROM typed ORDER BY id",
+             amount, account, tags, body->>'note', note, code, bits, literal, seen) \
+             FROM typed ORDER BY id",
         )
         .fetch_all(&pool)
         .await
@@ -1831,7 +1837,7 @@ async fn the_main_connection_types_parameters_as_the_server_does_on_postgres() {
         .map(|n| {
             format!(
                 "00000000-0000-4000-8000-00000000000{n} | 2026-12-0{} 08:00 | {}.50 | {n} | \
-                 [\"a\", {n}] | {} | {} | 1",
+                 [\"a\", {n}] | {} | {} | c{n}x   | 101 | dollar $1 :code | 1",
                 n + 1,
                 12 + n,
                 n * 10,

@@ -1670,15 +1670,13 @@ fn print(c: &Comparison, show: usize, output: &Output) -> anyhow::Result<()> {
     } else {
         "OK: nothing lost".to_string()
     };
+    let duplicates = match &c.duplicates {
+        Some(duplicates) => format!("{} duplicate event id(s)", duplicates.len()),
+        None => "duplicate event ids not looked for (--scan looks)".to_string(),
+    };
     output.print(format!(
-        "{verdict}; {} pending redelivery; {} duplicate event id(s){}",
-        c.pending_total,
-        c.duplicates.as_ref().map_or(0, Vec::len),
-        if c.scan {
-            ""
-        } else {
-            " (duplicate event ids need --scan)"
-        }
+        "{verdict}; {} pending redelivery; {duplicates}",
+        c.pending_total
     ));
     Ok(())
 }

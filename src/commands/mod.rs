@@ -131,6 +131,13 @@ impl StopRequest {
         self.signal.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// No batch is in flight until the command first waits for one: a first signal before
+    /// then stops it at once, as one while it waits does.
+    pub(crate) fn before_the_first_batch(&self) {
+        self.waiting
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Waits for `next` (the next batch) unless a stop is requested first: a command waiting
     /// for a batch the brokers are slow to deliver has none in flight to finish. `None` when
     /// the stop came first.

@@ -28,7 +28,7 @@ use crate::exit::ExitStatus;
 use crate::handler::{self, Statement};
 use crate::kafka::{read_range, Fetched, Kafka};
 use crate::output::{or_dash, table, Output};
-use crate::store::pg_pipeline::PgPipeline;
+use crate::store::pg_pipeline::{PgPipeline, SentAsText};
 use crate::store::{is_connection_lost, Backend, BatchError, CreateMode, Store, INBOX_TABLE};
 use crate::time::{parse_duration, parse_timestamp};
 
@@ -317,6 +317,19 @@ async fn replay(
             let mut statements = handler::parse(&text, store.dialect)
                 .with_context(|| format!("in {}", path.display()))?;
             check_statements(store, &mut statements, path).await?;
+            if store.backend == Backend::Postgres {
+                let untyped = statements.iter().enumerate().filter(|(_, statement)| {
+                    statement.sent_as_text.is_none() && !statement.params.is_empty()
+                });
+                for (index, _) in untyped {
+                    output.debug(format!(
+                        "statement {} of the handler: the server gave no type to every \
+                         parameter, so on the main connection its values go with the types of \
+                         their JSON values",
+                        index + 1
+                    ));
+                }
+            }
             Some(statements)
         }
         None => None,
@@ -358,6 +371,12 @@ async fn replay(
                 }
             }
         }
+        Handler::Sql(_) if store.backend == Backend::Postgres => {
+            output.debug(
+                "INBOXCTL_PG_PIPELINE=0: handler statements go one at a time on the main connection",
+            );
+            None
+        }
         _ => None,
     };
     // A dry run writes nothing, the dead-letter file included: the real run would write the
@@ -385,6 +404,7 @@ async fn replay(
     let progress = output.progress(Some(total.max(0) as u64), "messages");
 
     let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch)?;
+    stop.before_the_first_batch();
 
     let started = Instant::now();
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Replayed>>(4);
@@ -1368,7 +1388,14 @@ impl SqlJob<'_> {
                 )));
             };
             if let Some(typed) = sent_as_text {
-                query = query.bind(typed.text(index, name, value));
+                let text = typed.text(index, name, value).map_err(|e| {
+                    BatchError::final_error(anyhow!(
+                        "message {}:{}: {e}",
+                        message.partition,
+                        message.offset
+                    ))
+                })?;
+                query = query.bind(text);
                 continue;
             }
             query = match value {
@@ -1502,7 +1529,7 @@ async fn prepare_each(
             let types = crate::store::postgres::parameter_types(conn, &statement.sql).await?;
             statement.sent_as_text = types
                 .filter(|types| types.len() == statement.params.len())
-                .map(|types| handler::SentAsText::new(statement, &types));
+                .map(|types| SentAsText::new(statement, &types));
         }
     }
     Ok(())

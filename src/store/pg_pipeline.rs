@@ -38,18 +38,91 @@ enum Kind {
 
 impl Kind {
     fn of(ty: &Type) -> Option<Kind> {
-        Some(match *ty {
-            Type::BOOL => Kind::Bool,
-            Type::INT2 => Kind::Int2,
-            Type::INT4 => Kind::Int4,
-            Type::INT8 => Kind::Int8,
-            Type::FLOAT4 => Kind::Float4,
-            Type::FLOAT8 => Kind::Float8,
-            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => Kind::Text,
-            Type::JSON | Type::JSONB => Kind::Json,
+        Kind::named(ty.schema(), ty.name())
+    }
+
+    /// The kind of the type `schema.name` (`pg_catalog.int4`); `None` for a type sent as
+    /// text and cast by the server.
+    fn named(schema: &str, name: &str) -> Option<Kind> {
+        if schema != "pg_catalog" {
+            return None;
+        }
+        Some(match name {
+            "bool" => Kind::Bool,
+            "int2" => Kind::Int2,
+            "int4" => Kind::Int4,
+            "int8" => Kind::Int8,
+            "float4" => Kind::Float4,
+            "float8" => Kind::Float8,
+            "text" | "varchar" | "bpchar" | "name" | "unknown" => Kind::Text,
+            "json" | "jsonb" => Kind::Json,
             _ => return None,
         })
     }
+}
+
+/// The type `schema.name` as SQL: both quoted, so that a name the grammar gives a default
+/// length (`bit`, `character`: one) means the type itself, of any length.
+fn type_in_sql(schema: &str, name: &str) -> String {
+    let quote = |identifier: &str| format!("\"{}\"", identifier.replace('"', "\"\""));
+    format!("{}.{}", quote(schema), quote(name))
+}
+
+/// A statement whose parameters all go as text, each cast by the server to the type it
+/// inferred for it (PostgreSQL's main connection, through the generic driver, which would
+/// bind a value by its JSON type). Each value is first converted as the handler's own
+/// connections convert it, so both take and refuse the same values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentAsText {
+    pub sql: String,
+    /// How each parameter's value is converted; `None` for a type sent as text.
+    kinds: Vec<Option<Kind>>,
+}
+
+impl SentAsText {
+    /// `types` are the parameters' types as (schema, name), `$1` first.
+    pub fn new(statement: &handler::Statement, types: &[(String, String)]) -> SentAsText {
+        let mut sql = statement.sql.clone();
+        // Highest numbers first, so that $1 never matches the start of $10.
+        for (index, (schema, name)) in types.iter().enumerate().rev() {
+            let placeholder = format!("${}", index + 1);
+            let cast = format!("CAST({placeholder}::text AS {})", type_in_sql(schema, name));
+            sql = handler::replace_placeholder(&sql, &placeholder, &cast);
+        }
+        let kinds = types
+            .iter()
+            .map(|(schema, name)| Kind::named(schema, name))
+            .collect();
+        SentAsText { sql, kinds }
+    }
+
+    /// The text sent for `value` of parameter `index` (`name`), `None` for SQL NULL; an
+    /// error says why the value does not fit (`:amount: 1.5 is not an integer`).
+    pub fn text(&self, index: usize, name: &str, value: Value) -> Result<Option<String>, String> {
+        let kind = self.kinds.get(index).copied().flatten();
+        Ok(match to_param(value, name, kind.unwrap_or(Kind::Text))? {
+            Param::Null => None,
+            Param::Bool(v) => Some(v.to_string()),
+            Param::Int2(v) => Some(v.to_string()),
+            Param::Int4(v) => Some(v.to_string()),
+            Param::Int8(v) => Some(v.to_string()),
+            Param::Float4(v) => Some(v.to_string()),
+            Param::Float8(v) => Some(v.to_string()),
+            Param::Text(v) => Some(v),
+            Param::Json(v) => Some(v.to_string()),
+        })
+    }
+}
+
+/// `value` for parameter `name` of `kind`. The payload is the text read from Kafka: a json
+/// or jsonb parameter takes the JSON it holds, not that text as a JSON string.
+fn to_param(value: Value, name: &str, kind: Kind) -> Result<Param, String> {
+    let value = match (kind, name, value) {
+        (Kind::Json, "payload", Value::String(text)) => serde_json::from_str(&text)
+            .map_err(|e| format!(":payload is not JSON ({e}), for a json parameter"))?,
+        (_, _, value) => value,
+    };
+    convert(&value, kind).map_err(|e| format!(":{name}: {e}"))
 }
 
 /// One bound value, already converted to what the statement expects.
@@ -654,26 +727,10 @@ where
         for prepared in handler {
             let mut params = Vec::with_capacity(prepared.names.len());
             for (name, kind) in prepared.names.iter().zip(&prepared.kinds) {
-                let mut value =
+                let value =
                     values(index, name).map_err(|e| BatchError::final_error(anyhow::anyhow!(e)))?;
-                // The payload is the text read from Kafka: a json or jsonb parameter takes the
-                // JSON it holds, not that text as a JSON string.
-                if let (Kind::Json, "payload", Value::String(text)) = (kind, name.as_str(), &value)
-                {
-                    value = serde_json::from_str(text).map_err(|e| {
-                        BatchError::final_error(anyhow::anyhow!(
-                            "message {}:{}: :payload is not JSON ({e}), for a json parameter",
-                            row.1,
-                            row.2
-                        ))
-                    })?;
-                }
-                params.push(convert(&value, *kind).map_err(|e| {
-                    BatchError::final_error(anyhow::anyhow!(
-                        "message {}:{}: :{name}: {e}",
-                        row.1,
-                        row.2
-                    ))
+                params.push(to_param(value, name, *kind).map_err(|e| {
+                    BatchError::final_error(anyhow::anyhow!("message {}:{}: {e}", row.1, row.2))
                 })?);
             }
             per_statement.push(params);
@@ -969,7 +1026,10 @@ async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Res
             sql = handler::replace_placeholder(
                 &sql,
                 &placeholder,
-                &format!("CAST({placeholder}::text AS {})", ty.name()),
+                &format!(
+                    "CAST({placeholder}::text AS {})",
+                    type_in_sql(ty.schema(), ty.name())
+                ),
             );
         }
     }
@@ -1031,12 +1091,78 @@ async fn set_based(client: &Client, prepared: &Prepared) -> Option<Statement> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn repeated_ids_are_found() {
         assert!(!has_repeats(&[]));
         assert!(!has_repeats(&["a", "b", "c"]));
         assert!(has_repeats(&["a", "b", "a"]));
+    }
+
+    #[test]
+    fn sent_as_text_casts_to_the_servers_type_and_converts_as_the_pipeline() {
+        let statements = handler::parse(
+            "INSERT INTO t (a, b, c, d, e) VALUES (:payload, :amount, :at, :code, :payload)",
+            crate::store::Backend::Postgres.dialect(),
+        )
+        .unwrap();
+        let types = [
+            ("pg_catalog", "jsonb"),
+            ("pg_catalog", "int4"),
+            ("pg_catalog", "timestamptz"),
+            ("pg_catalog", "bpchar"),
+        ]
+        .map(|(schema, name)| (schema.to_string(), name.to_string()));
+        let insert = SentAsText::new(&statements[0], &types);
+        assert_eq!(
+            insert.sql,
+            "INSERT INTO t (a, b, c, d, e) VALUES (\
+             CAST($1::text AS \"pg_catalog\".\"jsonb\"), CAST($2::text AS \"pg_catalog\".\"int4\"), \
+             CAST($3::text AS \"pg_catalog\".\"timestamptz\"), \
+             CAST($4::text AS \"pg_catalog\".\"bpchar\"), CAST($1::text AS \"pg_catalog\".\"jsonb\"))"
+        );
+        // The payload is the JSON it holds; any other value of a json parameter is JSON.
+        let text = |index, name, value| insert.text(index, name, value);
+        assert_eq!(
+            text(0, "payload", json!(r#"{"a": 1}"#)),
+            Ok(Some(r#"{"a":1}"#.into()))
+        );
+        assert_eq!(text(0, "note", json!("late")), Ok(Some(r#""late""#.into())));
+        assert_eq!(
+            text(0, "payload", json!("{"))
+                .unwrap_err()
+                .split(" (")
+                .next(),
+            Some(":payload is not JSON")
+        );
+        assert_eq!(text(1, "amount", json!(12)), Ok(Some("12".into())));
+        assert_eq!(text(1, "amount", json!(true)), Ok(Some("1".into())));
+        assert_eq!(
+            text(1, "amount", json!(1.5)),
+            Err(":amount: 1.5 is not an integer".into())
+        );
+        assert_eq!(text(1, "amount", Value::Null), Ok(None));
+        assert_eq!(
+            text(2, "at", json!("2026-12-01T10:00:00Z")),
+            Ok(Some("2026-12-01T10:00:00Z".into()))
+        );
+        assert_eq!(text(3, "code", json!(12)), Ok(Some("12".into())));
+        let flag = SentAsText::new(
+            &handler::parse("SELECT :on", crate::store::Backend::Postgres.dialect()).unwrap()[0],
+            &[("pg_catalog".into(), "bool".into())],
+        );
+        assert_eq!(flag.text(0, "on", json!(false)), Ok(Some("false".into())));
+        assert_eq!(
+            flag.text(0, "on", json!("true")),
+            Err(r#":on: "true" is not a boolean"#.into())
+        );
+    }
+
+    #[test]
+    fn types_keep_their_own_length_in_a_cast() {
+        assert_eq!(type_in_sql("pg_catalog", "bit"), r#""pg_catalog"."bit""#);
+        assert_eq!(type_in_sql("my \"s\"", "Mood"), r#""my ""s"""."Mood""#);
     }
 
     #[test]

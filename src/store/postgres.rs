@@ -84,13 +84,13 @@ pub static DIALECT: Dialect = Dialect {
     ],
 };
 
-/// The types the server infers for the parameters of `sql`, by their SQL names (`jsonb`,
-/// `timestamp with time zone`), `$1` first; `None` when it cannot type them all or the
-/// statement cannot be prepared by name (`CALL`, say).
+/// The types the server infers for the parameters of `sql`, as (schema, name) of the
+/// catalog (`pg_catalog`, `timestamptz`), `$1` first; `None` when it cannot type them all or
+/// the statement cannot be prepared by name (`CALL`, say).
 pub async fn parameter_types(
     conn: &mut sqlx::AnyConnection,
     sql: &str,
-) -> Result<Option<Vec<String>>, sqlx::Error> {
+) -> Result<Option<Vec<(String, String)>>, sqlx::Error> {
     const NAME: &str = "inboxctl_parameter_types";
     let prepare = format!("PREPARE {NAME} AS {sql}");
     match sqlx::raw_sql(&prepare).execute(&mut *conn).await {
@@ -98,9 +98,12 @@ pub async fn parameter_types(
         Err(sqlx::Error::Database(_)) => return Ok(None),
         Err(error) => return Err(error),
     }
-    let types = sqlx::query_scalar(
-        "SELECT CAST(t AS text) FROM pg_prepared_statements, \
-         unnest(parameter_types) WITH ORDINALITY AS p(t, n) WHERE name = $1 ORDER BY n",
+    let types = sqlx::query_as(
+        "SELECT CAST(n.nspname AS text), CAST(t.typname AS text) \
+         FROM pg_prepared_statements s \
+         CROSS JOIN unnest(s.parameter_types) WITH ORDINALITY AS p(type_oid, position) \
+         JOIN pg_type t ON t.oid = p.type_oid JOIN pg_namespace n ON n.oid = t.typnamespace \
+         WHERE s.name = $1 ORDER BY p.position",
     )
     .bind(NAME)
     .fetch_all(&mut *conn)
