@@ -69,6 +69,20 @@ pub(crate) fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> S
     out
 }
 
+/// A placeholder of the backend's own (`$2`, `?`) at `chars[at]`: replay numbers the
+/// placeholders itself, so the value bound there would be another's, or none.
+fn own_placeholder(chars: &[char], at: usize) -> anyhow::Error {
+    let end = (at + 1..chars.len())
+        .find(|&i| !chars[i].is_ascii_digit())
+        .unwrap_or(chars.len());
+    let placeholder: String = chars[at..end].iter().collect();
+    let line = 1 + chars[..at].iter().filter(|c| **c == '\n').count();
+    crate::error::usage(format!(
+        "the handler SQL has a placeholder of its own, {placeholder}, on line {line}; name each \
+         value with a :name placeholder (:event_id, :payload, a payload field, or --param)"
+    ))
+}
+
 /// Whether `c` may go on a name (PostgreSQL takes `$` after its first character).
 fn in_a_name(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$'
@@ -168,14 +182,21 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
                 i += 2;
                 sql.push(' ');
             }
-            '$' if !mysql => {
+            '$' if dialect.numbered_params => {
+                let before = i.checked_sub(1).map(|b| chars[b]);
+                if !before.is_some_and(in_a_name)
+                    && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                {
+                    return Err(own_placeholder(&chars, i));
+                }
                 // A dollar-quoted string is copied whole: `:name` in a function body is text.
                 let rest: String = chars[i..].iter().collect();
-                let before = i.checked_sub(1).map(|b| chars[b]);
                 let length = dollar_quoted(&rest, before).unwrap_or(1);
                 sql.push_str(&rest[..length]);
                 i += rest[..length].chars().count();
             }
+            // PostgreSQL's `?` is a jsonb operator; elsewhere it is a placeholder.
+            '?' if !dialect.numbered_params => return Err(own_placeholder(&chars, i)),
             ':' if chars.get(i + 1) == Some(&':') => {
                 sql.push_str("::");
                 i += 2;
@@ -274,6 +295,29 @@ mod tests {
             "$$ $1 $$ || X || $q$ $1 $q$ || a$b$1 || X$"
         );
         assert_eq!(replace_placeholder("$$ $1", "$1", "X"), "$$ $1");
+    }
+
+    #[test]
+    fn placeholders_of_the_backends_own_are_refused() {
+        let refused = |sql: &str, backend: Backend| {
+            let error = parse(sql, backend.dialect()).unwrap_err();
+            assert!(crate::error::is_usage(&error), "{error:#}");
+            error.to_string()
+        };
+        assert_eq!(
+            refused("INSERT INTO t VALUES (:event_id,\n $12)", Backend::Postgres),
+            "the handler SQL has a placeholder of its own, $12, on line 2; name each value \
+             with a :name placeholder (:event_id, :payload, a payload field, or --param)"
+        );
+        assert!(refused("SELECT ? FROM t", Backend::Mysql).contains(" ?, on line 1;"));
+        assert!(refused("SELECT ?", Backend::Sqlite).contains(" ?, on line 1;"));
+        // Text, a jsonb operator, a name: none is a placeholder.
+        let pg = "SELECT '$1', $$ $2 $$, \"a$1\", a$1, j ? 'k' FROM t WHERE x = :x";
+        assert_eq!(
+            parse(pg, Backend::Postgres.dialect()).unwrap()[0].params,
+            ["x"]
+        );
+        assert!(parse("SELECT '?' -- ?", Backend::Mysql.dialect()).is_ok());
     }
 
     #[test]

@@ -1645,6 +1645,31 @@ async fn a_handler_that_cannot_be_prepared_stops_before_reading(backend: Backend
         run.stderr,
         format!("error: in {empty}: the handler SQL file holds no statement\n")
     );
+
+    // A placeholder of the database's own would take another's value, or none.
+    let own = match backend {
+        Backend::Postgres => "$2",
+        _ => "?",
+    };
+    let handler = write(
+        &db,
+        "own.sql",
+        &format!(
+            "INSERT INTO ledger (event_id, account, amount) VALUES (:event_id, {own}, :amount);\n\
+             SELECT 1;\n"
+        ),
+    );
+    let run = replay(&db, &topic, "billing", &["--sql", &handler]).code(2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: in {handler}: the handler SQL has a placeholder of its own, {own}, on line 1; \
+             name each value with a :name placeholder (:event_id, :payload, a payload field, or \
+             --param)\n"
+        )
+    );
+    assert_eq!(inbox_count(&mut db).await, 0);
+    assert_eq!(db.count("ledger").await, 0);
 }
 
 /// On PostgreSQL the handler's connections type each parameter from the statement. The

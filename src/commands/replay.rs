@@ -323,9 +323,9 @@ async fn replay(
                 });
                 for (index, _) in untyped {
                     output.debug(format!(
-                        "statement {} of the handler: the server gave no type to every \
-                         parameter, so on the main connection its values go with the types of \
-                         their JSON values",
+                        "statement {} of the handler: the server could not type all its \
+                         parameters; where it runs on the main connection, its values go with \
+                         the types of their JSON values",
                         index + 1
                     ));
                 }

@@ -721,6 +721,18 @@ fn bind<'a, F>(
 where
     F: Fn(usize, &str) -> Result<Value, String>,
 {
+    // Checked before anything is sent: a statement the client refuses is never sent, and
+    // the COMMIT pipelined after it would commit the inbox rows without it.
+    for prepared in handler {
+        if prepared.statement.params().len() != prepared.names.len() {
+            return Err(BatchError::final_error(anyhow::anyhow!(
+                "the handler statement `{}` takes {} parameters, not the {} it names",
+                prepared.sql,
+                prepared.statement.params().len(),
+                prepared.names.len()
+            )));
+        }
+    }
     let mut per_statement = Vec::with_capacity(indexes.len() * handler.len());
     for &index in indexes {
         let row = &rows[index];
