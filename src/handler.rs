@@ -112,8 +112,8 @@ fn dollar_quoted(rest: &str, before: Option<char>) -> Option<usize> {
 }
 
 /// Splits the file into statements and rewrites `:name` placeholders. Quoted strings, quoted
-/// identifiers, comments and PostgreSQL's `::type` casts and dollar-quoted strings are left
-/// alone. MySQL also escapes a
+/// identifiers, comments, and PostgreSQL's `::type` casts and dollar-quoted strings are left
+/// alone; a placeholder of the backend's own (`$2`, `?`) is refused. MySQL also escapes a
 /// quote inside a string with a backslash (`'it\'s'`) and starts comments with `#`.
 pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
     let mysql = std::ptr::eq(dialect, Backend::Mysql.dialect());
