@@ -70,7 +70,7 @@ pub fn shown_error(error: &anyhow::Error) -> String {
 pub fn error_chain(error: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in error.chain() {
-        let message = cause.to_string().trim_end().replace('\n', " ");
+        let message = with_details(cause).trim_end().replace('\n', " ");
         if text.contains(&message) {
             continue;
         }
@@ -80,6 +80,26 @@ pub fn error_chain(error: &anyhow::Error) -> String {
         text.push_str(&message);
     }
     text
+}
+
+/// The error's own text, with PostgreSQL's DETAIL and HINT when the generic driver has them
+/// apart (the handler's own connections put them in the text).
+fn with_details(cause: &(dyn std::error::Error + 'static)) -> String {
+    use sqlx::postgres::PgDatabaseError;
+    let mut message = cause.to_string();
+    let postgres = match cause.downcast_ref::<sqlx::Error>() {
+        Some(sqlx::Error::Database(database)) => database.try_downcast_ref::<PgDatabaseError>(),
+        _ => cause.downcast_ref::<PgDatabaseError>(),
+    };
+    if let Some(postgres) = postgres {
+        if let Some(detail) = postgres.detail() {
+            message.push_str(&format!("\nDETAIL: {detail}"));
+        }
+        if let Some(hint) = postgres.hint() {
+            message.push_str(&format!("\nHINT: {hint}"));
+        }
+    }
+    message
 }
 
 #[cfg(test)]

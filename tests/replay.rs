@@ -1771,6 +1771,15 @@ async fn a_jsonb_payload_is_json_and_a_bad_message_fails_alone_on_postgres() {
             .timeout(RUN_LIMIT);
         let run = Run::from(command.output().unwrap()).code(1);
         assert_eq!(totals(&run.json()), (6, 5, 0, 1, 0), "{}", run.stderr);
+        // The server's DETAIL says which row, as on the handler's connections.
+        assert!(
+            run.stderr.contains(
+                "violates check constraint \"deposit_log_amount_check\" DETAIL: Failing row \
+                 contains (j-p0-3, "
+            ),
+            "{}",
+            run.stderr
+        );
         let stored: Vec<(String, String, i32)> = sqlx::query_as(
             "SELECT event_id, jsonb_typeof(payload), (payload->>'amount')::int \
              FROM deposit_log ORDER BY event_id",
