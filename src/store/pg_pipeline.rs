@@ -68,6 +68,22 @@ fn type_in_sql(schema: &str, name: &str) -> String {
     format!("{}.{}", quote(schema), quote(name))
 }
 
+/// `sql` with each parameter of `casts` (its index, `$1` as 0, and its type as schema and
+/// name) sent as text and cast by the server to that type.
+fn cast_from_text<'a>(
+    sql: &str,
+    casts: impl DoubleEndedIterator<Item = (usize, &'a str, &'a str)>,
+) -> String {
+    let mut sql = sql.to_string();
+    // Highest numbers first, so that $1 never matches the start of $10.
+    for (index, schema, name) in casts.rev() {
+        let placeholder = format!("${}", index + 1);
+        let cast = format!("CAST({placeholder}::text AS {})", type_in_sql(schema, name));
+        sql = handler::replace_placeholder(&sql, &placeholder, &cast);
+    }
+    sql
+}
+
 /// A statement whose parameters all go as text, each cast by the server to the type it
 /// inferred for it (PostgreSQL's main connection, through the generic driver, which would
 /// bind a value by its JSON type). Each value is first converted as the handler's own
@@ -82,13 +98,13 @@ pub struct SentAsText {
 impl SentAsText {
     /// `types` are the parameters' types as (schema, name), `$1` first.
     pub fn new(statement: &handler::Statement, types: &[(String, String)]) -> SentAsText {
-        let mut sql = statement.sql.clone();
-        // Highest numbers first, so that $1 never matches the start of $10.
-        for (index, (schema, name)) in types.iter().enumerate().rev() {
-            let placeholder = format!("${}", index + 1);
-            let cast = format!("CAST({placeholder}::text AS {})", type_in_sql(schema, name));
-            sql = handler::replace_placeholder(&sql, &placeholder, &cast);
-        }
+        let sql = cast_from_text(
+            &statement.sql,
+            types
+                .iter()
+                .enumerate()
+                .map(|(index, (schema, name))| (index, schema.as_str(), name.as_str())),
+        );
         let kinds = types
             .iter()
             .map(|(schema, name)| Kind::named(schema, name))
@@ -721,18 +737,6 @@ fn bind<'a, F>(
 where
     F: Fn(usize, &str) -> Result<Value, String>,
 {
-    // Checked before anything is sent: a statement the client refuses is never sent, and
-    // the COMMIT pipelined after it would commit the inbox rows without it.
-    for prepared in handler {
-        if prepared.statement.params().len() != prepared.names.len() {
-            return Err(BatchError::final_error(anyhow::anyhow!(
-                "the handler statement `{}` takes {} parameters, not the {} it names",
-                prepared.sql,
-                prepared.statement.params().len(),
-                prepared.names.len()
-            )));
-        }
-    }
     let mut per_statement = Vec::with_capacity(indexes.len() * handler.len());
     for &index in indexes {
         let row = &rows[index];
@@ -1019,6 +1023,17 @@ async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Res
         )
     })?;
     let types: Vec<Type> = first.params().to_vec();
+    // A statement that takes other parameters than the handler names would be refused by
+    // the client, so never sent, and the COMMIT pipelined after it would commit the inbox
+    // rows without it.
+    if types.len() != statement.params.len() {
+        anyhow::bail!(
+            "the handler statement `{}` takes {} parameters, not the {} it names",
+            statement.sql,
+            types.len(),
+            statement.params.len()
+        );
+    }
     if types.iter().all(|ty| Kind::of(ty).is_some()) {
         return Ok(Prepared {
             kinds: types
@@ -1030,21 +1045,14 @@ async fn prepare(client: &Client, statement: &handler::Statement) -> anyhow::Res
             names: statement.params.clone(),
         });
     }
-    let mut sql = statement.sql.clone();
-    // Highest numbers first, so that $1 never matches the start of $10.
-    for (index, ty) in types.iter().enumerate().rev() {
-        if Kind::of(ty).is_none() {
-            let placeholder = format!("${}", index + 1);
-            sql = handler::replace_placeholder(
-                &sql,
-                &placeholder,
-                &format!(
-                    "CAST({placeholder}::text AS {})",
-                    type_in_sql(ty.schema(), ty.name())
-                ),
-            );
-        }
-    }
+    let sql = cast_from_text(
+        &statement.sql,
+        types
+            .iter()
+            .enumerate()
+            .filter(|(_, ty)| Kind::of(ty).is_none())
+            .map(|(index, ty)| (index, ty.schema(), ty.name())),
+    );
     let statement_cast = client
         .prepare(&sql)
         .await
