@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use bytes::BytesMut;
-use futures_util::future::{join, join3, join4, try_join_all};
+use futures_util::future::{join, join3, join4, join_all};
 use futures_util::FutureExt;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
@@ -506,7 +506,7 @@ impl PgPipeline {
                 })
                 .collect();
             let bound = bind(&lane.handler, lane.set_based.as_ref(), rows, &new, values)?;
-            try_join_all(executions(&lane.handler, client, &bound))
+            first_failure(executions(&lane.handler, client, &bound))
                 .await
                 .map_err(fail)?;
             client.batch_execute("COMMIT").await.map_err(fail)?;
@@ -560,7 +560,7 @@ impl PgPipeline {
             rolled_back.map_err(fail)?;
             return Ok(None);
         };
-        let handler = try_join_all(executions(&lane.handler, client, &bound));
+        let handler = first_failure(executions(&lane.handler, client, &bound));
         let commit = client.batch_execute("COMMIT");
         // Joined, not tried: every reply is read, so the connection is idle afterwards.
         let (begun, inserted, handled, committed) = join4(
@@ -631,7 +631,7 @@ impl PgPipeline {
                 Ok(None)
             }
             Ok(bound) => {
-                let handler = try_join_all(executions(&lane.handler, client, &bound));
+                let handler = first_failure(executions(&lane.handler, client, &bound));
                 let commit = client.batch_execute("COMMIT");
                 // Joined, not tried: every reply is read, so the connection is idle after.
                 let work = join(handler, commit);
@@ -716,6 +716,17 @@ fn took_every_row(inserted: Result<u64, tokio_postgres::Error>) -> Result<bool, 
         Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => Ok(false),
         Err(error) => Err(fail(error)),
     }
+}
+
+/// Waits for every execution's reply and returns the first failure in statement order. The
+/// replies come in that order, but futures polled as a group can see a later one first, and
+/// every statement after a failing one answers "current transaction is aborted", which
+/// would hide what failed.
+async fn first_failure<T, E>(executions: Vec<impl Future<Output = Result<T, E>>>) -> Result<(), E> {
+    join_all(executions)
+        .await
+        .into_iter()
+        .try_for_each(|reply| reply.map(|_| ()))
 }
 
 /// A future's output: the one a first poll already gave, or the rest of the future's work.
@@ -1112,6 +1123,30 @@ async fn set_based(client: &Client, prepared: &Prepared) -> Option<Statement> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn the_first_failure_in_statement_order_is_reported_whichever_comes_first() {
+        // The second statement's failure is ready first, as when the connection's task reads
+        // both replies between two polls.
+        let executions = vec![
+            async {
+                tokio::task::yield_now().await;
+                Err("violates check constraint")
+            }
+            .boxed(),
+            async { Err("current transaction is aborted") }.boxed(),
+            async { Ok(1) }.boxed(),
+        ];
+        assert_eq!(
+            first_failure(executions).await,
+            Err("violates check constraint")
+        );
+        let all_through = vec![
+            async { Ok::<u64, &str>(1) }.boxed(),
+            async { Ok(2) }.boxed(),
+        ];
+        assert_eq!(first_failure(all_through).await, Ok(()));
+    }
 
     #[test]
     fn repeated_ids_are_found() {
