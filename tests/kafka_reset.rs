@@ -645,6 +645,7 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
     let now = Utc::now();
     db.insert_rows(&[
         row("audit", "a-1", Some((&topic, 0, 2)), now),
+        row("ledger", "l-1", Some((&topic, 1, 7)), now),
         row(&group, "elsewhere", Some(("other-topic", 0, 50)), now),
     ])
     .await;
@@ -654,9 +655,10 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
         warnings(&dry),
         vec![
             format!(
-                "warning: {topic}:1: moving from 4 to 8 skips 1 offset(s) without an inbox row: \
-                 their messages, if any, would never be processed; \
-                 `inboxctl compare --group {group} --topic {topic}` names them"
+                "warning: {topic}:1: moving from 4 to 8 skips 1 offset(s) without an inbox row \
+                 (5): their messages, if any, would never be processed; process them first with \
+                 `inboxctl replay --topic {topic} --partition 1 --from 5 --to 8 --consumer \
+                 {group} …` (the inbox skips those it holds), or move this partition to 5 instead"
             ),
             // Partition 3 never had a message, so the inbox has no row of it.
             format!(
@@ -678,6 +680,33 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
         .map(|p| p["skipped_without_row"].clone())
         .collect();
     assert_eq!(skipped, [json!(0), json!(1), json!(0)]);
+    // With --consumer, the rows and the replay the warning suggests are that consumer's.
+    let partition_1 = format!("{topic}:1");
+    let audit = inboxctl(
+        &db,
+        broker,
+        &[
+            "offsets",
+            "reset",
+            "--group",
+            &group,
+            "--topic",
+            &partition_1,
+            "--to-inbox",
+            "--consumer",
+            "ledger",
+        ],
+    )
+    .ok();
+    assert_eq!(
+        warnings(&audit),
+        vec![format!(
+            "warning: {topic}:1: moving from 4 to 8 skips 3 offset(s) without an inbox row \
+             (4-6): their messages, if any, would never be processed; process them first with \
+             `inboxctl replay --topic {topic} --partition 1 --from 4 --to 8 --consumer ledger \
+             …` (the inbox skips those it holds), or move this partition to 4 instead"
+        )]
+    );
     // Partition 2 goes back, over the two offsets committed before their effects.
     let back = format!(
         "{topic}:2: moving back from 8 to 6: the group will be given offsets 6 to 7 again, \
@@ -1653,7 +1682,7 @@ async fn a_plan_header_names_its_columns_in_any_order() {
         format!(" Offset , TOPIC,Partition\n3,{topic},0\n3,{topic}\n"),
     )
     .unwrap();
-    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(1);
+    let run = apply_plan(&db, &group, &plan, &["--execute"]).code(2);
     assert_eq!(
         run.stderr,
         format!("error: {p}:3: expected offset,topic,partition but found 2 field(s)\n")
@@ -1732,18 +1761,25 @@ async fn malformed_plan_files_are_refused_naming_the_line() {
             String::new(),
             format!("the plan file {p} names no partitions"),
         ),
+    ];
+    // A file that is not a plan is a bad value, as on the command line (exit code 2); a plan
+    // the brokers cannot carry out is an error (exit code 1).
+    let usage = cases.map(|(text, message)| (text, message, 2));
+    let refused = [
         (
             "no-such-topic,0,1\n".to_string(),
             "topic 'no-such-topic' does not exist".to_string(),
+            1,
         ),
         (
             format!("{topic},7,1\n"),
             format!("partition 7 of topic '{topic}' does not exist (it has partitions 0-1)"),
+            1,
         ),
     ];
-    for (text, message) in &cases {
+    for (text, message, code) in usage.iter().chain(&refused) {
         std::fs::write(&plan, text).unwrap();
-        let run = apply_plan(&db, &group, &plan, &["--execute"]).code(1);
+        let run = apply_plan(&db, &group, &plan, &["--execute"]).code(*code);
         assert!(
             run.stderr.starts_with("error: "),
             "{text:?}: {}",

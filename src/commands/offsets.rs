@@ -163,9 +163,9 @@ pub fn out_of_range(p: &PartitionOffsets) -> Option<String> {
     } else if committed < p.log_start {
         Some(format!(
             "{topic}:{partition}: the committed offset {committed} is below the log start {}: \
-             {} message(s) were deleted before the group committed past them (`inboxctl \
-             compare` tells whether the inbox has them); the group's next start there goes \
-             where its auto.offset.reset says",
+             {} message(s) were deleted before the group committed past them, so nothing can \
+             read them again to tell whether they were processed; the group's next start \
+             there goes where its auto.offset.reset says",
             p.log_start,
             p.log_start - committed
         ))
@@ -357,6 +357,9 @@ pub struct PlannedOffset {
     /// for any other move).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_without_row: Option<i64>,
+    /// The first runs of those offsets, (first, last), for the warning that names them.
+    #[serde(skip)]
+    pub skipped_runs: Vec<(i64, i64)>,
 }
 
 /// An offset, or none, per (topic, partition).
@@ -539,6 +542,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                             log_end,
                             clamped_from: None,
                             skipped_without_row: None,
+                            skipped_runs: Vec::new(),
                         });
                         continue;
                     }
@@ -561,6 +565,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                     log_end,
                     clamped_from: (new != wanted).then_some(wanted),
                     skipped_without_row: None,
+                    skipped_runs: Vec::new(),
                 });
             }
             let forgetting = forgetting(&kafka, &client, &plan)?;
@@ -606,14 +611,32 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 p.topic, p.partition,
             ));
         }
-        if skipped > 0 {
+        if let Some(&(first, _)) = p.skipped_runs.first() {
+            let consumer = args.consumer.as_deref().unwrap_or(&args.group);
+            let (partition, first_text, new_text) =
+                (p.partition.to_string(), first.to_string(), new.to_string());
             output.warn(format!(
-                "{}:{}: moving from {} to {new} skips {skipped} offset(s) without an inbox row: \
-                 their messages, if any, would never be processed; `{}` names them",
+                "{}:{}: moving from {} to {new} skips {skipped} offset(s) without an inbox row \
+                 ({}): their messages, if any, would never be processed; process them first \
+                 with `{} …` (the inbox skips those it holds), or move this partition to {first} \
+                 instead",
                 p.topic,
                 p.partition,
                 or_dash(p.current),
-                inboxctl_command(&["compare", "--group", &args.group, "--topic", &p.topic])
+                runs_text(&p.skipped_runs, skipped),
+                inboxctl_command(&[
+                    "replay",
+                    "--topic",
+                    &p.topic,
+                    "--partition",
+                    &partition,
+                    "--from",
+                    &first_text,
+                    "--to",
+                    &new_text,
+                    "--consumer",
+                    consumer,
+                ])
             ));
         }
     }
@@ -1199,6 +1222,25 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// Runs of offsets as `7, 50-59`, and how many offsets the runs not shown hold.
+fn runs_text(runs: &[(i64, i64)], total: i64) -> String {
+    let shown: i64 = runs.iter().map(|(first, last)| last - first + 1).sum();
+    let mut text: Vec<String> = runs
+        .iter()
+        .map(|&(first, last)| match first == last {
+            true => first.to_string(),
+            false => format!("{first}-{last}"),
+        })
+        .collect();
+    if total > shown {
+        text.push(format!("and {} more", total - shown));
+    }
+    text.join(", ")
+}
+
+/// How many runs of skipped offsets a `--to-inbox` warning names.
+const SKIPPED_RUNS_NAMED: usize = 5;
+
 /// `--to-inbox` moves a partition to the inbox's highest offset + 1, gaps or not. Where
 /// that moves it forward, offsets it passes without a row are messages the group would never
 /// be given again: counted here, to be said before anything is applied.
@@ -1220,6 +1262,17 @@ async fn count_skipped_without_row(
             .await?;
         let skipped = (new - from) - present;
         p.skipped_without_row = Some(skipped);
+        if skipped > 0 {
+            p.skipped_runs = store
+                .runs_without_row(
+                    consumer,
+                    &p.topic,
+                    p.partition,
+                    (from, new),
+                    SKIPPED_RUNS_NAMED,
+                )
+                .await?;
+        }
     }
     Ok(())
 }
@@ -1248,8 +1301,9 @@ async fn inbox_positions(
 
 /// Reads `topic,partition,offset` lines. A first line that names the columns, in any order
 /// (case and spaces aside), is a header, and the lines after it are read in its order; one
-/// that names some of them but not exactly these three is a usage error. Errors name the line
-/// of the file, blank lines included.
+/// that names some of them but not exactly these three is a usage error, as is any other line
+/// that is not a plan's (exit code 2, as for a bad value on the command line). Errors name the
+/// line of the file, blank lines included.
 pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
     let text = std::fs::read(path)
         .with_context(|| format!("could not open the plan file {}", path.display()))?;
@@ -1280,8 +1334,10 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
             Ok(record) => record,
             Err(error) => {
                 let line = line_of(error.position(), index);
-                return Err(anyhow::Error::new(error)
-                    .context(format!("{}:{line}: not valid CSV", path.display())));
+                return Err(crate::error::usage(format!(
+                    "{}:{line}: not valid CSV: {error}",
+                    path.display()
+                )));
             }
         };
         let line = line_of(record.position(), index);
@@ -1303,43 +1359,43 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
             for (column, position) in order.into_iter().enumerate() {
                 expected[position] = PLAN_COLUMNS[column];
             }
-            bail!(
+            return Err(crate::error::usage(format!(
                 "{}:{line}: expected {} but found {} field(s)",
                 path.display(),
                 expected.join(","),
                 record.len()
-            );
+            )));
         }
         let [topic, partition, offset] = order.map(|column| &record[column]);
         let partition: i32 = partition
             .parse()
             .ok()
             .filter(|p: &i32| *p >= 0)
-            .with_context(|| {
-                format!(
+            .ok_or_else(|| {
+                crate::error::usage(format!(
                     "{}:{line}: '{partition}' is not a partition number",
                     path.display(),
-                )
+                ))
             })?;
         // Empty: no committed offset.
         let offset: Option<i64> = match offset {
             "" => None,
-            text => Some(
-                text.parse()
-                    .ok()
-                    .filter(|o: &i64| *o >= 0)
-                    .with_context(|| {
-                        format!("{}:{line}: '{text}' is not an offset", path.display())
-                    })?,
-            ),
+            text => Some(text.parse().ok().filter(|o: &i64| *o >= 0).ok_or_else(|| {
+                crate::error::usage(format!(
+                    "{}:{line}: '{text}' is not an offset",
+                    path.display()
+                ))
+            })?),
         };
         let key = (topic.to_string(), partition);
         match plan.get(&key) {
-            Some((earlier, earlier_line)) if *earlier != offset => bail!(
-                "{}:{line}: {}:{partition} is given again, with another offset than on line {earlier_line}; a plan names each partition once",
-                path.display(),
-                key.0
-            ),
+            Some((earlier, earlier_line)) if *earlier != offset => {
+                return Err(crate::error::usage(format!(
+                    "{}:{line}: {}:{partition} is given again, with another offset than on line {earlier_line}; a plan names each partition once",
+                    path.display(),
+                    key.0
+                )))
+            }
             Some(_) => {}
             None => {
                 plan.insert(key, (offset, line));
@@ -1347,7 +1403,10 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
         }
     }
     if plan.is_empty() {
-        bail!("the plan file {} names no partitions", path.display());
+        return Err(crate::error::usage(format!(
+            "the plan file {} names no partitions",
+            path.display()
+        )));
     }
     Ok(plan
         .into_iter()
@@ -1531,9 +1590,22 @@ mod tests {
         assert!(out_of_range(&at(Some(12)))
             .unwrap()
             .starts_with("orders:1: the committed offset 12 is past the log end 9 (a topic"));
-        assert!(out_of_range(&at(Some(2))).unwrap().starts_with(
-            "orders:1: the committed offset 2 is below the log start 5: 3 message(s) were deleted"
-        ));
+        // No command can check those messages against the inbox: none is suggested.
+        assert_eq!(
+            out_of_range(&at(Some(2))).unwrap(),
+            "orders:1: the committed offset 2 is below the log start 5: 3 message(s) were \
+             deleted before the group committed past them, so nothing can read them again to \
+             tell whether they were processed; the group's next start there goes where its \
+             auto.offset.reset says"
+        );
+    }
+
+    #[test]
+    fn runs_of_skipped_offsets_read_as_ranges() {
+        assert_eq!(runs_text(&[(5, 5)], 1), "5");
+        assert_eq!(runs_text(&[(4, 6), (9, 9)], 4), "4-6, 9");
+        // Only the first runs are read: the rest is counted.
+        assert_eq!(runs_text(&[(0, 1), (3, 3)], 10), "0-1, 3, and 7 more");
     }
 
     /// The wordings the integration tests cannot stop at (they hold a request to stop in

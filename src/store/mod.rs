@@ -1639,6 +1639,53 @@ impl Store {
         Ok(offsets)
     }
 
+    /// The first `limit` runs of offsets in `from <= offset < to` without a row of a consumer
+    /// at one topic partition, as (first, last) pairs, ascending. It reads the partition's
+    /// offsets in order and stops at the `limit`-th run, in constant memory.
+    pub async fn runs_without_row(
+        &self,
+        consumer: &str,
+        topic: &str,
+        partition: i32,
+        (from, to): (i64, i64),
+        limit: usize,
+    ) -> anyhow::Result<Vec<(i64, i64)>> {
+        use futures_util::TryStreamExt;
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT {} FROM {INBOX_TABLE}",
+            (d.bigint)(&offset)
+        ));
+        self.push_coordinates_filter(&mut sql, true);
+        sql.push(&format!(" ORDER BY {offset}"));
+        let text = sql.build();
+        let query = sqlx::query_scalar::<_, i64>(&text);
+        let mut offsets =
+            bind_coordinates(query, consumer, topic, partition, from, Some(to)).fetch(&self.pool);
+        let mut runs = Vec::new();
+        // The lowest offset not yet known to hold a row.
+        let mut next = from;
+        while runs.len() < limit {
+            let Some(offset) = offsets
+                .try_next()
+                .await
+                .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))?
+            else {
+                if next < to {
+                    runs.push((next, to - 1));
+                }
+                break;
+            };
+            if offset > next {
+                runs.push((next, offset - 1));
+            }
+            next = next.max(offset + 1);
+        }
+        Ok(runs)
+    }
+
     /// Which of `offsets` hold a row of the consumer at one topic partition, ascending, each
     /// once. One query per call: callers pass chunks of at most a few thousand offsets.
     pub async fn offsets_with_rows(
