@@ -277,7 +277,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 23] = [
+    let cases: [(&[&str], &str); 24] = [
         (
             &["prune", "--older-than", "7x"],
             "invalid value '7x' for '--older-than <DURATION>'",
@@ -295,6 +295,10 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
             "'lots' is not a whole number of at least 1",
         ),
         (&["prune", "--before", "last tuesday"], "expected RFC 3339"),
+        (
+            &["prune", "--before", "2026-11-01T08:00:00.0005Z"],
+            "error: --before 2026-11-01 08:00:00.000500000 UTC is finer than a millisecond; expected at most 3 fractional digits, the precision every backend stores and every output shows",
+        ),
         (
             &["prune", "--older-than", "1d", "--pause", "soon"],
             "invalid value 'soon' for '--pause <DURATION>'",

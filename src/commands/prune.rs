@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use anyhow::Context;
-use chrono::{DateTime, Datelike, SubsecRound, Utc};
+use chrono::{DateTime, Datelike, SubsecRound, Timelike, Utc};
 use serde::Serialize;
 use sqlx::pool::PoolConnection;
 use sqlx::Any;
@@ -69,6 +69,15 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
                 })?
                 // Milliseconds: the precision every backend stores and every output shows.
                 .trunc_subsecs(3)
+        }
+        // Finer than a millisecond, SQLite's stored times could not be told apart from it,
+        // and the summary would show another cutoff than the one compared.
+        (None, Some(before)) if before.nanosecond() % 1_000_000 != 0 => {
+            return Err(usage(format!(
+                "--before {} is finer than a millisecond; expected at most 3 fractional \
+                 digits, the precision every backend stores and every output shows",
+                before.format("%Y-%m-%d %H:%M:%S%.9f UTC")
+            )))
         }
         (None, Some(before)) => before,
         (None, None) => return Err(usage("give --older-than DURATION or --before TIMESTAMP")),
@@ -224,7 +233,7 @@ async fn prune(
         let confirmed = confirm(
             format!(
                 "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
-                cutoff.format("%Y-%m-%d %H:%M:%S UTC"),
+                crate::time::shown_utc(cutoff),
                 store.url.endpoint
             ),
             format!(
