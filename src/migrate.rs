@@ -52,7 +52,8 @@ pub struct AppliedMigration {
 pub struct MigrationState {
     pub version: i64,
     pub description: String,
-    /// `applied`, `pending`, `changed` (applied, file edited since) or `unknown` (applied by a
+    /// `applied`, `pending`, `undone` (recorded, but its change is not in place: `migrate run`
+    /// applies it again), `changed` (applied, file edited since) or `unknown` (applied by a
     /// newer inboxctl).
     pub state: &'static str,
     pub applied_at: Option<DateTime<Utc>>,
@@ -106,6 +107,10 @@ async fn read_applied(
 /// Every migration this binary knows and every one the database has recorded, merged.
 pub async fn status(store: &Store) -> anyhow::Result<Vec<MigrationState>> {
     let applied = applied_migrations(store).await?;
+    let undone = match applied.is_empty() {
+        true => Vec::new(),
+        false => undone_versions(store, &mut store.acquire().await?, &applied).await?,
+    };
     let mut states: Vec<MigrationState> = store
         .dialect
         .migrations
@@ -118,6 +123,7 @@ pub async fn status(store: &Store) -> anyhow::Result<Vec<MigrationState>> {
                 state: match record {
                     None => "pending",
                     Some(record) if record.checksum != migration.checksum() => "changed",
+                    Some(_) if undone.contains(&migration.version) => "undone",
                     Some(_) => "applied",
                 },
                 applied_at: record.map(|r| r.applied_at),
@@ -163,15 +169,50 @@ fn verify(store: &Store, applied: &[AppliedMigration]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The versions recorded as applied whose change is not in place, by their
+/// [`Migration::in_place`] query: a `migrate revert` stopped after undoing the change and
+/// before deleting its record. `migrate run` applies them again.
+async fn undone_versions(
+    store: &Store,
+    connection: &mut PoolConnection<Any>,
+    applied: &[AppliedMigration],
+) -> anyhow::Result<Vec<i64>> {
+    let mut undone = Vec::new();
+    for migration in store.dialect.migrations {
+        if !applied.iter().any(|a| a.version == migration.version) {
+            continue;
+        }
+        let in_place = change_in_place(connection, migration)
+            .await
+            .with_context(|| {
+                format!(
+                    "could not check whether migration {} ({}) is in place",
+                    migration.version, migration.description
+                )
+            })?;
+        if in_place == Some(false) {
+            undone.push(migration.version);
+        }
+    }
+    Ok(undone)
+}
+
 /// The migrations `migrate run` would apply, without taking a lock or creating anything.
 pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     let applied = applied_migrations(store).await?;
     verify(store, &applied)?;
+    let undone = match applied.is_empty() {
+        true => Vec::new(),
+        false => undone_versions(store, &mut store.acquire().await?, &applied).await?,
+    };
     Ok(store
         .dialect
         .migrations
         .iter()
-        .filter(|migration| !applied.iter().any(|a| a.version == migration.version))
+        .filter(|migration| {
+            undone.contains(&migration.version)
+                || !applied.iter().any(|a| a.version == migration.version)
+        })
         .map(|migration| MigrationStep {
             version: migration.version,
             description: migration.description,
@@ -307,19 +348,30 @@ async fn apply_pending(
         .with_context(|| format!("could not create {MIGRATIONS_TABLE}"))?;
     let applied = read_applied(store, connection).await?;
     verify(store, &applied)?;
+    let undone = undone_versions(store, connection, &applied).await?;
+    let record = format!(
+        "INSERT INTO {MIGRATIONS_TABLE} (version, description, checksum, duration_ms) VALUES ({})",
+        placeholders(store, 4)
+    );
+    let forget = format!(
+        "DELETE FROM {MIGRATIONS_TABLE} WHERE version = {}",
+        placeholders(store, 1)
+    );
     let mut steps = Vec::new();
     for migration in store.dialect.migrations {
-        if applied.iter().any(|a| a.version == migration.version) {
+        let recorded = applied.iter().any(|a| a.version == migration.version);
+        if recorded && !undone.contains(&migration.version) {
             continue;
         }
+        // An undone migration's stale record is replaced, not duplicated.
+        let bookkeeping = Bookkeeping {
+            forget: recorded.then_some(forget.as_str()),
+            record: &record,
+        };
         let started = Instant::now();
-        let record = format!(
-            "INSERT INTO {MIGRATIONS_TABLE} (version, description, checksum, duration_ms) VALUES ({})",
-            placeholders(store, 4)
-        );
         let elapsed = if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;
-            let elapsed = apply_one(&mut transaction, migration, &record, started, true).await;
+            let elapsed = apply_one(&mut transaction, migration, &bookkeeping, started, true).await;
             match elapsed {
                 Ok(elapsed) => transaction.commit().await.map(|()| elapsed),
                 Err(error) => Err(error),
@@ -328,7 +380,7 @@ async fn apply_pending(
             match change_in_place(connection, migration).await {
                 Ok(in_place) => {
                     let run_sql = !in_place.unwrap_or(false);
-                    apply_one(connection, migration, &record, started, run_sql).await
+                    apply_one(connection, migration, &bookkeeping, started, run_sql).await
                 }
                 Err(error) => Err(error),
             }
@@ -431,10 +483,17 @@ async fn change_in_place(
     }
 }
 
+/// The statements that record an applied migration in `inboxctl_migrations`.
+struct Bookkeeping<'a> {
+    /// Deletes the migration's stale record first, when it has one (it was undone).
+    forget: Option<&'a str>,
+    record: &'a str,
+}
+
 async fn apply_one(
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
-    record: &str,
+    bookkeeping: &Bookkeeping<'_>,
     started: Instant,
     run_sql: bool,
 ) -> Result<Duration, sqlx::Error> {
@@ -444,13 +503,28 @@ async fn apply_one(
             .await?;
     }
     let elapsed = started.elapsed();
-    sqlx::query(record)
+    let record = sqlx::query(bookkeeping.record)
         .bind(migration.version)
         .bind(migration.description)
         .bind(migration.checksum())
-        .bind(elapsed.as_millis() as i64)
-        .execute(&mut *connection)
-        .await?;
+        .bind(elapsed.as_millis() as i64);
+    match bookkeeping.forget {
+        None => {
+            record.execute(&mut *connection).await?;
+        }
+        // Only where DDL commits on its own, outside any transaction. One transaction
+        // replaces the record whole: a run stopped before its commit leaves the old record,
+        // which agrees with the change now in place.
+        Some(forget) => {
+            let mut transaction = connection.begin().await?;
+            sqlx::query(forget)
+                .bind(migration.version)
+                .execute(&mut *transaction)
+                .await?;
+            record.execute(&mut *transaction).await?;
+            transaction.commit().await?;
+        }
+    }
     Ok(elapsed)
 }
 

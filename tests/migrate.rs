@@ -463,6 +463,169 @@ async fn mysql_runs_cut_between_a_change_and_its_record_are_finished_by_the_next
     assert_eq!(db.schema().await, expected_schema(Backend::Mysql));
 }
 
+/// MySQL/MariaDB: a revert cut after migration 2's ALTER back and before its record is
+/// deleted leaves the classic layout with version 2 still recorded. `migrate status` shows it
+/// as `undone`, and the next `migrate run` applies it again, replacing its record and keeping
+/// every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_revert_cut_before_its_record_is_deleted_is_applied_again_by_the_next_run() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.run(&["migrate", "run"]).ok();
+    let at = |text: &str| text.parse::<chrono::DateTime<chrono::Utc>>().unwrap();
+    db.insert_rows(&[
+        row(
+            "billing",
+            "order-1",
+            Some(("orders", 0, 10)),
+            at("2026-12-01T10:00:00Z"),
+        ),
+        row("billing", "order-2", None, at("2026-12-01T11:00:00Z")),
+        row(
+            "shipping",
+            "order-3",
+            Some(("orders", 1, 5)),
+            at("2026-12-01T12:00:00.5Z"),
+        ),
+    ])
+    .await;
+    let version_2_recorded = format!(
+        "SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 2 AND checksum = '{}'",
+        Backend::Mysql.dialect().migrations[1].checksum()
+    );
+
+    // The revert's ALTER back ran; its DELETE from inboxctl_migrations did not.
+    db.exec(include_str!(
+        "../migrations/mysql/0002_consumer_key_and_coordinates.down.sql"
+    ))
+    .await;
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+
+    let status = db
+        .run(&["migrate", "status", "--format", "json"])
+        .code(0)
+        .json();
+    let states: Vec<(i64, &str)> = status["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, vec![(1, "applied"), (2, "undone")]);
+    let table = db.run(&["migrate", "status"]).code(0);
+    let rows = table.table_rows();
+    assert_eq!(rows.len(), 2, "{}", table.stdout);
+    assert_eq!((rows[0][0].as_str(), rows[0][2].as_str()), ("1", "applied"));
+    assert_eq!((rows[1][0].as_str(), rows[1][2].as_str()), ("2", "undone"));
+    assert_eq!(
+        table.stderr,
+        "warning: a recorded migration's change is not in place (a revert stopped before its \
+         bookkeeping); `migrate run` applies it again\n"
+    );
+
+    // inspect refuses the classic layout and points at `migrate run`, which now adopts it.
+    let refused = db.run(&["inspect"]).code(1);
+    assert!(
+        refused.stderr.contains(
+            "has the classic layout (no topic/partition/offset); adopt it with `inboxctl migrate run`"
+        ),
+        "{}",
+        refused.stderr
+    );
+    let plan = db
+        .run(&["migrate", "run", "--dry-run", "--format", "json"])
+        .code(0)
+        .json();
+    let planned: Vec<i64> = plan["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(planned, vec![2]);
+    assert_eq!(db.schema().await.indexes, Vec::<(String, String)>::new());
+
+    let run = db.run(&["migrate", "run"]).code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stdout);
+    assert!(
+        lines[0]
+            .starts_with("Applied 2/key (consumer, event_id), topic/partition/offset, indexes ("),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(db.schema().await, expected_schema(Backend::Mysql));
+    // One record per version, version 2's replaced rather than duplicated.
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(db.scalar(&version_2_recorded).await, 1);
+    // Every row kept; the coordinates the down step dropped are gone for good.
+    let pool = db.pool().await;
+    let kept: Vec<(String, String, String, i64)> = sqlx::query_as(
+        "SELECT consumer, event_id, DATE_FORMAT(processed_at, '%Y-%m-%d %H:%i:%s.%f'), \
+         CAST(topic IS NULL AND `partition` IS NULL AND `offset` IS NULL AS SIGNED) \
+         FROM processed_messages ORDER BY consumer, event_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let expected: Vec<(String, String, String, i64)> = [
+        ("billing", "order-1", "2026-12-01 10:00:00.000000"),
+        ("billing", "order-2", "2026-12-01 11:00:00.000000"),
+        ("shipping", "order-3", "2026-12-01 12:00:00.500000"),
+    ]
+    .iter()
+    .map(|(c, e, p)| (c.to_string(), e.to_string(), p.to_string(), 1))
+    .collect();
+    assert_eq!(kept, expected);
+
+    let status = db
+        .run(&["migrate", "status", "--format", "json"])
+        .code(0)
+        .json();
+    let states: Vec<(i64, &str)> = status["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, vec![(1, "applied"), (2, "applied")]);
+    let again = db.run(&["migrate", "run"]).code(0);
+    assert!(
+        again.stdout.starts_with("Nothing to do: "),
+        "{}",
+        again.stdout
+    );
+    db.run(&["inspect"]).code(0);
+
+    // The same for a `revert --to 0` cut after its DROP TABLE and before its bookkeeping:
+    // both versions are undone, and the next run creates the table again.
+    db.exec("DROP TABLE processed_messages").await;
+    let status = db
+        .run(&["migrate", "status", "--format", "json"])
+        .code(0)
+        .json();
+    let states: Vec<(i64, &str)> = status["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, vec![(1, "undone"), (2, "undone")]);
+    let run = db
+        .run(&["migrate", "run", "--format", "json"])
+        .code(0)
+        .json();
+    let applied: Vec<i64> = run["applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(applied, vec![1, 2]);
+    assert_eq!(db.schema().await, expected_schema(Backend::Mysql));
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 async fn a_foreign_table_of_the_inbox_name_is_left_alone(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.exec("CREATE TABLE processed_messages (id INTEGER PRIMARY KEY, message_id VARCHAR(100))")

@@ -185,6 +185,9 @@ async fn status(store: &Store, output: &Output) -> anyhow::Result<ExitStatus> {
             if states.iter().any(|s| s.state == "changed") {
                 output.warn("a migration changed after it was applied; `migrate run` will refuse to continue");
             }
+            if states.iter().any(|s| s.state == "undone") {
+                output.warn("a recorded migration's change is not in place (a revert stopped before its bookkeeping); `migrate run` applies it again");
+            }
         }
     }
     Ok(ExitStatus::Success)
