@@ -299,16 +299,31 @@ impl DatabaseUrl {
             Backend::Postgres => 5432,
             _ => 3306,
         });
+        // The user may be given in the query instead (`?user=app`), as libpq allows.
+        let user = match parsed.username() {
+            "" => parsed
+                .query_pairs()
+                .find(|(key, _)| key == "user")
+                .map(|(_, user)| user.into_owned())
+                .unwrap_or_default(),
+            user => user.to_string(),
+        };
         let database = match (parsed.path().trim_start_matches('/'), backend) {
             // PostgreSQL then takes the database named like the user.
-            ("", Backend::Postgres) => format!("database '{}' by default", parsed.username()),
+            ("", Backend::Postgres) if !user.is_empty() => {
+                format!("database '{user}' by default")
+            }
+            ("", Backend::Postgres) => "the user's database by default".to_string(),
             ("", _) => "no database named".to_string(),
             (name, _) => format!("database '{name}'"),
         };
+        let user = match user.as_str() {
+            "" => "the driver's default user".to_string(),
+            user => format!("user '{user}'"),
+        };
         let endpoint = format!(
-            "{backend} server {}:{port} ({database}, user '{}')",
+            "{backend} server {}:{port} ({database}, {user})",
             parsed.host_str().unwrap_or("localhost"),
-            parsed.username(),
         );
         // A socket path in the query (`?host=/run/postgresql`, `?socket=…`) or as the host
         // means no TCP at all.
@@ -2301,6 +2316,17 @@ mod tests {
         assert_eq!(
             url.endpoint,
             "PostgreSQL server db.example:6543 (database 'inbox', user 'app')"
+        );
+        let url = DatabaseUrl::parse("postgres://db.example/inbox?user=app&password=pw").unwrap();
+        assert_eq!(
+            url.endpoint,
+            "PostgreSQL server db.example:5432 (database 'inbox', user 'app')"
+        );
+        let url = DatabaseUrl::parse("postgres://db.example").unwrap();
+        assert_eq!(
+            url.endpoint,
+            "PostgreSQL server db.example:5432 (the user's database by default, the driver's \
+             default user)"
         );
         assert_eq!(redact_url("mysql://a:b@c@host/db"), "mysql://a:***@host/db");
         let url = DatabaseUrl::parse(
