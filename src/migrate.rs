@@ -25,6 +25,114 @@ pub struct Migration {
     /// statement) and its bookkeeping leaves it applied but not recorded, or undone but
     /// still recorded; the next run then only records or forgets it.
     pub in_place: Option<&'static str>,
+    /// Where the up SQL rebuilds the inbox table (SQLite cannot change a primary key in
+    /// place): which tables it may rebuild, and what it runs instead on one already done.
+    pub rebuild: Option<TableRebuild>,
+}
+
+/// A migration that rebuilds the inbox table copies only some columns into the new one; a
+/// table with more would lose their values, and one already in the new layout needs no copy.
+#[derive(Debug)]
+pub struct TableRebuild {
+    /// Each column of the inbox table with its position in the primary key (0: not in it).
+    pub columns_query: &'static str,
+    /// The columns the rebuild copies.
+    pub copied_columns: &'static [&'static str],
+    /// The primary key of the rebuilt table, in order.
+    pub target_key: &'static [&'static str],
+    /// The columns the rebuilt table has besides the copied ones.
+    pub added_columns: &'static [&'static str],
+    /// What the migration runs on a table that already has the target key and columns: its
+    /// up SQL without the rebuild (the indexes, each only if missing).
+    pub up_in_target_layout: &'static str,
+}
+
+/// What a [`TableRebuild`] does with the table that is there.
+#[derive(Debug, PartialEq, Eq)]
+enum RebuildPlan {
+    /// No table yet, or only copied columns: run the up SQL.
+    Rebuild,
+    /// The table already has the target key and columns: run `up_in_target_layout`.
+    AlreadyInTargetLayout,
+    /// The rebuild would lose these columns.
+    WouldLose(Vec<String>),
+}
+
+impl TableRebuild {
+    /// Judges a table by its columns and their key positions, as `columns_query` gives them.
+    /// Names compare in any case, as SQLite compares unquoted names.
+    fn plan(&self, columns: &[(String, i64)]) -> RebuildPlan {
+        let has = |wanted: &str| {
+            columns
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
+        };
+        let mut key: Vec<&(String, i64)> = columns
+            .iter()
+            .filter(|(_, position)| *position > 0)
+            .collect();
+        key.sort_by_key(|(_, position)| *position);
+        let key_is_target = key.len() == self.target_key.len()
+            && key
+                .iter()
+                .zip(self.target_key)
+                .all(|((name, _), wanted)| name.eq_ignore_ascii_case(wanted));
+        if key_is_target && self.added_columns.iter().all(|column| has(column)) {
+            return RebuildPlan::AlreadyInTargetLayout;
+        }
+        let lost: Vec<String> = columns
+            .iter()
+            .map(|(name, _)| name)
+            .filter(|name| {
+                !self
+                    .copied_columns
+                    .iter()
+                    .any(|kept| name.eq_ignore_ascii_case(kept))
+            })
+            .cloned()
+            .collect();
+        match lost.is_empty() {
+            true => RebuildPlan::Rebuild,
+            false => RebuildPlan::WouldLose(lost),
+        }
+    }
+
+    fn refusal(&self, migration: &Migration, lost: &[String]) -> anyhow::Error {
+        anyhow::anyhow!(
+            "migration {} ({}) would lose column(s) {} of table {INBOX_TABLE}: SQLite cannot change a \
+             primary key, so the migration rebuilds the table and copies only {}. Nothing was changed. \
+             Give the table the primary key ({}) and the columns {} yourself, keeping your own \
+             (migrate run then only adds its indexes), or drop the columns named if their values are \
+             not needed",
+            migration.version,
+            migration.description,
+            lost.join(", "),
+            self.copied_columns.join(", "),
+            self.target_key.join(", "),
+            self.added_columns.join(", "),
+        )
+    }
+}
+
+/// The SQL that applying `migration` runs on this database: its up SQL, or, for a table
+/// rebuild, the rest of it on a table already in the target layout. Refuses a rebuild that
+/// would lose columns, before anything is written.
+async fn up_sql(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<&'static str> {
+    let Some(rebuild) = &migration.rebuild else {
+        return Ok(migration.up);
+    };
+    let columns: Vec<(String, i64)> = sqlx::query_as(rebuild.columns_query)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not list the columns of table {INBOX_TABLE}"))?;
+    match rebuild.plan(&columns) {
+        RebuildPlan::Rebuild => Ok(migration.up),
+        RebuildPlan::AlreadyInTargetLayout => Ok(rebuild.up_in_target_layout),
+        RebuildPlan::WouldLose(lost) => Err(rebuild.refusal(migration, &lost)),
+    }
 }
 
 impl Migration {
@@ -198,28 +306,29 @@ async fn undone_versions(
 }
 
 /// The migrations `migrate run` would apply, without taking a lock or creating anything.
+/// Refuses, as the run would, a table rebuild that would lose columns.
 pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     let applied = applied_migrations(store).await?;
     verify(store, &applied)?;
+    let mut connection = store.acquire().await?;
     let undone = match applied.is_empty() {
         true => Vec::new(),
-        false => undone_versions(store, &mut store.acquire().await?, &applied).await?,
+        false => undone_versions(store, &mut connection, &applied).await?,
     };
-    Ok(store
-        .dialect
-        .migrations
-        .iter()
-        .filter(|migration| {
-            undone.contains(&migration.version)
-                || !applied.iter().any(|a| a.version == migration.version)
-        })
-        .map(|migration| MigrationStep {
+    let mut steps = Vec::new();
+    for migration in store.dialect.migrations {
+        let recorded = applied.iter().any(|a| a.version == migration.version);
+        if recorded && !undone.contains(&migration.version) {
+            continue;
+        }
+        steps.push(MigrationStep {
             version: migration.version,
             description: migration.description,
             duration_ms: None,
-            sql: Some(migration.up),
-        })
-        .collect())
+            sql: Some(up_sql(&mut connection, migration).await?),
+        });
+    }
+    Ok(steps)
 }
 
 /// Which migrations `migrate revert --to` would undo, newest first.
@@ -369,9 +478,12 @@ async fn apply_pending(
             record: &record,
         };
         let started = Instant::now();
+        // Judged inside the run's lock, on the table as migration 1 left it.
+        let up = up_sql(connection, migration).await?;
         let elapsed = if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;
-            let elapsed = apply_one(&mut transaction, migration, &bookkeeping, started, true).await;
+            let elapsed =
+                apply_one(&mut transaction, migration, up, &bookkeeping, started, true).await;
             match elapsed {
                 Ok(elapsed) => transaction.commit().await.map(|()| elapsed),
                 Err(error) => Err(error),
@@ -380,7 +492,7 @@ async fn apply_pending(
             match change_in_place(connection, migration).await {
                 Ok(in_place) => {
                     let run_sql = !in_place.unwrap_or(false);
-                    apply_one(connection, migration, &bookkeeping, started, run_sql).await
+                    apply_one(connection, migration, up, &bookkeeping, started, run_sql).await
                 }
                 Err(error) => Err(error),
             }
@@ -493,14 +605,13 @@ struct Bookkeeping<'a> {
 async fn apply_one(
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
+    up: &'static str,
     bookkeeping: &Bookkeeping<'_>,
     started: Instant,
     run_sql: bool,
 ) -> Result<Duration, sqlx::Error> {
     if run_sql {
-        sqlx::raw_sql(migration.up)
-            .execute(&mut *connection)
-            .await?;
+        sqlx::raw_sql(up).execute(&mut *connection).await?;
     }
     let elapsed = started.elapsed();
     let record = sqlx::query(bookkeeping.record)
@@ -571,7 +682,54 @@ pub async fn inbox_rows(store: &Store) -> anyhow::Result<Option<i64>> {
 
 #[cfg(test)]
 mod tests {
+    use super::RebuildPlan;
     use crate::store::Backend;
+
+    #[test]
+    fn a_rebuild_is_skipped_only_for_the_exact_key_with_the_coordinates() {
+        let rebuild = Backend::Sqlite.dialect().migrations[1]
+            .rebuild
+            .as_ref()
+            .unwrap();
+        let table = |columns: &[(&str, i64)]| -> Vec<(String, i64)> {
+            columns
+                .iter()
+                .map(|(name, key)| (name.to_string(), *key))
+                .collect()
+        };
+        let classic = table(&[("event_id", 1), ("Consumer", 0), ("processed_at", 0)]);
+        assert_eq!(rebuild.plan(&classic), RebuildPlan::Rebuild);
+        assert_eq!(rebuild.plan(&[]), RebuildPlan::Rebuild);
+        let target = table(&[
+            ("Consumer", 1),
+            ("event_id", 2),
+            ("topic", 0),
+            ("partition", 0),
+            ("OFFSET", 0),
+            ("processed_at", 0),
+            ("note", 0),
+        ]);
+        assert_eq!(rebuild.plan(&target), RebuildPlan::AlreadyInTargetLayout);
+        // The key the other way round would be rebuilt, losing the coordinates and the note.
+        let reversed = table(&[
+            ("consumer", 2),
+            ("event_id", 1),
+            ("topic", 0),
+            ("partition", 0),
+            ("offset", 0),
+            ("processed_at", 0),
+            ("note", 0),
+        ]);
+        assert_eq!(
+            rebuild.plan(&reversed),
+            RebuildPlan::WouldLose(vec![
+                "topic".into(),
+                "partition".into(),
+                "offset".into(),
+                "note".into()
+            ])
+        );
+    }
 
     #[test]
     fn every_backend_has_the_same_versions_in_order() {

@@ -648,6 +648,158 @@ async fn a_foreign_table_of_the_inbox_name_is_left_alone(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 1);
 }
 
+/// Every row of the inbox with every column, `note` included, as text or NULL.
+type FullRow = (
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    String,
+    Option<String>,
+);
+
+async fn rows_with_note(db: &mut TestDb) -> Vec<FullRow> {
+    let pool = db.pool().await;
+    sqlx::query_as(
+        "SELECT consumer, event_id, topic, \"partition\", \"offset\", CAST(processed_at AS TEXT), note \
+         FROM processed_messages ORDER BY consumer, event_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap()
+}
+
+/// SQLite cannot change a primary key, so migration 2 rebuilds the table and copies only
+/// consumer, event_id and processed_at. A table the application already made in the target
+/// layout (key (consumer, event_id), with topic/partition/offset) is not rebuilt: migration 2
+/// only adds the indexes it lacks, and every value and column of its own stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_table_already_in_the_target_layout_keeps_every_value_and_column() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer TEXT NOT NULL, event_id TEXT NOT NULL, topic TEXT, \
+         \"partition\" INTEGER, \"offset\" BIGINT, \
+         processed_at TIMESTAMP NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), note TEXT, \
+         PRIMARY KEY (consumer, event_id))",
+    )
+    .await;
+    // One of the two indexes is there already, under inboxctl's name.
+    db.exec("CREATE INDEX processed_messages_consumer_processed_at_idx ON processed_messages (consumer, processed_at)")
+        .await;
+    db.exec(
+        "INSERT INTO processed_messages VALUES \
+         ('c', 'e1', 'orders', 0, 5, '2026-11-01 08:00:00.000', 'kept'), \
+         ('c', 'e2', NULL, NULL, NULL, '2026-11-01 08:00:01.000', NULL)",
+    )
+    .await;
+    let rows = vec![
+        (
+            "c".to_string(),
+            "e1".to_string(),
+            Some("orders".to_string()),
+            Some(0),
+            Some(5),
+            "2026-11-01 08:00:00.000".to_string(),
+            Some("kept".to_string()),
+        ),
+        (
+            "c".to_string(),
+            "e2".to_string(),
+            None,
+            None,
+            None,
+            "2026-11-01 08:00:01.000".to_string(),
+            None,
+        ),
+    ];
+    assert_eq!(rows_with_note(&mut db).await, rows);
+
+    let dry = db.run(&["migrate", "run", "--dry-run"]).ok();
+
+    let run = db.run(&["migrate", "run"]).ok();
+    assert_eq!(rows_with_note(&mut db).await, rows);
+    assert_eq!(
+        run.stdout,
+        "Applied 1/classic processed_messages table (created if missing) (0 ms)\n\
+         Applied 2/key (consumer, event_id), topic/partition/offset, indexes (0 ms)\n"
+    );
+    assert_eq!(run.stderr, "");
+    // The dry run showed what the run did: the indexes, not the rebuild.
+    assert!(
+        dry.stdout.contains(
+            "CREATE INDEX IF NOT EXISTS processed_messages_consumer_coordinates_idx\n    ON processed_messages (consumer, topic, \"partition\", \"offset\");"
+        ) && !dry.stdout.contains("processed_messages_inboxctl_new"),
+        "{}",
+        dry.stdout
+    );
+    let mut schema = expected_schema(Backend::Sqlite);
+    schema
+        .columns
+        .push(("note".to_string(), "TEXT".to_string(), true));
+    schema.columns.sort();
+    assert_eq!(db.schema().await, schema);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version IN (1, 2)")
+            .await,
+        2
+    );
+    let again = db.run(&["migrate", "run"]).ok();
+    assert!(
+        again.stdout.starts_with("Nothing to do"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(rows_with_note(&mut db).await, rows);
+}
+
+/// A table SQLite's rebuild would lose columns of is refused before anything changes, with
+/// the columns named, the reason, and what to do: a classic table with a column of its own,
+/// and one with the coordinates but keyed on event_id alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_table_whose_rebuild_would_lose_columns_is_refused() {
+    for (create, lost) in [
+        (
+            "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+             processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, payload TEXT)",
+            "payload",
+        ),
+        (
+            "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+             topic TEXT, \"partition\" INTEGER, \"offset\" BIGINT, \
+             processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+            "topic, partition, offset",
+        ),
+    ] {
+        let mut db = TestDb::new(Backend::Sqlite).await;
+        db.exec(create).await;
+        db.exec("INSERT INTO processed_messages (event_id, consumer, processed_at) VALUES ('e1', 'c', '2026-11-01 08:00:00.000')")
+            .await;
+        let schema = db.schema().await;
+        let expected = format!(
+            "error: migration 2 (key (consumer, event_id), topic/partition/offset, indexes) would lose \
+             column(s) {lost} of table processed_messages: SQLite cannot change a primary key, so the \
+             migration rebuilds the table and copies only consumer, event_id, processed_at. Nothing was \
+             changed. Give the table the primary key (consumer, event_id) and the columns topic, \
+             partition, offset yourself, keeping your own (migrate run then only adds its indexes), \
+             or drop the columns named if their values are not needed\n"
+        );
+        for args in [&["migrate", "run"][..], &["migrate", "run", "--dry-run"]] {
+            let refused = db.run(args).code(1);
+            assert_eq!(refused.stderr, expected, "{args:?}");
+            assert_eq!(refused.stdout, "", "{args:?}");
+        }
+        assert!(!db.table_exists("inboxctl_migrations").await);
+        assert_eq!(db.schema().await, schema);
+        assert_eq!(
+            db.scalar("SELECT COUNT(*) FROM processed_messages WHERE event_id = 'e1' AND consumer = 'c' AND CAST(processed_at AS TEXT) = '2026-11-01 08:00:00.000'")
+                .await,
+            1
+        );
+        assert_eq!(db.count("processed_messages").await, 1);
+    }
+}
+
 /// Column names are matched as the backend's SQL matches the unquoted names inboxctl writes:
 /// in any case on SQLite and MySQL, where `Consumer` is `consumer`; on PostgreSQL a quoted
 /// `"Consumer"` is another name, and the table is no inbox.

@@ -81,8 +81,12 @@ async fn run_migrations(
     if dry_run {
         return print_plan(output, migrate::pending(store).await?, "apply");
     }
-    // A table of the inbox's name that is no inbox is refused before anything is written.
-    if store.inbox_layout().await? == InboxLayout::Classic {
+    // A table of the inbox's name that is no inbox, or one a table rebuild would lose
+    // columns of, is refused before anything is written or announced. The run judges the
+    // rebuild again under its lock.
+    let layout = store.inbox_layout().await?;
+    migrate::pending(store).await?;
+    if layout == InboxLayout::Classic {
         let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
         output.note(format!(
             "found a classic {INBOX_TABLE} table with {rows} rows: adopting it in place, keeping every row"

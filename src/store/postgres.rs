@@ -73,6 +73,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/postgres/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/postgres/0001_classic_table.down.sql"),
             in_place: None,
+            rebuild: None,
         },
         Migration {
             version: 2,
@@ -80,6 +81,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/postgres/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/postgres/0002_consumer_key_and_coordinates.down.sql"),
             in_place: None,
+            rebuild: None,
         },
     ],
 };

@@ -2,7 +2,16 @@
 //! transaction around `migrate run`.
 
 use super::{Dialect, MigrationLocking};
-use crate::migrate::Migration;
+use crate::migrate::{Migration, TableRebuild};
+
+/// Migration 2's indexes, as its up SQL creates them, each only if missing: all it does to a
+/// table already keyed `(consumer, event_id)` with the coordinates.
+const INDEXES_IF_MISSING: &str = "\
+CREATE INDEX IF NOT EXISTS processed_messages_consumer_processed_at_idx
+    ON processed_messages (consumer, processed_at);
+CREATE INDEX IF NOT EXISTS processed_messages_consumer_coordinates_idx
+    ON processed_messages (consumer, topic, \"partition\", \"offset\");
+";
 
 pub static DIALECT: Dialect = Dialect {
     name: "SQLite",
@@ -51,6 +60,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/sqlite/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/sqlite/0001_classic_table.down.sql"),
             in_place: None,
+            rebuild: None,
         },
         Migration {
             version: 2,
@@ -58,6 +68,37 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.down.sql"),
             in_place: None,
+            rebuild: Some(TableRebuild {
+                columns_query: "SELECT name, pk FROM pragma_table_info('processed_messages')",
+                copied_columns: &["consumer", "event_id", "processed_at"],
+                target_key: &["consumer", "event_id"],
+                added_columns: &["topic", "partition", "offset"],
+                up_in_target_layout: INDEXES_IF_MISSING,
+            }),
         },
     ],
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The indexes made on a table already in the target layout are the up SQL's own.
+    #[test]
+    fn indexes_if_missing_are_those_of_migration_2() {
+        let up = DIALECT.migrations[1].up;
+        let statements: Vec<&str> = INDEXES_IF_MISSING
+            .split(';')
+            .map(str::trim)
+            .filter(|statement| !statement.is_empty())
+            .collect();
+        assert_eq!(statements.len(), 2);
+        for statement in statements {
+            let as_in_up = statement.replace("CREATE INDEX IF NOT EXISTS", "CREATE INDEX");
+            assert!(
+                up.contains(&format!("{as_in_up};")),
+                "{as_in_up} is not in migration 2's up SQL"
+            );
+        }
+    }
+}
