@@ -58,6 +58,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/mysql/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/mysql/0001_classic_table.down.sql"),
             in_place: Some(IN_PLACE_1),
+            zoneless_times: None,
         },
         Migration {
             version: 2,
@@ -65,6 +66,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.down.sql"),
             in_place: Some(IN_PLACE_2),
+            zoneless_times: None,
         },
     ],
 };

@@ -51,6 +51,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/sqlite/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/sqlite/0001_classic_table.down.sql"),
             in_place: None,
+            zoneless_times: None,
         },
         Migration {
             version: 2,
@@ -58,6 +59,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.down.sql"),
             in_place: None,
+            zoneless_times: None,
         },
     ],
 };
