@@ -28,6 +28,9 @@ pub struct Migration {
     /// Where the up SQL rebuilds the inbox table (SQLite cannot change a primary key in
     /// place): which tables it may rebuild, and what it runs instead on one already done.
     pub rebuild: Option<TableRebuild>,
+    /// Where the migration turns times without a zone into instants, and so must read them
+    /// in the zone they were written in. Dialects with transactional DDL only.
+    pub zoneless_times: Option<ZonelessTimes>,
 }
 
 /// A migration that rebuilds the inbox table copies only some columns into the new one; a
@@ -135,6 +138,33 @@ async fn up_sql(
     }
 }
 
+/// PostgreSQL's `timestamp` to `timestamptz` reads each value in the session's TimeZone.
+/// inboxctl's sessions run in UTC, but applications wrote those values (`now()`) in the zone
+/// their sessions got by default, which is what the migration's transaction is set to.
+/// The session's `reset_val` cannot tell that zone: sqlx names `TimeZone=UTC` when it
+/// connects, which overrides the database's and role's settings.
+#[derive(Debug)]
+pub struct ZonelessTimes {
+    /// A count, positive when `processed_at` holds times without a zone.
+    pub present: &'static str,
+    /// (zone, where it was set) of the TimeZone the database and role settings give a
+    /// session at login; no row when they set none.
+    pub configured_zone: &'static str,
+    /// (zone, where it came from) of the server's own TimeZone; reading its configuration
+    /// files may be refused to roles other than a superuser.
+    pub server_zone: &'static str,
+    /// Sets the TimeZone (`$1`) for the current transaction only.
+    pub set_local_zone: &'static str,
+}
+
+/// The zone a migration read times without a zone in, and where that zone came from
+/// ("the TimeZone set for this database").
+#[derive(Debug, Clone, Serialize)]
+pub struct ZoneRead {
+    pub zone: String,
+    pub source: String,
+}
+
 impl Migration {
     /// SHA-256 of the up SQL, hex. A file edited after it was applied no longer matches.
     pub fn checksum(&self) -> String {
@@ -177,6 +207,9 @@ pub struct MigrationStep {
     pub duration_ms: Option<u128>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sql: Option<&'static str>,
+    /// Set when the migration converted times without a zone, read in this zone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub times_read_in: Option<ZoneRead>,
 }
 
 pub async fn applied_migrations(store: &Store) -> anyhow::Result<Vec<AppliedMigration>> {
@@ -326,6 +359,7 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
             description: migration.description,
             duration_ms: None,
             sql: Some(up_sql(&mut connection, migration).await?),
+            times_read_in: None,
         });
     }
     Ok(steps)
@@ -480,10 +514,35 @@ async fn apply_pending(
         let started = Instant::now();
         // Judged inside the run's lock, on the table as migration 1 left it.
         let up = up_sql(connection, migration).await?;
+        let mut times_read_in = None;
         let elapsed = if per_migration_transaction(store) {
+            // Looked up before the transaction: a refused read of the server's settings
+            // must not abort it.
+            times_read_in = zone_of_zoneless_times(connection, migration)
+                .await
+                .with_context(|| {
+                    format!(
+                        "migration {} ({}) failed",
+                        migration.version, migration.description
+                    )
+                })?;
             let mut transaction = connection.begin().await?;
-            let elapsed =
-                apply_one(&mut transaction, migration, up, &bookkeeping, started, true).await;
+            let zone_set = match (&times_read_in, &migration.zoneless_times) {
+                (Some(read), Some(zoneless)) => {
+                    sqlx::query_scalar::<_, String>(zoneless.set_local_zone)
+                        .bind(&read.zone)
+                        .fetch_one(&mut *transaction)
+                        .await
+                        .map(|_| ())
+                }
+                _ => Ok(()),
+            };
+            let elapsed = match zone_set {
+                Ok(()) => {
+                    apply_one(&mut transaction, migration, up, &bookkeeping, started, true).await
+                }
+                Err(error) => Err(error),
+            };
             match elapsed {
                 Ok(elapsed) => transaction.commit().await.map(|()| elapsed),
                 Err(error) => Err(error),
@@ -508,6 +567,7 @@ async fn apply_pending(
             description: migration.description,
             duration_ms: Some(elapsed.as_millis()),
             sql: None,
+            times_read_in,
         });
     }
     Ok(steps)
@@ -573,9 +633,61 @@ async fn revert_applied(
             description: migration.description,
             duration_ms: Some(started.elapsed().as_millis()),
             sql: None,
+            times_read_in: None,
         });
     }
     Ok(steps)
+}
+
+/// The zone `migration` must read times without a zone in, when it converts any: the one
+/// the database and role settings give a session, else the server's.
+async fn zone_of_zoneless_times(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<Option<ZoneRead>> {
+    let Some(zoneless) = &migration.zoneless_times else {
+        return Ok(None);
+    };
+    let present: i64 = sqlx::query_scalar(zoneless.present)
+        .fetch_one(&mut *connection)
+        .await
+        .with_context(|| format!("could not read the type of {INBOX_TABLE}.processed_at"))?;
+    if present == 0 {
+        return Ok(None);
+    }
+    let configured: Option<(String, String)> = sqlx::query_as(zoneless.configured_zone)
+        .fetch_optional(&mut *connection)
+        .await
+        .context("could not read the TimeZone set for this database and role")?;
+    let (zone, source) = match configured {
+        Some(configured) => configured,
+        None => match sqlx::query_as(zoneless.server_zone)
+            .fetch_one(&mut *connection)
+            .await
+        {
+            Ok(server) => server,
+            Err(error)
+                if error
+                    .as_database_error()
+                    .and_then(|e| e.code())
+                    .is_some_and(|code| code == "42501") =>
+            {
+                bail!(
+                    "{INBOX_TABLE}.processed_at holds times without a time zone, which must be read \
+                     in the zone the application wrote them in; neither this database nor this role \
+                     sets TimeZone, and this role may not read the server's setting \
+                     (pg_file_settings: {error}); set it with ALTER DATABASE … SET timezone = '…' \
+                     or run `migrate run` as a superuser"
+                )
+            }
+            Err(error) => {
+                return Err(
+                    anyhow::Error::new(error).context("could not read the server's TimeZone")
+                )
+            }
+        },
+    };
+    Ok(Some(ZoneRead { zone, source }))
 }
 
 /// Whether the migration's change is in place, by its [`Migration::in_place`] query; `None`

@@ -835,3 +835,97 @@ each_backend!(
     tampered_checksum_is_refused,
     unknown_newer_migration_is_refused,
 );
+
+/// A classic PostgreSQL table whose processed_at is `timestamp` (without time zone) holds the
+/// wall-clock times of the zone the application's sessions had, the database's default. The
+/// conversion to timestamptz reads them in that zone, not in inboxctl's UTC, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_default_zone() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
+         current_database(), 'America/New_York'); END $$",
+    )
+    .await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+         processed_at timestamp NOT NULL DEFAULT now()); \
+         INSERT INTO processed_messages (event_id, consumer, processed_at) VALUES \
+         ('winter', 'c', '2026-01-15 09:00:00'), ('summer', 'c', '2026-07-15 09:00:00.25')",
+    )
+    .await;
+
+    let run = db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.schema().await, expected_schema(Backend::Postgres));
+    let pool = db.pool().await;
+    let instants: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT event_id, \
+                to_char(processed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), \
+                to_char(processed_at AT TIME ZONE 'America/New_York', 'YYYY-MM-DD HH24:MI:SS.US') \
+         FROM processed_messages ORDER BY event_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        instants,
+        [
+            (
+                "summer".to_string(),
+                "2026-07-15 13:00:00.250000".to_string(),
+                "2026-07-15 09:00:00.250000".to_string()
+            ),
+            (
+                "winter".to_string(),
+                "2026-01-15 14:00:00.000000".to_string(),
+                "2026-01-15 09:00:00.000000".to_string()
+            ),
+        ]
+    );
+    let found = db
+        .run(&["inspect", "--event-id", "winter", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        found["rows"][0]["processed_at"], "2026-01-15T14:00:00Z",
+        "{found}"
+    );
+    assert_eq!(
+        run.stderr,
+        "found a classic processed_messages table with 2 rows: adopting it in place, keeping every row\n\
+         processed_at was timestamp without time zone: its values were read as times in \
+         America/New_York (the TimeZone set for this database) and stored as timestamptz\n"
+    );
+
+    // A processed_at that already is timestamptz holds instants: nothing is read in a zone,
+    // and nothing is said about it.
+    let mut zoned = TestDb::new(Backend::Postgres).await;
+    zoned
+        .exec(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
+             current_database(), 'America/New_York'); END $$",
+        )
+        .await;
+    zoned
+        .exec(
+            "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+             processed_at timestamptz NOT NULL DEFAULT now()); \
+             INSERT INTO processed_messages (event_id, consumer, processed_at) VALUES \
+             ('winter', 'c', '2026-01-15 09:00:00+00')",
+        )
+        .await;
+    let run = zoned.run(&["migrate", "run"]).ok();
+    assert_eq!(
+        run.stderr,
+        "found a classic processed_messages table with 1 rows: adopting it in place, keeping every row\n"
+    );
+    let pool = zoned.pool().await;
+    let instant: String = sqlx::query_scalar(
+        "SELECT to_char(processed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') \
+         FROM processed_messages WHERE event_id = 'winter'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(instant, "2026-01-15 09:00:00.000000");
+}

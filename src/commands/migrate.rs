@@ -69,6 +69,7 @@ fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
             description: m.description,
             duration_ms: None,
             sql: Some(m.up),
+            times_read_in: None,
         })
         .collect())
 }
@@ -93,6 +94,12 @@ async fn run_migrations(
         ));
     }
     let steps = migrate::run(store).await?;
+    for read in steps.iter().filter_map(|step| step.times_read_in.as_ref()) {
+        output.note(format!(
+            "processed_at was timestamp without time zone: its values were read as times in {} ({}) and stored as timestamptz",
+            read.zone, read.source
+        ));
+    }
     let version = store.dialect.migrations.last().map_or(0, |m| m.version);
     match output.format {
         Format::Json => output.print_json(&json!({
@@ -219,6 +226,7 @@ async fn revert(
                 } else {
                     m.down
                 }),
+                times_read_in: None,
             })
             .collect();
         return print_plan(output, steps, "revert");

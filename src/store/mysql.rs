@@ -59,6 +59,7 @@ pub static DIALECT: Dialect = Dialect {
             down: include_str!("../../migrations/mysql/0001_classic_table.down.sql"),
             in_place: Some(IN_PLACE_1),
             rebuild: None,
+            zoneless_times: None,
         },
         Migration {
             version: 2,
@@ -67,6 +68,7 @@ pub static DIALECT: Dialect = Dialect {
             down: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.down.sql"),
             in_place: Some(IN_PLACE_2),
             rebuild: None,
+            zoneless_times: None,
         },
     ],
 };

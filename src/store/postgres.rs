@@ -1,7 +1,7 @@
 //! PostgreSQL: numbered parameters, transactional DDL, an advisory lock for `migrate run`.
 
 use super::{Dialect, MigrationLocking};
-use crate::migrate::Migration;
+use crate::migrate::{Migration, ZonelessTimes};
 
 pub static DIALECT: Dialect = Dialect {
     name: "PostgreSQL",
@@ -74,6 +74,7 @@ pub static DIALECT: Dialect = Dialect {
             down: include_str!("../../migrations/postgres/0001_classic_table.down.sql"),
             in_place: None,
             rebuild: None,
+            zoneless_times: None,
         },
         Migration {
             version: 2,
@@ -82,6 +83,44 @@ pub static DIALECT: Dialect = Dialect {
             down: include_str!("../../migrations/postgres/0002_consumer_key_and_coordinates.down.sql"),
             in_place: None,
             rebuild: None,
+            // Its `ALTER COLUMN processed_at TYPE timestamptz` reads a classic `timestamp`
+            // column's values in the session's TimeZone.
+            zoneless_times: Some(ZonelessTimes {
+                present: "SELECT COUNT(*) FROM pg_catalog.pg_attribute a \
+                          JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+                          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                          WHERE n.nspname = current_schema() AND c.relname = 'processed_messages' \
+                          AND a.attname = 'processed_at' AND NOT a.attisdropped \
+                          AND a.atttypid = 'pg_catalog.timestamp'::regtype",
+                // What the server applies at login when the client names no TimeZone: the
+                // setting for this database and role, else for the role, else for the
+                // database, else for all (ALTER ROLE ALL SET).
+                configured_zone: "SELECT substr(s.config, strpos(s.config, '=') + 1), \
+                                      CASE WHEN d.setrole <> 0 AND d.setdatabase <> 0 \
+                                               THEN 'the TimeZone set for role ' || CAST(session_user AS text) || ' in this database' \
+                                           WHEN d.setrole <> 0 \
+                                               THEN 'the TimeZone set for role ' || CAST(session_user AS text) \
+                                           WHEN d.setdatabase <> 0 THEN 'the TimeZone set for this database' \
+                                           ELSE 'the TimeZone set for all roles' END \
+                                  FROM pg_catalog.pg_db_role_setting d \
+                                  CROSS JOIN LATERAL unnest(d.setconfig) WITH ORDINALITY AS s(config, position) \
+                                  WHERE d.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())) \
+                                  AND d.setrole IN (0, (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = session_user)) \
+                                  AND lower(s.config) LIKE 'timezone=%' \
+                                  ORDER BY d.setrole <> 0 DESC, d.setdatabase <> 0 DESC, s.position DESC \
+                                  LIMIT 1",
+                // The last valid line of postgresql.conf / postgresql.auto.conf wins; with
+                // none, the server runs on its built-in default.
+                server_zone: "SELECT COALESCE(f.setting, p.boot_val), \
+                                  CASE WHEN f.setting IS NULL THEN 'the server''s built-in TimeZone' \
+                                       ELSE 'the TimeZone of the server''s configuration' END \
+                              FROM pg_catalog.pg_settings p \
+                              LEFT JOIN LATERAL (SELECT setting FROM pg_catalog.pg_file_settings \
+                                                 WHERE lower(name) = 'timezone' AND error IS NULL \
+                                                 ORDER BY seqno DESC LIMIT 1) f ON true \
+                              WHERE p.name = 'TimeZone'",
+                set_local_zone: "SELECT CAST(set_config('TimeZone', $1, true) AS text)",
+            }),
         },
     ],
 };

@@ -61,6 +61,7 @@ pub static DIALECT: Dialect = Dialect {
             down: include_str!("../../migrations/sqlite/0001_classic_table.down.sql"),
             in_place: None,
             rebuild: None,
+            zoneless_times: None,
         },
         Migration {
             version: 2,
@@ -75,6 +76,7 @@ pub static DIALECT: Dialect = Dialect {
                 added_columns: &["topic", "partition", "offset"],
                 up_in_target_layout: INDEXES_IF_MISSING,
             }),
+            zoneless_times: None,
         },
     ],
 };
