@@ -209,7 +209,9 @@ async fn classic_table_is_adopted_with_every_row(backend: Backend) {
 
     let run = db.run(&["migrate", "run"]).ok();
     assert!(
-        run.stderr.contains("adopting it in place"),
+        run.stderr.contains(
+            "adopted the classic processed_messages table in place, keeping its 10000 rows"
+        ),
         "{}",
         run.stderr
     );
@@ -240,6 +242,15 @@ async fn classic_table_is_adopted_with_every_row(backend: Backend) {
 /// per run would let them share the versions out.
 async fn concurrent_runs_apply_each_version_once(backend: Backend) {
     let mut db = TestDb::new(backend).await;
+    // A classic table: only the run that adopts it says so.
+    let classic = match backend {
+        Backend::Postgres => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        Backend::Mysql => "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL, processed_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+        Backend::Sqlite => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    };
+    db.exec(classic).await;
+    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e2', 'c')")
+        .await;
     let pool = db.pool().await;
     let (lock, unlock, waiting) = match backend {
         Backend::Postgres => (
@@ -312,6 +323,23 @@ async fn concurrent_runs_apply_each_version_once(backend: Backend) {
         applied,
         [0, 2],
         "one run applies both versions, the other none"
+    );
+    let mut notes: Vec<String> = outputs
+        .iter()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    notes.sort();
+    assert_eq!(
+        notes,
+        [
+            String::new(),
+            "adopted the classic processed_messages table in place, keeping its 2 rows\n"
+                .to_string()
+        ]
+    );
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages").await,
+        2
     );
     assert_eq!(
         db.scalar("SELECT COUNT(*) FROM inboxctl_migrations WHERE version = 1")
@@ -892,7 +920,7 @@ async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_defau
     );
     assert_eq!(
         run.stderr,
-        "found a classic processed_messages table with 2 rows: adopting it in place, keeping every row\n\
+        "adopted the classic processed_messages table in place, keeping its 2 rows\n\
          processed_at was timestamp without time zone: its values were read as times in \
          America/New_York (the TimeZone set for this database) and stored as timestamptz\n"
     );
@@ -917,7 +945,7 @@ async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_defau
     let run = zoned.run(&["migrate", "run"]).ok();
     assert_eq!(
         run.stderr,
-        "found a classic processed_messages table with 1 rows: adopting it in place, keeping every row\n"
+        "adopted the classic processed_messages table in place, keeping its 1 rows\n"
     );
     let pool = zoned.pool().await;
     let instant: String = sqlx::query_scalar(

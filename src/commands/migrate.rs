@@ -87,13 +87,18 @@ async fn run_migrations(
     // rebuild again under its lock.
     let layout = store.inbox_layout().await?;
     migrate::pending(store).await?;
-    if layout == InboxLayout::Classic {
-        let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
+    let classic_rows = match layout {
+        InboxLayout::Classic => migrate::inbox_rows(store).await?,
+        _ => None,
+    };
+    let steps = migrate::run(store).await?;
+    // Said once the run has adopted it: a run that waited for another's lock finds nothing
+    // left to do.
+    if let (Some(rows), false) = (classic_rows, steps.is_empty()) {
         output.note(format!(
-            "found a classic {INBOX_TABLE} table with {rows} rows: adopting it in place, keeping every row"
+            "adopted the classic {INBOX_TABLE} table in place, keeping its {rows} rows"
         ));
     }
-    let steps = migrate::run(store).await?;
     for read in steps.iter().filter_map(|step| step.times_read_in.as_ref()) {
         output.note(format!(
             "processed_at was timestamp without time zone: its values were read as times in {} ({}) and stored as timestamptz",
