@@ -37,7 +37,8 @@ pub struct Migration {
 /// table with more would lose their values, and one already in the new layout needs no copy.
 #[derive(Debug)]
 pub struct TableRebuild {
-    /// Each column of the inbox table with its position in the primary key (0: not in it).
+    /// Each column of the inbox table (generated ones too) with its position in the primary
+    /// key (0: not in it) and whether it is NOT NULL (1).
     pub columns_query: &'static str,
     /// The columns the rebuild copies.
     pub copied_columns: &'static [&'static str],
@@ -62,58 +63,111 @@ enum RebuildPlan {
 }
 
 impl TableRebuild {
-    /// Judges a table by its columns and their key positions, as `columns_query` gives them.
-    /// Names compare in any case, as SQLite compares unquoted names.
-    fn plan(&self, columns: &[(String, i64)]) -> RebuildPlan {
+    /// Judges a table by its columns, their key positions and NOT NULL, as `columns_query`
+    /// gives them. Names compare in any case, as SQLite compares unquoted names. A table in
+    /// the target layout must also hold no NULL where the rebuilt one could not (SQLite lets
+    /// a primary key's columns be NULL unless they say NOT NULL).
+    fn plan(&self, columns: &[(String, i64, i64)]) -> RebuildPlan {
         let has = |wanted: &str| {
             columns
                 .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case(wanted))
+                .any(|(name, _, _)| name.eq_ignore_ascii_case(wanted))
         };
-        let mut key: Vec<&(String, i64)> = columns
+        let mut key: Vec<&(String, i64, i64)> = columns
             .iter()
-            .filter(|(_, position)| *position > 0)
+            .filter(|(_, position, _)| *position > 0)
             .collect();
-        key.sort_by_key(|(_, position)| *position);
+        key.sort_by_key(|(_, position, _)| *position);
         let key_is_target = key.len() == self.target_key.len()
             && key
                 .iter()
                 .zip(self.target_key)
-                .all(|((name, _), wanted)| name.eq_ignore_ascii_case(wanted));
-        if key_is_target && self.added_columns.iter().all(|column| has(column)) {
-            return RebuildPlan::AlreadyInTargetLayout;
-        }
-        let lost: Vec<String> = columns
-            .iter()
-            .map(|(name, _)| name)
-            .filter(|name| {
-                !self
+                .all(|((name, _, _), wanted)| name.eq_ignore_ascii_case(wanted));
+        let copied_not_null = columns.iter().all(|(name, _, not_null)| {
+            *not_null == 1
+                || !self
                     .copied_columns
                     .iter()
-                    .any(|kept| name.eq_ignore_ascii_case(kept))
-            })
-            .cloned()
-            .collect();
+                    .any(|c| name.eq_ignore_ascii_case(c))
+        });
+        if key_is_target && copied_not_null && self.added_columns.iter().all(|column| has(column)) {
+            return RebuildPlan::AlreadyInTargetLayout;
+        }
+        let lost = self.lost_keeping(columns, self.copied_columns, &[]);
         match lost.is_empty() {
             true => RebuildPlan::Rebuild,
             false => RebuildPlan::WouldLose(lost),
         }
     }
 
+    /// The columns of `columns` that are neither in `kept` nor in `also_kept`.
+    fn lost_keeping(
+        &self,
+        columns: &[(String, i64, i64)],
+        kept: &[&str],
+        also_kept: &[&str],
+    ) -> Vec<String> {
+        columns
+            .iter()
+            .map(|(name, _, _)| name)
+            .filter(|name| {
+                !kept
+                    .iter()
+                    .chain(also_kept)
+                    .any(|kept| name.eq_ignore_ascii_case(kept))
+            })
+            .cloned()
+            .collect()
+    }
+
     fn refusal(&self, migration: &Migration, lost: &[String]) -> anyhow::Error {
         anyhow::anyhow!(
             "migration {} ({}) would lose column(s) {} of table {INBOX_TABLE}: SQLite cannot change a \
              primary key, so the migration rebuilds the table and copies only {}. Nothing was changed. \
-             Give the table the primary key ({}) and the columns {} yourself, keeping your own \
-             (migrate run then only adds its indexes), or drop the columns named if their values are \
-             not needed",
+             Give the table the primary key ({}), with {} NOT NULL, and the columns {} yourself, \
+             keeping your own (migrate run then only adds its indexes), or drop the columns named if \
+             their values are not needed",
             migration.version,
             migration.description,
             lost.join(", "),
             self.copied_columns.join(", "),
             self.target_key.join(", "),
+            self.copied_columns.join(", "),
             self.added_columns.join(", "),
         )
+    }
+
+    /// Refuses a revert whose rebuild back to the copied columns would lose columns of the
+    /// table's own (the added ones go, as the revert means on every backend).
+    async fn check_revert(
+        &self,
+        connection: &mut sqlx::AnyConnection,
+        migration: &Migration,
+    ) -> anyhow::Result<()> {
+        let columns = self.columns(connection).await?;
+        let lost = self.lost_keeping(&columns, self.copied_columns, self.added_columns);
+        if lost.is_empty() {
+            return Ok(());
+        }
+        Err(anyhow::anyhow!(
+            "reverting migration {} ({}) would lose column(s) {} of table {INBOX_TABLE}: SQLite \
+             rebuilds the table back to {} only. Nothing was changed. Drop the columns named \
+             first if their values are not needed",
+            migration.version,
+            migration.description,
+            lost.join(", "),
+            self.copied_columns.join(", "),
+        ))
+    }
+
+    async fn columns(
+        &self,
+        connection: &mut sqlx::AnyConnection,
+    ) -> anyhow::Result<Vec<(String, i64, i64)>> {
+        sqlx::query_as(self.columns_query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not list the columns of table {INBOX_TABLE}"))
     }
 }
 
@@ -127,10 +181,7 @@ async fn up_sql(
     let Some(rebuild) = &migration.rebuild else {
         return Ok(migration.up);
     };
-    let columns: Vec<(String, i64)> = sqlx::query_as(rebuild.columns_query)
-        .fetch_all(&mut *connection)
-        .await
-        .with_context(|| format!("could not list the columns of table {INBOX_TABLE}"))?;
+    let columns = rebuild.columns(connection).await?;
     match rebuild.plan(&columns) {
         RebuildPlan::Rebuild => Ok(migration.up),
         RebuildPlan::AlreadyInTargetLayout => Ok(rebuild.up_in_target_layout),
@@ -151,7 +202,7 @@ pub struct ZonelessTimes {
     /// session at login; no row when they set none.
     pub configured_zone: &'static str,
     /// (zone, where it came from) of the server's own TimeZone; reading its configuration
-    /// files may be refused to roles other than a superuser.
+    /// files is refused to roles other than a superuser (pg_read_all_settings is not enough).
     pub server_zone: &'static str,
     /// Sets the TimeZone (`$1`) for the current transaction only.
     pub set_local_zone: &'static str,
@@ -596,6 +647,9 @@ async fn revert_applied(
     for migration in plan {
         let started = Instant::now();
         let run_sql = !drops_table || migration.version == 1;
+        if let (true, Some(rebuild)) = (run_sql, &migration.rebuild) {
+            rebuild.check_revert(connection, migration).await?;
+        }
         if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;
             match undo_one(&mut transaction, migration, &forget, run_sql).await {
@@ -803,10 +857,16 @@ mod tests {
             .rebuild
             .as_ref()
             .unwrap();
-        let table = |columns: &[(&str, i64)]| -> Vec<(String, i64)> {
+        // NOT NULL where the rebuilt table has it, as a table of the target layout must.
+        let table = |columns: &[(&str, i64)]| -> Vec<(String, i64, i64)> {
             columns
                 .iter()
-                .map(|(name, key)| (name.to_string(), *key))
+                .map(|(name, key)| {
+                    let not_null = ["consumer", "event_id", "processed_at"]
+                        .iter()
+                        .any(|c| name.eq_ignore_ascii_case(c));
+                    (name.to_string(), *key, i64::from(not_null))
+                })
                 .collect()
         };
         let classic = table(&[("event_id", 1), ("Consumer", 0), ("processed_at", 0)]);
@@ -822,6 +882,18 @@ mod tests {
             ("note", 0),
         ]);
         assert_eq!(rebuild.plan(&target), RebuildPlan::AlreadyInTargetLayout);
+        // The same with a key column that may be NULL is not the target layout.
+        let mut nullable = target.clone();
+        nullable[0].2 = 0;
+        assert_eq!(
+            rebuild.plan(&nullable),
+            RebuildPlan::WouldLose(vec![
+                "topic".into(),
+                "partition".into(),
+                "OFFSET".into(),
+                "note".into()
+            ])
+        );
         // The key the other way round would be rebuilt, losing the coordinates and the note.
         let reversed = table(&[
             ("consumer", 2),

@@ -297,7 +297,7 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         (&["prune", "--before", "last tuesday"], "expected RFC 3339"),
         (
             &["prune", "--before", "2026-11-01T08:00:00.0005Z"],
-            "error: --before 2026-11-01 08:00:00.000500000 UTC is finer than a millisecond; expected at most 3 fractional digits, the precision every backend stores and every output shows",
+            "error: --before 2026-11-01 08:00:00.000500000 UTC is finer than a millisecond; expected a cutoff to the millisecond, the precision SQLite stores and every output shows",
         ),
         (
             &["prune", "--older-than", "1d", "--pause", "soon"],

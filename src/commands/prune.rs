@@ -74,8 +74,8 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
         // and the summary would show another cutoff than the one compared.
         (None, Some(before)) if before.nanosecond() % 1_000_000 != 0 => {
             return Err(usage(format!(
-                "--before {} is finer than a millisecond; expected at most 3 fractional \
-                 digits, the precision every backend stores and every output shows",
+                "--before {} is finer than a millisecond; expected a cutoff to the \
+                 millisecond, the precision SQLite stores and every output shows",
                 before.format("%Y-%m-%d %H:%M:%S%.9f UTC")
             )))
         }

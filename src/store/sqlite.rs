@@ -70,7 +70,9 @@ pub static DIALECT: Dialect = Dialect {
             down: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.down.sql"),
             in_place: None,
             rebuild: Some(TableRebuild {
-                columns_query: "SELECT name, pk FROM pragma_table_info('processed_messages')",
+                // table_xinfo lists generated columns too (hidden 2 and 3), which a rebuild
+                // would lose as well.
+                columns_query: "SELECT name, pk, \"notnull\" FROM pragma_table_xinfo('processed_messages') WHERE hidden <> 1",
                 copied_columns: &["consumer", "event_id", "processed_at"],
                 target_key: &["consumer", "event_id"],
                 added_columns: &["topic", "partition", "offset"],
