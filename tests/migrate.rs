@@ -5,6 +5,23 @@ mod common;
 use common::*;
 use inboxctl::store::InboxLayout;
 
+/// Each migration's version and state as `migrate status --format json` gives them (exit 0).
+fn migration_states(db: &TestDb) -> Vec<(i64, String)> {
+    let status = db
+        .run(&["migrate", "status", "--format", "json"])
+        .code(0)
+        .json();
+    status["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let version = m["version"].as_i64().unwrap();
+            (version, m["state"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
 async fn migrated_schema_is_exactly_the_design(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let run = db.run(&["migrate", "run"]).ok();
@@ -13,17 +30,8 @@ async fn migrated_schema_is_exactly_the_design(backend: Backend) {
     assert_eq!(db.schema().await, expected_schema(backend));
     assert_eq!(db.count("inboxctl_migrations").await, 2);
 
-    let status = db
-        .run(&["migrate", "status", "--format", "json"])
-        .ok()
-        .json();
-    let states: Vec<(i64, &str)> = status["migrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
-        .collect();
-    assert_eq!(states, vec![(1, "applied"), (2, "applied")]);
+    let states = migration_states(&db);
+    assert_eq!(states, [(1, "applied".into()), (2, "applied".into())]);
     let table = db.run(&["migrate", "status"]).ok();
     let rows = table.table_rows();
     assert_eq!(rows.len(), 2);
@@ -528,17 +536,8 @@ async fn mysql_revert_cut_before_its_record_is_deleted_is_applied_again_by_the_n
     .await;
     assert_eq!(db.count("inboxctl_migrations").await, 2);
 
-    let status = db
-        .run(&["migrate", "status", "--format", "json"])
-        .code(0)
-        .json();
-    let states: Vec<(i64, &str)> = status["migrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
-        .collect();
-    assert_eq!(states, vec![(1, "applied"), (2, "undone")]);
+    let states = migration_states(&db);
+    assert_eq!(states, [(1, "applied".into()), (2, "undone".into())]);
     let table = db.run(&["migrate", "status"]).code(0);
     let rows = table.table_rows();
     assert_eq!(rows.len(), 2, "{}", table.stdout);
@@ -605,17 +604,8 @@ async fn mysql_revert_cut_before_its_record_is_deleted_is_applied_again_by_the_n
     .collect();
     assert_eq!(kept, expected);
 
-    let status = db
-        .run(&["migrate", "status", "--format", "json"])
-        .code(0)
-        .json();
-    let states: Vec<(i64, &str)> = status["migrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
-        .collect();
-    assert_eq!(states, vec![(1, "applied"), (2, "applied")]);
+    let states = migration_states(&db);
+    assert_eq!(states, [(1, "applied".into()), (2, "applied".into())]);
     let again = db.run(&["migrate", "run"]).code(0);
     assert!(
         again.stdout.starts_with("Nothing to do: "),
@@ -627,17 +617,8 @@ async fn mysql_revert_cut_before_its_record_is_deleted_is_applied_again_by_the_n
     // The same for a `revert --to 0` cut after its DROP TABLE and before its bookkeeping:
     // both versions are undone, and the next run creates the table again.
     db.exec("DROP TABLE processed_messages").await;
-    let status = db
-        .run(&["migrate", "status", "--format", "json"])
-        .code(0)
-        .json();
-    let states: Vec<(i64, &str)> = status["migrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| (m["version"].as_i64().unwrap(), m["state"].as_str().unwrap()))
-        .collect();
-    assert_eq!(states, vec![(1, "undone"), (2, "undone")]);
+    let states = migration_states(&db);
+    assert_eq!(states, [(1, "undone".into()), (2, "undone".into())]);
     let run = db
         .run(&["migrate", "run", "--format", "json"])
         .code(0)

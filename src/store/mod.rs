@@ -1635,16 +1635,7 @@ impl Store {
         from: i64,
         to: Option<i64>,
     ) -> anyhow::Result<Vec<i64>> {
-        let d = self.dialect;
-        let offset = d.quote("offset");
-        let mut sql = self.sql();
-        sql.push(&format!(
-            "SELECT {} FROM {INBOX_TABLE}",
-            (d.bigint)(&offset)
-        ));
-        self.push_coordinates_filter(&mut sql, to.is_some());
-        sql.push(&format!(" ORDER BY {offset}"));
-        let text = sql.build();
+        let text = self.offsets_in_order_sql(to.is_some());
         let query = sqlx::query_scalar(&text);
         let mut offsets: Vec<i64> = bind_coordinates(query, consumer, topic, partition, from, to)
             .fetch_all(&self.pool)
@@ -1652,6 +1643,21 @@ impl Store {
             .with_context(|| format!("could not read inbox offsets of {topic}:{partition}"))?;
         offsets.dedup();
         Ok(offsets)
+    }
+
+    /// The offsets of a consumer's rows at one topic partition from an offset (up to another
+    /// when `bounded`), ascending: the parameters of [`bind_coordinates`].
+    fn offsets_in_order_sql(&self, bounded: bool) -> String {
+        let d = self.dialect;
+        let offset = d.quote("offset");
+        let mut sql = self.sql();
+        sql.push(&format!(
+            "SELECT {} FROM {INBOX_TABLE}",
+            (d.bigint)(&offset)
+        ));
+        self.push_coordinates_filter(&mut sql, bounded);
+        sql.push(&format!(" ORDER BY {offset}"));
+        sql.build()
     }
 
     /// The first `limit` runs of offsets in `from <= offset < to` without a row of a consumer
@@ -1666,16 +1672,7 @@ impl Store {
         limit: usize,
     ) -> anyhow::Result<Vec<(i64, i64)>> {
         use futures_util::TryStreamExt;
-        let d = self.dialect;
-        let offset = d.quote("offset");
-        let mut sql = self.sql();
-        sql.push(&format!(
-            "SELECT {} FROM {INBOX_TABLE}",
-            (d.bigint)(&offset)
-        ));
-        self.push_coordinates_filter(&mut sql, true);
-        sql.push(&format!(" ORDER BY {offset}"));
-        let text = sql.build();
+        let text = self.offsets_in_order_sql(true);
         let query = sqlx::query_scalar::<_, i64>(&text);
         let mut offsets =
             bind_coordinates(query, consumer, topic, partition, from, Some(to)).fetch(&self.pool);
