@@ -299,10 +299,7 @@ async fn read_applied(
 /// Every migration this binary knows and every one the database has recorded, merged.
 pub async fn status(store: &Store) -> anyhow::Result<Vec<MigrationState>> {
     let applied = applied_migrations(store).await?;
-    let undone = match applied.is_empty() {
-        true => Vec::new(),
-        false => undone_versions(store, &mut store.acquire().await?, &applied).await?,
-    };
+    let undone = undone_among(store, &applied).await?;
     let mut states: Vec<MigrationState> = store
         .dialect
         .migrations
@@ -389,16 +386,28 @@ async fn undone_versions(
     Ok(undone)
 }
 
+/// [`undone_versions`] on a connection of its own; none when nothing is recorded.
+async fn undone_among(store: &Store, applied: &[AppliedMigration]) -> anyhow::Result<Vec<i64>> {
+    match applied.is_empty() {
+        true => Ok(Vec::new()),
+        false => undone_versions(store, &mut store.acquire().await?, applied).await,
+    }
+}
+
+/// The recorded migrations whose change is not in place: a revert forgets their record and
+/// runs nothing.
+pub async fn undone(store: &Store) -> anyhow::Result<Vec<i64>> {
+    undone_among(store, &applied_migrations(store).await?).await
+}
+
 /// The migrations `migrate run` would apply, without taking a lock or creating anything.
-/// Refuses, as the run would, a table rebuild that would lose columns.
+/// Refuses, as the run would, a table rebuild that would lose columns and times without a
+/// zone whose zone cannot be found.
 pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     let applied = applied_migrations(store).await?;
     verify(store, &applied)?;
+    let undone = undone_among(store, &applied).await?;
     let mut connection = store.acquire().await?;
-    let undone = match applied.is_empty() {
-        true => Vec::new(),
-        false => undone_versions(store, &mut connection, &applied).await?,
-    };
     let mut steps = Vec::new();
     for migration in store.dialect.migrations {
         let recorded = applied.iter().any(|a| a.version == migration.version);
@@ -410,7 +419,8 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
             description: migration.description,
             duration_ms: None,
             sql: Some(up_sql(&mut connection, migration).await?),
-            times_read_in: None,
+            // Found, or refused, as the run will.
+            times_read_in: zone_of_zoneless_times(&mut connection, migration).await?,
         });
     }
     Ok(steps)

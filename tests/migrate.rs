@@ -548,6 +548,15 @@ async fn mysql_revert_cut_before_its_record_is_deleted_is_applied_again_by_the_n
         "warning: a recorded migration's change is not in place (a revert stopped before its \
          bookkeeping); `migrate run` applies it again\n"
     );
+    // A revert of it would run nothing, and its dry run says so.
+    let dry_revert = db
+        .run(&["migrate", "revert", "--dry-run", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        dry_revert["migrations"][0]["sql"],
+        "-- nothing to run: its change is not in place, so only its record is forgotten"
+    );
 
     // inspect refuses the classic layout and points at `migrate run`, which now adopts it.
     let refused = db.run(&["inspect"]).code(1);
@@ -902,6 +911,24 @@ async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_defau
     )
     .await;
 
+    // The dry run says which zone the run will read the times in.
+    let dry = db
+        .run(&["migrate", "run", "--dry-run", "--format", "json"])
+        .ok()
+        .json();
+    let zones: Vec<&serde_json::Value> = dry["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["times_read_in"])
+        .collect();
+    assert_eq!(
+        zones,
+        [
+            &serde_json::Value::Null,
+            &serde_json::json!({"zone": "America/New_York", "source": "the TimeZone set for this database"})
+        ]
+    );
     let run = db.run(&["migrate", "run"]).ok();
     assert_eq!(db.schema().await, expected_schema(Backend::Postgres));
     let pool = db.pool().await;
