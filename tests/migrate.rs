@@ -1003,3 +1003,52 @@ async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_defau
     .unwrap();
     assert_eq!(instant, "2026-01-15 09:00:00.000000");
 }
+
+/// Times without a zone, where neither the database nor the role sets one and the role may
+/// not read the server's: the zone cannot be known, so `migrate run` refuses, dry run or
+/// not, before anything is written (migration 1 is not recorded either).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_times_without_a_zone_to_read_them_in_are_refused_before_anything_changes() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+         processed_at timestamp NOT NULL DEFAULT now()); \
+         INSERT INTO processed_messages (event_id, consumer, processed_at) VALUES \
+         ('winter', 'c', '2026-01-15 09:00:00')",
+    )
+    .await;
+    let role = db.role("").await;
+    db.exec(&format!(
+        "ALTER TABLE processed_messages OWNER TO {role}; GRANT CREATE ON SCHEMA public TO {role}"
+    ))
+    .await;
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.set_username(&role).unwrap();
+    let expected = "error: processed_messages.processed_at holds times without a time zone, \
+                    which must be read in the zone the application wrote them in; neither this \
+                    database nor this role sets TimeZone, and this role may not read the \
+                    server's setting (pg_file_settings: error returned from database: \
+                    permission denied for view pg_file_settings); set it with ALTER DATABASE … \
+                    SET timezone = '…' or run `migrate run` as a superuser\n";
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = Run::from(
+            db.cmd()
+                .env("DATABASE_URL", url.as_str())
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+        .code(1);
+        assert_eq!(refused.stderr, expected, "{args:?}");
+        assert_eq!(refused.stdout, "", "{args:?}");
+    }
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    assert_eq!(
+        db.scalar(
+            "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = 'processed_messages'::regclass \
+             AND attname = 'processed_at' AND atttypid = 'timestamp'::regtype"
+        )
+        .await,
+        1
+    );
+}
