@@ -258,6 +258,17 @@ pub fn or_dash<T: ToString>(value: Option<T>) -> String {
     value.map_or_else(|| "-".to_string(), |value| value.to_string())
 }
 
+/// The first `limit` of `names` for a message, comma-separated, and how many more there are
+/// (`a, b, and 3 more`): a long list is given whole in JSON.
+pub fn first_of(names: Vec<String>, limit: usize) -> String {
+    let more = names.len().saturating_sub(limit);
+    let mut shown: Vec<String> = names.into_iter().take(limit).collect();
+    if more > 0 {
+        shown.push(format!("and {more} more"));
+    }
+    shown.join(", ")
+}
+
 /// Whether a person is there to answer a question.
 pub fn can_prompt() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
@@ -279,6 +290,14 @@ pub fn confirm(question: String, refusal: String) -> anyhow::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_lists_name_the_first_and_count_the_rest() {
+        let names = |n: usize| (1..=n).map(|i| format!("p{i}")).collect::<Vec<_>>();
+        assert_eq!(first_of(names(1), 2), "p1");
+        assert_eq!(first_of(names(2), 2), "p1, p2");
+        assert_eq!(first_of(names(5), 2), "p1, p2, and 3 more");
+    }
 
     #[test]
     fn secrets_are_scrubbed_in_plain_and_encoded_form() {

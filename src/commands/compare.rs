@@ -34,7 +34,7 @@ use crate::commands::offsets::{
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
 use crate::kafka::{read_range, GroupState, Kafka, KafkaClient};
-use crate::output::{or_dash, table, Output};
+use crate::output::{first_of, or_dash, table, Output};
 use crate::store::pg_pipeline;
 use crate::store::{Backend, CreateMode, HeapExtent, InboxLayout, Store, INBOX_TABLE};
 
@@ -202,17 +202,13 @@ const TOPICS_NAMED: usize = 10;
 
 /// `topic 'a'`, `topics 'a', 'b'`, or the first [`TOPICS_NAMED`] and how many more.
 fn quoted_list(topics: &[String]) -> String {
-    let mut quoted: Vec<String> = topics
-        .iter()
-        .take(TOPICS_NAMED)
-        .map(|topic| format!("'{topic}'"))
-        .collect();
-    if topics.len() > TOPICS_NAMED {
-        quoted.push(format!("and {} more", topics.len() - TOPICS_NAMED));
-    }
+    let quoted = first_of(
+        topics.iter().map(|topic| format!("'{topic}'")).collect(),
+        TOPICS_NAMED,
+    );
     match topics.len() {
-        1 => format!("topic {}", quoted[0]),
-        _ => format!("topics {}", quoted.join(", ")),
+        1 => format!("topic {quoted}"),
+        _ => format!("topics {quoted}"),
     }
 }
 

@@ -14,7 +14,7 @@ use tokio::task::block_in_place;
 use crate::cli::{Format, OffsetsArgs, OffsetsCommand, OffsetsResetArgs, OffsetsShowArgs};
 use crate::exit::ExitStatus;
 use crate::kafka::{CommitNotAnswered, GroupState, Kafka, Watermarks};
-use crate::output::{or_dash, table, Output};
+use crate::output::{first_of, or_dash, table, Output};
 use crate::store::{CreateMode, Store};
 
 use super::{inboxctl_command, OnStop, StopRequest};
@@ -662,18 +662,13 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                  partitions)"
             ));
         } else if !without_rows.is_empty() {
-            // The first few; JSON lists them all.
-            let mut named: Vec<String> = without_rows
-                .iter()
-                .take(PARTITIONS_NAMED)
-                .map(|(topic, partition)| format!("{topic}:{partition}"))
-                .collect();
-            if without_rows.len() > PARTITIONS_NAMED {
-                named.push(format!(
-                    "and {} more",
-                    without_rows.len() - PARTITIONS_NAMED
-                ));
-            }
+            let named = first_of(
+                without_rows
+                    .iter()
+                    .map(|(topic, partition)| format!("{topic}:{partition}"))
+                    .collect(),
+                PARTITIONS_NAMED,
+            );
             let (which, left, them) = match without_rows.len() {
                 1 => ("partition", "its committed offset is left as it is", "it"),
                 _ => (
@@ -683,10 +678,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 ),
             };
             output.warn(format!(
-                "the inbox holds no rows of consumer '{consumer}' for {which} {} (pruned, or \
+                "the inbox holds no rows of consumer '{consumer}' for {which} {named} (pruned, or \
                  never processed), so {left}; set {them} explicitly with \
-                 --topic TOPIC:PARTITION and --to-offset N (or another target)",
-                named.join(", ")
+                 --topic TOPIC:PARTITION and --to-offset N (or another target)"
             ));
         }
         without_inbox_rows = Some(without_rows);
