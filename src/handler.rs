@@ -238,6 +238,16 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
         }
     }
     finish(&mut sql, &mut params, &mut statements);
+    for (index, statement) in statements.iter().enumerate() {
+        if let Some(problem) = ends_the_transaction(&statement.sql, mysql) {
+            return Err(crate::error::usage(format!(
+                "statement {} of the handler SQL {problem}, ending the transaction that holds \
+                 the message's inbox row: its effect and that row would no longer commit \
+                 together; replay begins and commits that transaction itself, so leave it out",
+                index + 1
+            )));
+        }
+    }
     if statements.is_empty() {
         // A file given by mistake (an empty one, comments only): nothing was run yet.
         return Err(crate::error::usage(
@@ -245,6 +255,44 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
         ));
     }
     Ok(statements)
+}
+
+/// Why `sql` (one statement, comments removed) would end the transaction replay runs the
+/// handler in, if it would: a transaction-control statement, or on MySQL one that commits
+/// implicitly (DDL other than on temporary tables, `LOCK TABLES`, `GRANT`, …).
+fn ends_the_transaction(sql: &str, mysql: bool) -> Option<String> {
+    let mut words = sql
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .map(str::to_ascii_uppercase);
+    // A statement that starts with a keyword; `(SELECT …)` or a quoted name does not.
+    let first = words.next().filter(|word| !word.is_empty())?;
+    let second = words.find(|word| !word.is_empty()).unwrap_or_default();
+    const CONTROL: [&str; 9] = [
+        "BEGIN",
+        "START",
+        "COMMIT",
+        "END",
+        "ROLLBACK",
+        "ABORT",
+        "SAVEPOINT",
+        "RELEASE",
+        "XA",
+    ];
+    // The statements MySQL's manual lists as causing an implicit commit.
+    const COMMITS_IMPLICITLY: [&str; 15] = [
+        "ALTER", "CREATE", "DROP", "RENAME", "TRUNCATE", "LOCK", "UNLOCK", "GRANT", "REVOKE",
+        "ANALYZE", "OPTIMIZE", "REPAIR", "FLUSH", "RESET", "CACHE",
+    ];
+    if CONTROL.contains(&first.as_str()) {
+        return Some(format!("is a {first} statement"));
+    }
+    let temporary = matches!(first.as_str(), "CREATE" | "DROP") && second == "TEMPORARY";
+    if mysql && !temporary && COMMITS_IMPLICITLY.contains(&first.as_str()) {
+        return Some(format!(
+            "is a {first} statement, which MySQL commits implicitly"
+        ));
+    }
+    None
 }
 
 /// The value of a placeholder for one message: a built-in, a `--param` JSON pointer, or a
@@ -392,6 +440,63 @@ mod tests {
         let pg = parse("SELECT '\\', :a, 1 # 2", Backend::Postgres.dialect()).unwrap();
         assert_eq!(pg[0].sql, "SELECT '\\', $1, 1 # 2");
         assert_eq!(pg[0].params, ["a"]);
+    }
+
+    #[test]
+    fn statements_that_end_the_transaction_are_refused() {
+        let refused = |sql: &str, backend: Backend| -> Option<String> {
+            let error = parse(sql, backend.dialect()).err()?;
+            assert!(crate::error::is_usage(&error), "{sql}");
+            Some(error.to_string())
+        };
+        let insert = "INSERT INTO t VALUES (:event_id)";
+        for backend in [Backend::Sqlite, Backend::Postgres, Backend::Mysql] {
+            for (sql, statement, keyword) in [
+                (format!("BEGIN; {insert}; COMMIT;"), 1, "BEGIN"),
+                (format!("{insert};\n  /* done */ commit"), 2, "COMMIT"),
+                (format!("{insert}; -- x\nEnd;"), 2, "END"),
+                (format!("start transaction; {insert}"), 1, "START"),
+                (format!("{insert}; ROLLBACK"), 2, "ROLLBACK"),
+                (
+                    format!("SAVEPOINT s; {insert}; RELEASE SAVEPOINT s"),
+                    1,
+                    "SAVEPOINT",
+                ),
+            ] {
+                let message = refused(&sql, backend).unwrap_or_else(|| panic!("{sql}"));
+                assert!(
+                    message.starts_with(&format!(
+                        "statement {statement} of the handler SQL is a {keyword} statement, \
+                         ending the transaction that holds the message's inbox row"
+                    )),
+                    "{message}"
+                );
+            }
+            // Words that only look alike, and what PostgreSQL and SQLite keep in the
+            // transaction.
+            for sql in [
+                "UPDATE commits SET n = n + 1 WHERE id = :event_id",
+                "INSERT INTO t (\"begin\") VALUES ('COMMIT')",
+                "(SELECT 1)",
+                "SELECT begin_date FROM t",
+            ] {
+                assert_eq!(refused(sql, backend), None, "{sql}");
+            }
+        }
+        for sql in ["CREATE TABLE t2 (a int)", "DROP INDEX i", "TRUNCATE t"] {
+            assert_eq!(refused(sql, Backend::Postgres), None, "{sql}");
+            assert_eq!(refused(sql, Backend::Sqlite), None, "{sql}");
+            let message = refused(sql, Backend::Mysql).unwrap();
+            assert!(
+                message.contains("which MySQL commits implicitly, ending the transaction"),
+                "{message}"
+            );
+        }
+        assert_eq!(
+            refused("CREATE TEMPORARY TABLE t2 (a int)", Backend::Mysql),
+            None
+        );
+        assert_eq!(refused("drop temporary table t2", Backend::Mysql), None);
     }
 
     #[test]

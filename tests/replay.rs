@@ -1681,6 +1681,40 @@ async fn a_handler_that_cannot_be_prepared_stops_before_reading(backend: Backend
     );
     assert_eq!(inbox_count(&mut db).await, 0);
     assert_eq!(db.count("ledger").await, 0);
+
+    // A COMMIT would let the inbox row and the effect commit apart; on MySQL so would DDL,
+    // which commits implicitly. Refused before anything is read, dry run or not.
+    let mut ending = vec![(
+        "INSERT INTO ledger (event_id, account, amount) VALUES (:event_id, :account, :amount);\n\
+         COMMIT;\n",
+        "statement 2 of the handler SQL is a COMMIT statement, ending",
+    )];
+    if backend == Backend::Mysql {
+        ending.push((
+            "TRUNCATE TABLE accounts;\n",
+            "statement 1 of the handler SQL is a TRUNCATE statement, which MySQL commits \
+             implicitly, ending",
+        ));
+    }
+    for (sql, problem) in ending {
+        let handler = write(&db, "ending.sql", sql);
+        for dry_run in [false, true] {
+            let mut args = vec!["--sql", handler.as_str()];
+            if dry_run {
+                args.push("--dry-run");
+            }
+            let run = replay(&db, &topic, "billing", &args).code(2);
+            assert!(
+                run.stderr
+                    .starts_with(&format!("error: in {handler}: {problem} the transaction")),
+                "{}",
+                run.stderr
+            );
+            assert_eq!(run.stdout, "");
+        }
+    }
+    assert_eq!(inbox_count(&mut db).await, 0);
+    assert_eq!(db.count("ledger").await, 0);
 }
 
 /// On PostgreSQL the handler's connections type each parameter from the statement. The

@@ -1361,6 +1361,11 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
             )));
         }
         let [topic, partition, offset] = order.map(|column| &record[column]);
+        // The rules `--topic` follows: an empty or illegal name is the file's mistake, not
+        // the brokers'.
+        let topic = crate::cli::parse_topic(topic).map_err(|problem| {
+            crate::error::usage(format!("{}:{line}: {problem}", path.display()))
+        })?;
         let partition: i32 = partition
             .parse()
             .ok()
@@ -1381,7 +1386,7 @@ pub fn read_plan(path: &Path) -> anyhow::Result<OffsetsByPartition> {
                 ))
             })?),
         };
-        let key = (topic.to_string(), partition);
+        let key = (topic, partition);
         match plan.get(&key) {
             Some((earlier, earlier_line)) if *earlier != offset => {
                 return Err(crate::error::usage(format!(
@@ -1789,6 +1794,20 @@ mod tests {
             message.contains("plan.csv:4: '-4' is not an offset"),
             "{message}"
         );
+        for (text, problem) in [
+            (",1,2\n", "plan.csv:2: the topic name is empty"),
+            ("   ,1,2\n", "plan.csv:2: the topic name is empty"),
+            (
+                "or/ders,1,2\n",
+                "plan.csv:2: 'or/ders' is not a Kafka topic name",
+            ),
+        ] {
+            std::fs::write(&path, format!("orders,0,5\n{text}")).unwrap();
+            let error = read_plan(&path).unwrap_err();
+            assert!(crate::error::is_usage(&error), "{text:?}");
+            let message = format!("{error:#}");
+            assert!(message.contains(problem), "{text:?}: {message}");
+        }
         std::fs::write(&path, b"orders,0,5\n\norders,1,\xff\n").unwrap();
         let message = format!("{:#}", read_plan(&path).unwrap_err());
         assert!(message.contains("plan.csv:3: not valid CSV"), "{message}");
