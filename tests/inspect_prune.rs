@@ -1314,6 +1314,93 @@ async fn a_partitioned_inbox_is_pruned_through_the_index() {
     assert_eq!(db.count("processed_messages").await, 29);
 }
 
+/// A row's physical address (ctid) is unique only within one partition: a batch takes its
+/// own rows and none of another partition's, whose rows sit at the same addresses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_inbox_loses_no_row_of_another_partition() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer TEXT NOT NULL, event_id TEXT NOT NULL, \
+         topic TEXT, \"partition\" INT, \"offset\" BIGINT, \
+         processed_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id)) \
+         PARTITION BY LIST (consumer)",
+    )
+    .await;
+    db.exec("CREATE TABLE processed_a PARTITION OF processed_messages FOR VALUES IN ('a')")
+        .await;
+    db.exec("CREATE TABLE processed_b PARTITION OF processed_messages FOR VALUES IN ('b')")
+        .await;
+    db.exec("CREATE INDEX ON processed_messages (consumer, processed_at)")
+        .await;
+    // a: 10 rows 60 to 69 days old. b: 10 rows minutes old at the same addresses, then 5
+    // rows 40 days old.
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT 'a', 'a' || i, now() - make_interval(days => 59 + i) FROM generate_series(1, 10) AS i",
+    )
+    .await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT 'b', 'young' || i, now() - make_interval(mins => i) FROM generate_series(1, 10) AS i",
+    )
+    .await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT 'b', 'old' || i, now() - make_interval(days => 40) FROM generate_series(1, 5) AS i",
+    )
+    .await;
+    let young: Vec<String> = ids(&[
+        "young1", "young2", "young3", "young4", "young5", "young6", "young7", "young8", "young9",
+        "young10",
+    ]);
+
+    let json = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--consumer",
+            "a",
+            "--batch-size",
+            "3",
+            "--yes",
+            "--format",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        (json["rows_deleted"].as_u64(), json["batches"].as_u64()),
+        (Some(10), Some(4))
+    );
+    assert_eq!(db.event_ids("a").await, Vec::<String>::new());
+    let mut expected = ids(&["old1", "old2", "old3", "old4", "old5"]);
+    expected.extend(young.iter().cloned());
+    expected.sort();
+    assert_eq!(db.event_ids("b").await, expected);
+
+    let json = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--max-rows",
+            "3",
+            "--yes",
+            "--format",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 3);
+    let json = db
+        .run(&["prune", "--older-than", "30d", "--yes", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 2);
+    assert_eq!(db.event_ids("b").await, young);
+}
+
 /// Page ranges exist on PostgreSQL only, and cannot stop at a row count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_blocks_is_refused_where_it_cannot_work() {

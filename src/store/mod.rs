@@ -614,6 +614,8 @@ pub struct Store {
     pub dialect: &'static Dialect,
     pub url: DatabaseUrl,
     pool: AnyPool,
+    /// PostgreSQL: whether the inbox is a plain table, once known (see `deletes_by_key`).
+    plain_table: std::sync::OnceLock<bool>,
 }
 
 /// Whether connecting may create what is missing (only `migrate run` creates a SQLite file).
@@ -784,6 +786,7 @@ impl Store {
             dialect,
             url: url.clone(),
             pool,
+            plain_table: std::sync::OnceLock::new(),
         })
     }
 
@@ -1250,7 +1253,11 @@ impl Store {
         keep: &[KeepFrom],
         limit: u64,
     ) -> anyhow::Result<(u64, Option<String>)> {
-        let (prefix, suffix) = self.dialect.delete_batch;
+        let by_key = self.deletes_by_key(&mut *connection).await?;
+        let (prefix, suffix) = match by_key {
+            true => postgres::DELETE_BATCH_BY_KEY,
+            false => self.dialect.delete_batch,
+        };
         let mut sql = self.sql();
         if self.dialect.delete_returning {
             sql.push("WITH deleted AS (");
@@ -1260,6 +1267,9 @@ impl Store {
         sql.push(" ORDER BY processed_at LIMIT ")
             .param()
             .push(suffix);
+        if by_key {
+            self.push_prune_condition(&mut sql, keep);
+        }
         let context = || format!("could not delete a batch of consumer '{consumer}'");
         if self.dialect.delete_returning {
             sql.push(&format!(
@@ -1267,10 +1277,13 @@ impl Store {
                 (self.dialect.timestamp_text)("MAX(processed_at)")
             ));
             let text = sql.build();
-            let query = sqlx::query(&text);
-            let row = self
-                .bind_prune_condition(query, consumer, from, cutoff, keep)
-                .bind(limit as i64)
+            let mut query = self
+                .bind_prune_condition(sqlx::query(&text), consumer, from, cutoff, keep)
+                .bind(limit as i64);
+            if by_key {
+                query = self.bind_prune_condition(query, consumer, from, cutoff, keep);
+            }
+            let row = query
                 .fetch_one(&mut *connection)
                 .await
                 .with_context(context)?;
@@ -1289,6 +1302,28 @@ impl Store {
             .await
             .with_context(context)?;
         Ok((result.rows_affected(), next_from))
+    }
+
+    /// Whether a batch of prune deletes by key rather than by physical address: on PostgreSQL
+    /// when the inbox is not a plain table. A partitioned table's ctid is unique only within
+    /// one partition, so a DELETE by ctid alone would also take the rows at the same
+    /// addresses in every other partition; a view has none.
+    async fn deletes_by_key(&self, connection: &mut AnyConnection) -> anyhow::Result<bool> {
+        if self.backend != Backend::Postgres {
+            return Ok(false);
+        }
+        if let Some(plain) = self.plain_table.get() {
+            return Ok(!plain);
+        }
+        let kind: Option<String> = sqlx::query_scalar(
+            "SELECT CAST(relkind AS text) FROM pg_class \
+             WHERE oid = to_regclass('processed_messages')",
+        )
+        .fetch_optional(connection)
+        .await
+        .context("could not read what kind of relation the inbox is")?;
+        let plain = kind.as_deref() == Some("r");
+        Ok(!*self.plain_table.get_or_init(|| plain))
     }
 
     /// The heap's extent for a block-range prune; `None` where the backend has no block

@@ -3,6 +3,14 @@
 use super::{Dialect, MigrationLocking};
 use crate::migrate::{Migration, ZonelessTimes};
 
+/// `delete_batch` for an inbox that is not a plain table (partitioned, a view): by key, the
+/// condition again on the outer DELETE, so that a key the batch names twice (a partitioned
+/// table's primary key must hold its partition key) takes only rows the batch may take.
+pub const DELETE_BATCH_BY_KEY: (&str, &str) = (
+    "DELETE FROM processed_messages WHERE event_id = ANY(ARRAY(SELECT event_id FROM processed_messages WHERE ",
+    ")) AND ",
+);
+
 pub static DIALECT: Dialect = Dialect {
     name: "PostgreSQL",
     session_setup: &["SET TIME ZONE 'UTC'", "SET application_name = 'inboxctl'"],
