@@ -895,6 +895,66 @@ each_backend!(
 /// A classic PostgreSQL table whose processed_at is `timestamp` (without time zone) holds the
 /// wall-clock times of the zone the application's sessions had, the database's default. The
 /// conversion to timestamptz reads them in that zone, not in inboxctl's UTC, and says so.
+/// A table in inboxctl's layout whose processed_at has no zone, never migrated: read as UTC,
+/// its times written in New York would be 5 hours old at once, and prune would delete them.
+/// inspect and prune refuse it until `migrate run` has converted it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_commands_refuse_times_without_a_zone_until_migrated() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
+         current_database(), 'America/New_York'); END $$",
+    )
+    .await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer text NOT NULL, event_id text NOT NULL, \
+         topic text, \"partition\" int, \"offset\" bigint, \
+         processed_at timestamp NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id))",
+    )
+    .await;
+    // What the column's default gives a session of the database's zone.
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         VALUES ('c', 'just-now', now() AT TIME ZONE 'America/New_York')",
+    )
+    .await;
+    for args in [
+        &["inspect", "--event-id", "just-now"][..],
+        &["prune", "--older-than", "2h", "--yes"],
+    ] {
+        let run = db.run(args).code(1);
+        assert!(
+            run.stderr
+                .starts_with("error: processed_messages.processed_at in ")
+                && run.stderr.contains(
+                    "is a timestamp without a time zone, so inboxctl cannot tell when its rows \
+                     were processed; `inboxctl migrate run` makes it timestamptz"
+                ),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(db.count("processed_messages").await, 1);
+
+    db.run(&["migrate", "run"]).ok();
+    let json = db
+        .run(&["prune", "--older-than", "2h", "--yes", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 0);
+    let found = db
+        .run(&["inspect", "--event-id", "just-now", "--format", "json"])
+        .ok()
+        .json();
+    let processed_at: chrono::DateTime<chrono::Utc> = found["rows"][0]["processed_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let age = chrono::Utc::now() - processed_at;
+    assert!(age < chrono::Duration::minutes(5), "{age}: {found}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_default_zone() {
     let mut db = TestDb::new(Backend::Postgres).await;

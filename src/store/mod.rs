@@ -900,6 +900,30 @@ impl Store {
                 self.url.endpoint
             );
         }
+        // Read as UTC, as inboxctl's sessions are, such times would be hours off wherever the
+        // application wrote them in another zone, and prune would delete by them.
+        let zoneless = self
+            .dialect
+            .migrations
+            .iter()
+            .filter_map(|m| m.zoneless_times.as_ref());
+        for check in zoneless {
+            let present: i64 = sqlx::query_scalar(check.present)
+                .fetch_one(&self.pool)
+                .await
+                .with_context(|| {
+                    format!("could not read the type of {INBOX_TABLE}.processed_at")
+                })?;
+            if present > 0 {
+                bail!(
+                    "{INBOX_TABLE}.processed_at in {} is a timestamp without a time zone, so \
+                     inboxctl cannot tell when its rows were processed; `inboxctl migrate run` \
+                     makes it timestamptz, reading the values in the zone the database's \
+                     sessions get (it says which)",
+                    self.url.endpoint
+                );
+            }
+        }
         Ok(())
     }
 
