@@ -895,6 +895,45 @@ each_backend!(
 /// A classic PostgreSQL table whose processed_at is `timestamp` (without time zone) holds the
 /// wall-clock times of the zone the application's sessions had, the database's default. The
 /// conversion to timestamptz reads them in that zone, not in inboxctl's UTC, and says so.
+/// A classic MySQL table whose processed_at is a TIMESTAMP (kept in UTC, shown in each
+/// session's zone): adopted, its values are the same instants in UTC, and the run says that
+/// the application must write UTC from now on, since DATETIME keeps what it is given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_classic_timestamp_column_is_adopted_in_utc_with_a_note() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, \
+         consumer VARCHAR(255) NOT NULL, \
+         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    )
+    .await;
+    // An application whose sessions run 5 hours west of UTC; the pooled session goes back.
+    db.exec(
+        "SET time_zone = '-05:00'; \
+         INSERT INTO processed_messages (event_id, consumer, processed_at) \
+         VALUES ('winter', 'c', '2026-01-15 04:00:00'); \
+         SET time_zone = '+00:00'",
+    )
+    .await;
+    let run = db.run(&["migrate", "run"]).ok();
+    assert!(
+        run.stderr.contains(
+            "processed_at was TIMESTAMP, which MySQL converts to and from each session's \
+             time_zone: its values are now DATETIME(6) in UTC"
+        ),
+        "{}",
+        run.stderr
+    );
+    let found = db
+        .run(&["inspect", "--event-id", "winter", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(found["rows"][0]["processed_at"], "2026-01-15T09:00:00Z");
+    // A second run changes nothing and says nothing of it.
+    let again = db.run(&["migrate", "run"]).ok();
+    assert!(!again.stderr.contains("TIMESTAMP"), "{}", again.stderr);
+}
+
 /// A table in inboxctl's layout whose processed_at has no zone, never migrated: read as UTC,
 /// its times written in New York would be 5 hours old at once, and prune would delete them.
 /// inspect and prune refuse it until `migrate run` has converted it.

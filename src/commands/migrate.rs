@@ -1,12 +1,13 @@
 //! `migrate run | status | revert`.
 
+use anyhow::Context;
 use serde_json::json;
 
 use crate::cli::{Format, MigrateArgs, MigrateCommand};
 use crate::exit::ExitStatus;
 use crate::migrate::{self, MigrationStep};
 use crate::output::{confirm, or_dash, table, Output};
-use crate::store::{CreateMode, InboxLayout, Store, INBOX_TABLE};
+use crate::store::{mysql, Backend, CreateMode, InboxLayout, Store, INBOX_TABLE};
 
 pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
@@ -91,6 +92,18 @@ async fn run_migrations(
         InboxLayout::Classic => migrate::inbox_rows(store).await?,
         _ => None,
     };
+    let timestamp_column = match store.backend {
+        Backend::Mysql => {
+            let count: i64 = sqlx::query_scalar(mysql::TIMESTAMP_COLUMN)
+                .fetch_one(store.pool())
+                .await
+                .with_context(|| {
+                    format!("could not read the type of {INBOX_TABLE}.processed_at")
+                })?;
+            count > 0
+        }
+        _ => false,
+    };
     let steps = migrate::run(store).await?;
     // Said once the run has adopted it: a run that waited for another's lock finds nothing
     // left to do.
@@ -104,6 +117,16 @@ async fn run_migrations(
             "processed_at was timestamp without time zone: its values were read as times in {} ({}) and stored as timestamptz",
             read.zone, read.source
         ));
+    }
+    // Migration 2 converts the values to UTC (inboxctl's session is UTC); the application's
+    // later writes are another matter.
+    if timestamp_column && steps.iter().any(|step| step.version == 2) {
+        output.note(
+            "processed_at was TIMESTAMP, which MySQL converts to and from each session's \
+             time_zone: its values are now DATETIME(6) in UTC, and DATETIME keeps what it is \
+             given, so the application must write UTC from now on (a session time_zone of \
+             '+00:00', or UTC_TIMESTAMP(6)), or its rows are dated by its own zone",
+        );
     }
     let version = store.dialect.migrations.last().map_or(0, |m| m.version);
     match output.format {

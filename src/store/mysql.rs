@@ -12,6 +12,12 @@ const IN_PLACE_2: &str = "SELECT COUNT(*) FROM information_schema.statistics \
      WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
      AND index_name = 'processed_messages_consumer_coordinates_idx'";
 
+/// A count, positive when `processed_at` is a `TIMESTAMP`: MySQL keeps those in UTC and
+/// converts them for each session, where migration 2's `DATETIME(6)` keeps what it is given.
+pub const TIMESTAMP_COLUMN: &str = "SELECT COUNT(*) FROM information_schema.columns \
+     WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+     AND column_name = 'processed_at' AND data_type = 'timestamp'";
+
 pub static DIALECT: Dialect = Dialect {
     name: "MySQL",
     // DATETIME has no zone: inboxctl reads and writes processed_at as UTC.
