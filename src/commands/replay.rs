@@ -183,12 +183,15 @@ impl Replayed {
     fn to_json(&self, topic: &str) -> Value {
         let mut headers = serde_json::Map::new();
         let mut binary_headers = serde_json::Map::new();
+        // A name given twice has its last value (as the event id has): a later value
+        // replaces an earlier one in both objects, and a text one drops an earlier base64.
         for (name, value) in &self.headers {
             let (text, binary) = text_or_base64(value.as_deref());
             headers.insert(name.clone(), text);
-            if let Some(binary) = binary {
-                binary_headers.insert(name.clone(), binary);
-            }
+            match binary {
+                Some(binary) => binary_headers.insert(name.clone(), binary),
+                None => binary_headers.remove(name),
+            };
         }
         let (key, binary_key) = text_or_base64(self.key.as_deref());
         let (payload, binary_payload) = match self.payload_json() {
@@ -515,7 +518,8 @@ async fn replay(
                 message.partition,
                 message.offset
             );
-            let stop_here = args.on_missing_id == OnMissingId::Fail && !args.dry_run;
+            // The dry run stops here too: its counts are those of the real run.
+            let stop_here = args.on_missing_id == OnMissingId::Fail;
             if stop_here {
                 failure = Some(anyhow!("{error}; stopping (--on-missing-id skip goes on)"));
             }
@@ -2237,6 +2241,32 @@ mod tests {
         sleeping.kill().unwrap();
         sleeping.wait().unwrap();
         assert!(runs);
+    }
+
+    /// Each object of the exec handler's line holds a repeated header's last value only: a
+    /// binary first value must not linger in `headers_base64` beside a text last one.
+    #[test]
+    fn a_header_given_twice_goes_to_the_handler_with_its_last_value() {
+        let message = Replayed {
+            partition: 0,
+            offset: 3,
+            key: None,
+            headers: vec![
+                ("event_id".into(), Some(b"first-A".to_vec())),
+                ("raw".into(), Some(b"\xff\x01".to_vec())),
+                ("event_id".into(), Some(b"last-B".to_vec())),
+                ("raw".into(), Some(b"text".to_vec())),
+            ],
+            timestamp: None,
+            payload: None,
+            event_id: Some("last-B".into()),
+        };
+        let line = message.to_json("orders");
+        assert_eq!(
+            line["headers"],
+            json!({"event_id": "last-B", "raw": "text"})
+        );
+        assert!(line.get("headers_base64").is_none(), "{line}");
     }
 
     #[test]

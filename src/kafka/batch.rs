@@ -225,56 +225,77 @@ impl<'b> Fetched<'b> {
     /// The headers in order: name (lossy UTF-8) and value (`None` for a null value).
     pub fn headers(&self) -> Vec<(String, Option<&'b [u8]>)> {
         let mut headers = Vec::new();
-        self.each_header(|name, value| {
-            headers.push((name.to_string_lossy().into_owned(), value));
-            false
-        });
+        // SAFETY: the message's headers live as long as the message, which outlives 'b.
+        unsafe {
+            each_header(self.header_list(), |name, value| {
+                headers.push((name.to_string_lossy().into_owned(), value));
+            })
+        };
         headers
     }
 
-    /// The value of the first header called `name`; `None` when there is none or its value
-    /// is null.
+    /// The value of the last header called `name`, as Kafka's clients read a header given
+    /// twice (`lastHeader`); `None` when there is none or that last value is null.
     pub fn header(&self, name: &str) -> Option<&'b [u8]> {
-        let mut found = None;
-        self.each_header(|header, value| {
-            if header.to_bytes() == name.as_bytes() {
-                found = value;
-                true
-            } else {
-                false
-            }
-        });
-        found
+        // SAFETY: as in `headers`.
+        unsafe { last_header_value(self.header_list(), name) }
     }
 
-    /// Calls `each` with every header until it returns true.
-    fn each_header(&self, mut each: impl FnMut(&CStr, Option<&'b [u8]>) -> bool) {
+    /// The message's header list, null when it has none.
+    fn header_list(&self) -> *const rd::rd_kafka_headers_t {
         let mut headers: *mut rd::rd_kafka_headers_t = ptr::null_mut();
-        // SAFETY: the message is live (it parses its headers on first use and keeps them);
-        // every name and value returned is owned by the message's headers.
-        unsafe {
-            // The message is only read; librdkafka's signature takes it as const.
-            if rd::rd_kafka_message_headers(self.message, &mut headers)
-                != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
-                || headers.is_null()
-            {
-                return;
-            }
-            for index in 0..rd::rd_kafka_header_cnt(headers) {
-                let mut name = ptr::null();
-                let mut value: *const c_void = ptr::null();
-                let mut size = 0usize;
-                if rd::rd_kafka_header_get_all(headers, index, &mut name, &mut value, &mut size)
-                    != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
-                    || name.is_null()
-                {
-                    break;
-                }
-                if each(CStr::from_ptr(name), bytes(value, size)) {
-                    return;
-                }
-            }
+        // SAFETY: the message is live (it parses its headers on first use and keeps them).
+        // The message is only read; librdkafka's signature takes it as const.
+        let found = unsafe { rd::rd_kafka_message_headers(self.message, &mut headers) };
+        if found == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            headers
+        } else {
+            ptr::null()
         }
+    }
+}
+
+/// The value of the last header of `headers` called `name`; `None` when there is none or
+/// its value is null.
+///
+/// # Safety
+/// `headers` is null or a live header list that outlives `'h`.
+unsafe fn last_header_value<'h>(
+    headers: *const rd::rd_kafka_headers_t,
+    name: &str,
+) -> Option<&'h [u8]> {
+    let mut last = None;
+    each_header(headers, |header, value| {
+        if header.to_bytes() == name.as_bytes() {
+            last = Some(value);
+        }
+    });
+    last.flatten()
+}
+
+/// Calls `each` with every header of `headers`, in order.
+///
+/// # Safety
+/// `headers` is null or a live header list that outlives `'h`; every name and value it
+/// hands out is owned by the list.
+unsafe fn each_header<'h>(
+    headers: *const rd::rd_kafka_headers_t,
+    mut each: impl FnMut(&CStr, Option<&'h [u8]>),
+) {
+    if headers.is_null() {
+        return;
+    }
+    for index in 0..rd::rd_kafka_header_cnt(headers) {
+        let mut name = ptr::null();
+        let mut value: *const c_void = ptr::null();
+        let mut size = 0usize;
+        if rd::rd_kafka_header_get_all(headers, index, &mut name, &mut value, &mut size)
+            != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+            || name.is_null()
+        {
+            break;
+        }
+        each(CStr::from_ptr(name), bytes(value, size));
     }
 }
 
@@ -287,5 +308,73 @@ unsafe fn bytes<'a>(data: *const c_void, len: usize) -> Option<&'a [u8]> {
         None
     } else {
         Some(std::slice::from_raw_parts(data as *const u8, len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::raw::c_char;
+
+    /// A header list as librdkafka makes one for a message, freed on drop.
+    struct HeaderList(*mut rd::rd_kafka_headers_t);
+
+    impl HeaderList {
+        fn of(headers: &[(&str, Option<&str>)]) -> HeaderList {
+            // SAFETY: a fresh list, filled with copies of the names and values given.
+            unsafe {
+                let list = rd::rd_kafka_headers_new(headers.len());
+                for (name, value) in headers {
+                    let (data, size) = match value {
+                        Some(value) => (value.as_ptr() as *const c_void, value.len() as isize),
+                        None => (ptr::null(), 0),
+                    };
+                    let added = rd::rd_kafka_header_add(
+                        list,
+                        name.as_ptr() as *const c_char,
+                        name.len() as isize,
+                        data,
+                        size,
+                    );
+                    assert_eq!(added, rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR);
+                }
+                HeaderList(list)
+            }
+        }
+
+        fn last(&self, name: &str) -> Option<&[u8]> {
+            // SAFETY: the list lives as long as `self`.
+            unsafe { last_header_value(self.0, name) }
+        }
+    }
+
+    impl Drop for HeaderList {
+        fn drop(&mut self) {
+            // SAFETY: made by rd_kafka_headers_new, freed once.
+            unsafe { rd::rd_kafka_headers_destroy(self.0) };
+        }
+    }
+
+    /// A header given twice is its last value, as Kafka's clients (`lastHeader`) and the exec
+    /// handler's JSON line read it; the event id must be the same one.
+    #[test]
+    fn a_header_given_twice_is_its_last_value() {
+        let list = HeaderList::of(&[
+            ("event_id", Some("first-A")),
+            ("trace", Some("t-1")),
+            ("event_id", Some("last-B")),
+        ]);
+        assert_eq!(list.last("event_id"), Some(&b"last-B"[..]));
+        assert_eq!(list.last("trace"), Some(&b"t-1"[..]));
+        assert_eq!(list.last("missing"), None);
+        // A null last value is no value, whatever came before it.
+        let nulled = HeaderList::of(&[("event_id", Some("first-A")), ("event_id", None)]);
+        assert_eq!(nulled.last("event_id"), None);
+    }
+
+    #[test]
+    fn no_header_list_has_no_value() {
+        // SAFETY: a null list is allowed.
+        assert_eq!(unsafe { last_header_value(ptr::null(), "event_id") }, None);
     }
 }
