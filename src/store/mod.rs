@@ -103,8 +103,9 @@ pub struct Dialect {
     /// The planner's estimate of the inbox's row count, where the backend keeps one.
     pub estimated_rows: Option<&'static str>,
     /// Wraps `<condition> ORDER BY processed_at LIMIT <n>` into a DELETE of that many rows,
-    /// found through the `(consumer, processed_at)` index: PostgreSQL by ctid, SQLite by rowid,
-    /// MySQL with its own `DELETE … ORDER BY … LIMIT`.
+    /// found through the `(consumer, processed_at)` index: PostgreSQL by ctid, SQLite by rowid
+    /// (by primary key in a WITHOUT ROWID table: see [`sqlite::delete_batch`]), MySQL with its
+    /// own `DELETE … ORDER BY … LIMIT`.
     pub delete_batch: (&'static str, &'static str),
     /// Starts a transaction that will write (SQLite takes the write lock at once, so two
     /// writers queue on the busy timeout instead of failing on upgrade).
@@ -614,6 +615,9 @@ pub struct Store {
     pub dialect: &'static Dialect,
     pub url: DatabaseUrl,
     pool: AnyPool,
+    /// SQLite's batch delete for this inbox, by rowid or by primary key, read off the catalog
+    /// on the first batch.
+    sqlite_delete_batch: tokio::sync::OnceCell<(&'static str, &'static str)>,
 }
 
 /// Whether connecting may create what is missing (only `migrate run` creates a SQLite file).
@@ -784,6 +788,7 @@ impl Store {
             dialect,
             url: url.clone(),
             pool,
+            sqlite_delete_batch: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -1250,7 +1255,15 @@ impl Store {
         keep: &[KeepFrom],
         limit: u64,
     ) -> anyhow::Result<(u64, Option<String>)> {
-        let (prefix, suffix) = self.dialect.delete_batch;
+        let (prefix, suffix) = match self.backend {
+            Backend::Sqlite => {
+                *self
+                    .sqlite_delete_batch
+                    .get_or_try_init(|| sqlite::delete_batch(&mut *connection))
+                    .await?
+            }
+            _ => self.dialect.delete_batch,
+        };
         let mut sql = self.sql();
         if self.dialect.delete_returning {
             sql.push("WITH deleted AS (");
