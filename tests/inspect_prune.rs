@@ -523,6 +523,128 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
     );
 }
 
+/// 1 when the SQLite inbox is declared WITHOUT ROWID.
+const WITHOUT_ROWID: &str =
+    "SELECT wr FROM pragma_table_list('processed_messages') WHERE schema = 'main'";
+
+/// A SQLite inbox in the target layout, declared WITHOUT ROWID, not yet migrated.
+async fn without_rowid_inbox() -> TestDb {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer TEXT NOT NULL, event_id TEXT NOT NULL, topic TEXT, \
+         \"partition\" INTEGER, \"offset\" INTEGER, \
+         processed_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), \
+         PRIMARY KEY (consumer, event_id)) WITHOUT ROWID",
+    )
+    .await;
+    db
+}
+
+/// An inbox declared WITHOUT ROWID in the target layout, as a table with a composite key often
+/// is: migrate run keeps it as it is, and prune deletes from it exactly the rows it deletes
+/// from a rowid table, oldest first, in batches, up to --max-rows. Such a table has no rowid
+/// to find a batch's rows by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_from_a_without_rowid_inbox() {
+    let mut db = without_rowid_inbox().await;
+    let cutoff = seed_for_prune(&mut db).await;
+    assert_eq!(
+        db.scalar(WITHOUT_ROWID).await,
+        1,
+        "migrate run rebuilt the table"
+    );
+    let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
+
+    let dry = db
+        .run(&[
+            "prune",
+            "--before",
+            &before,
+            "--dry-run",
+            "--format",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(dry["rows_matched"], 9);
+
+    // --max-rows takes the oldest first: a-old-5, -4, -3, in a batch of 2 and one of 1.
+    let json = db
+        .run(&[
+            "prune",
+            "--before",
+            &before,
+            "--max-rows",
+            "3",
+            "--batch-size",
+            "2",
+            "--yes",
+            "--format",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 3);
+    assert_eq!(json["batches"], 2);
+    assert_eq!(
+        db.event_ids("a").await,
+        ids(&[
+            "a-old-1",
+            "a-old-2",
+            "a-edge-before",
+            "a-edge-at",
+            "a-edge-after",
+            "a-new"
+        ])
+    );
+    assert_eq!(db.event_ids("b").await.len(), 4);
+
+    let json = db
+        .run(&[
+            "prune",
+            "--before",
+            &before,
+            "--batch-size",
+            "2",
+            "--yes",
+            "--format",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 6);
+    let deleted: Vec<(&str, i64)> = json["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["consumer"].as_str().unwrap(),
+                c["deleted"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(deleted, [("a", 3), ("b", 3)]);
+    // a: 3 rows in batches of 2 = 2; b: 3 rows = 2.
+    assert_eq!(json["batches"], 4);
+    assert_eq!(
+        db.event_ids("a").await,
+        ids(&["a-edge-at", "a-edge-after", "a-new"])
+    );
+    assert_eq!(db.event_ids("b").await, ids(&["b-new"]));
+    // Each run recorded both consumers it set out to prune; inspect reads the table too.
+    assert_eq!(db.count("inboxctl_prunes").await, 4);
+    let inspected = db.run(&["inspect", "--format", "json"]).ok().json();
+    assert_eq!(inspected["total_rows"], 4);
+
+    let again = db.run(&["prune", "--before", &before, "--yes"]).ok();
+    assert!(
+        again.stdout.starts_with("Nothing to prune"),
+        "{}",
+        again.stdout
+    );
+}
+
 async fn prune_dry_run_and_refusal_delete_nothing(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let cutoff = seed_for_prune(&mut db).await;
@@ -2198,3 +2320,49 @@ async fn prune_group_prunes_rows_with_incomplete_coordinates(backend: Backend) {
 }
 
 each_backend!(prune_group_prunes_rows_with_incomplete_coordinates);
+
+/// `prune --group` keeps the same rows in a WITHOUT ROWID inbox as in a rowid one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_group_keeps_rows_of_a_without_rowid_inbox() {
+    use common::kafka::{broker, unique};
+    let mut db = without_rowid_inbox().await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker().create_topic(&topic, 2).await;
+    let events: Vec<(i32, String)> = (0..8).map(|n| (0, format!("e{n}"))).collect();
+    broker().produce(&topic, &events).await;
+    // Partition 0 committed at 5; partition 1 has no committed offset.
+    broker().commit(&group, &topic, &[(0, 5)]);
+    let old = now_ms() - Duration::days(2);
+    let at = |event_id: &str, coordinates: Option<(&str, i32, i64)>| {
+        row(&group, event_id, coordinates, old)
+    };
+    db.insert_rows(&[
+        at("none", None),
+        at("below", Some((&topic, 0, 3))),
+        at("at-committed", Some((&topic, 0, 5))),
+        at("above", Some((&topic, 0, 7))),
+        at("uncommitted", Some((&topic, 1, 2))),
+    ])
+    .await;
+    let mut command = db.cmd();
+    command.env("KAFKA_BROKERS", &broker().address).args([
+        "prune",
+        "--older-than",
+        "1d",
+        "--group",
+        &group,
+        "--batch-size",
+        "1",
+        "--yes",
+        "--format",
+        "json",
+    ]);
+    let json = Run::from(command.output().unwrap()).ok().json();
+    assert_eq!(json["rows_kept_for_redelivery"], 3, "{json}");
+    assert_eq!(json["rows_deleted"], 2, "{json}");
+    assert_eq!(
+        db.event_ids(&group).await,
+        ids(&["above", "at-committed", "uncommitted"])
+    );
+}

@@ -103,8 +103,9 @@ pub struct Dialect {
     /// The planner's estimate of the inbox's row count, where the backend keeps one.
     pub estimated_rows: Option<&'static str>,
     /// Wraps `<condition> ORDER BY processed_at LIMIT <n>` into a DELETE of that many rows,
-    /// found through the `(consumer, processed_at)` index: PostgreSQL by ctid, SQLite by rowid,
-    /// MySQL with its own `DELETE … ORDER BY … LIMIT`.
+    /// found through the `(consumer, processed_at)` index: PostgreSQL by ctid, SQLite by rowid
+    /// (by primary key in a WITHOUT ROWID table: see [`sqlite::delete_batch`]), MySQL with its
+    /// own `DELETE … ORDER BY … LIMIT`.
     pub delete_batch: (&'static str, &'static str),
     /// Starts a transaction that will write (SQLite takes the write lock at once, so two
     /// writers queue on the busy timeout instead of failing on upgrade).
@@ -609,13 +610,33 @@ const PROBE_AFTER: Duration = Duration::from_millis(300);
 /// answer within it gets its connections dropped.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
+/// How a batch of prune deletes its rows from this inbox: the dialect's `delete_batch`, or
+/// another form where the table's kind needs one (see `sqlite::batch_delete`,
+/// `postgres::batch_delete`).
+#[derive(Debug, Clone, Copy)]
+pub struct BatchDelete {
+    /// Wraps `<condition> ORDER BY processed_at LIMIT <n>` into the DELETE.
+    pub wrap: (&'static str, &'static str),
+    /// Whether the condition follows the wrapped text again, bound a second time.
+    pub condition_again: bool,
+}
+
+impl BatchDelete {
+    pub fn of(dialect: &Dialect) -> BatchDelete {
+        BatchDelete {
+            wrap: dialect.delete_batch,
+            condition_again: false,
+        }
+    }
+}
+
 pub struct Store {
     pub backend: Backend,
     pub dialect: &'static Dialect,
     pub url: DatabaseUrl,
     pool: AnyPool,
-    /// PostgreSQL: whether the inbox is a plain table, once known (see `deletes_by_key`).
-    plain_table: std::sync::OnceLock<bool>,
+    /// How prune's batches delete from this inbox, read off the catalog on the first batch.
+    batch_delete: tokio::sync::OnceCell<BatchDelete>,
 }
 
 /// Whether connecting may create what is missing (only `migrate run` creates a SQLite file).
@@ -786,7 +807,7 @@ impl Store {
             dialect,
             url: url.clone(),
             pool,
-            plain_table: std::sync::OnceLock::new(),
+            batch_delete: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -1277,11 +1298,17 @@ impl Store {
         keep: &[KeepFrom],
         limit: u64,
     ) -> anyhow::Result<(u64, Option<String>)> {
-        let by_key = self.deletes_by_key(&mut *connection).await?;
-        let (prefix, suffix) = match by_key {
-            true => postgres::DELETE_BATCH_BY_KEY,
-            false => self.dialect.delete_batch,
-        };
+        let form = *self
+            .batch_delete
+            .get_or_try_init(|| async {
+                match self.backend {
+                    Backend::Sqlite => sqlite::batch_delete(&mut *connection).await,
+                    Backend::Postgres => postgres::batch_delete(&mut *connection).await,
+                    Backend::Mysql => Ok(BatchDelete::of(self.dialect)),
+                }
+            })
+            .await?;
+        let (prefix, suffix) = form.wrap;
         let mut sql = self.sql();
         if self.dialect.delete_returning {
             sql.push("WITH deleted AS (");
@@ -1291,7 +1318,7 @@ impl Store {
         sql.push(" ORDER BY processed_at LIMIT ")
             .param()
             .push(suffix);
-        if by_key {
+        if form.condition_again {
             self.push_prune_condition(&mut sql, keep);
         }
         let context = || format!("could not delete a batch of consumer '{consumer}'");
@@ -1304,7 +1331,7 @@ impl Store {
             let mut query = self
                 .bind_prune_condition(sqlx::query(&text), consumer, from, cutoff, keep)
                 .bind(limit as i64);
-            if by_key {
+            if form.condition_again {
                 query = self.bind_prune_condition(query, consumer, from, cutoff, keep);
             }
             let row = query
@@ -1326,28 +1353,6 @@ impl Store {
             .await
             .with_context(context)?;
         Ok((result.rows_affected(), next_from))
-    }
-
-    /// Whether a batch of prune deletes by key rather than by physical address: on PostgreSQL
-    /// when the inbox is not a plain table. A partitioned table's ctid is unique only within
-    /// one partition, so a DELETE by ctid alone would also take the rows at the same
-    /// addresses in every other partition; a view has none.
-    async fn deletes_by_key(&self, connection: &mut AnyConnection) -> anyhow::Result<bool> {
-        if self.backend != Backend::Postgres {
-            return Ok(false);
-        }
-        if let Some(plain) = self.plain_table.get() {
-            return Ok(!plain);
-        }
-        let kind: Option<String> = sqlx::query_scalar(
-            "SELECT CAST(relkind AS text) FROM pg_class \
-             WHERE oid = to_regclass('processed_messages')",
-        )
-        .fetch_optional(connection)
-        .await
-        .context("could not read what kind of relation the inbox is")?;
-        let plain = kind.as_deref() == Some("r");
-        Ok(!*self.plain_table.get_or_init(|| plain))
     }
 
     /// The heap's extent for a block-range prune; `None` where the backend has no block

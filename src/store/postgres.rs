@@ -1,15 +1,38 @@
 //! PostgreSQL: numbered parameters, transactional DDL, an advisory lock for `migrate run`.
 
-use super::{Dialect, MigrationLocking};
+use anyhow::Context;
+use sqlx::AnyConnection;
+
+use super::{BatchDelete, Dialect, MigrationLocking};
 use crate::migrate::{Migration, ZonelessTimes};
 
 /// `delete_batch` for an inbox that is not a plain table (partitioned, a view): by key, the
 /// condition again on the outer DELETE, so that a key the batch names twice (a partitioned
 /// table's primary key must hold its partition key) takes only rows the batch may take.
-pub const DELETE_BATCH_BY_KEY: (&str, &str) = (
+const DELETE_BATCH_BY_KEY: (&str, &str) = (
     "DELETE FROM processed_messages WHERE event_id = ANY(ARRAY(SELECT event_id FROM processed_messages WHERE ",
     ")) AND ",
 );
+
+/// The batch delete that fits the inbox: by physical address in a plain table, by key in
+/// any other. A partitioned table's ctid is unique only within one partition, so a DELETE
+/// by ctid alone would also take the rows at the same addresses in every other partition;
+/// a view has none.
+pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<BatchDelete> {
+    let kind: Option<String> = sqlx::query_scalar(
+        "SELECT CAST(relkind AS text) FROM pg_class WHERE oid = to_regclass('processed_messages')",
+    )
+    .fetch_optional(connection)
+    .await
+    .context("could not read what kind of relation the inbox is")?;
+    Ok(match kind.as_deref() {
+        Some("r") => BatchDelete::of(&DIALECT),
+        _ => BatchDelete {
+            wrap: DELETE_BATCH_BY_KEY,
+            condition_again: true,
+        },
+    })
+}
 
 pub static DIALECT: Dialect = Dialect {
     name: "PostgreSQL",

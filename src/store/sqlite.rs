@@ -1,8 +1,49 @@
 //! SQLite, the embedded default: `?` parameters, timestamps as UTC text, one immediate
 //! transaction around `migrate run`.
 
-use super::{Dialect, MigrationLocking};
+use anyhow::Context;
+use sqlx::AnyConnection;
+
+use super::{BatchDelete, Dialect, MigrationLocking};
 use crate::migrate::{Migration, TableRebuild};
+
+/// A batch delete that finds its rows by rowid: the subquery reads only the
+/// `(consumer, processed_at)` index, whose entries hold the rowid.
+const DELETE_BATCH_BY_ROWID: (&str, &str) = (
+    "DELETE FROM processed_messages WHERE rowid IN (SELECT rowid FROM processed_messages WHERE ",
+    ")",
+);
+
+/// A batch delete that finds its rows by the primary key, for an inbox declared WITHOUT
+/// ROWID, which has no rowid. There the `(consumer, processed_at)` index's entries hold the
+/// key, so the subquery still reads only that index. On a rowid table this form would also
+/// read every row to get its event_id, and find it again through the key's own index.
+const DELETE_BATCH_BY_KEY: (&str, &str) = (
+    "DELETE FROM processed_messages WHERE (consumer, event_id) IN \
+     (SELECT consumer, event_id FROM processed_messages WHERE ",
+    ")",
+);
+
+/// The batch delete that fits the inbox: by rowid, or by primary key when the table is
+/// declared WITHOUT ROWID (`pragma_table_list`'s `wr`, SQLite 3.37 and later; sqlx bundles
+/// a newer one).
+pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<BatchDelete> {
+    let without_rowid: Option<i64> = sqlx::query_scalar(
+        "SELECT wr FROM pragma_table_list('processed_messages') WHERE schema = 'main'",
+    )
+    .fetch_optional(connection)
+    .await
+    .context(
+        "could not read from SQLite's catalog whether processed_messages is a WITHOUT ROWID table",
+    )?;
+    Ok(BatchDelete {
+        wrap: match without_rowid {
+            Some(1) => DELETE_BATCH_BY_KEY,
+            _ => DELETE_BATCH_BY_ROWID,
+        },
+        condition_again: false,
+    })
+}
 
 /// Migration 2's indexes, as its up SQL creates them, each only if missing: all it does to a
 /// table already keyed `(consumer, event_id)` with the coordinates.
@@ -35,10 +76,8 @@ pub static DIALECT: Dialect = Dialect {
                     FROM c WHERE c.consumer IS NOT NULL) \
                 SELECT consumer FROM c WHERE consumer IS NOT NULL",
     estimated_rows: None,
-    delete_batch: (
-        "DELETE FROM processed_messages WHERE rowid IN (SELECT rowid FROM processed_messages WHERE ",
-        ")",
-    ),
+    // Only for a rowid table: the store takes [`delete_batch`]'s choice instead.
+    delete_batch: DELETE_BATCH_BY_ROWID,
     delete_returning: false,
     heap_extent: None,
     begin_write: "BEGIN IMMEDIATE",
