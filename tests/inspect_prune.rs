@@ -1436,6 +1436,62 @@ async fn a_partitioned_inbox_is_pruned_through_the_index() {
     assert_eq!(db.count("processed_messages").await, 29);
 }
 
+/// MySQL plans a single-table `DELETE … WHERE consumer = ? … ORDER BY processed_at LIMIT n`
+/// through the primary key, reading every row of the consumer and sorting them, batch after
+/// batch. prune's batch reads its keys through the (consumer, processed_at) index in a
+/// derived table instead, and deletes them by key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_prune_batches_read_through_the_processed_at_index() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT CONCAT('c', seq % 2), CONCAT('e', seq), \
+                TIMESTAMP('2026-01-01') + INTERVAL seq SECOND FROM seq_1_to_20000; \
+         ANALYZE TABLE processed_messages",
+    )
+    .await;
+    let store = db.store().await;
+    let (prefix, suffix) = store.dialect.delete_batch;
+    // The condition as prune writes it (Store::push_prune_condition).
+    let sql = format!(
+        "EXPLAIN {prefix}consumer = ? AND processed_at >= ? AND processed_at < \
+         CAST(? AS DATETIME(6)) ORDER BY processed_at LIMIT ?{suffix}"
+    );
+    let plan: Vec<(Option<String>, Option<String>, Option<String>)> = sqlx::query(&sql)
+        .bind("c0")
+        .bind("1000-01-01 00:00:00")
+        .bind("2026-01-01 02:00:00.000000")
+        .bind(1000_i64)
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| {
+            use sqlx::Row;
+            let text = |column: &str| -> Option<String> {
+                row.try_get::<Option<String>, _>(column).unwrap()
+            };
+            (text("table"), text("type"), text("key"))
+        })
+        .collect();
+    let of = |table: &str| {
+        plan.iter()
+            .find(|(name, _, _)| name.as_deref() == Some(table))
+            .map(|(_, kind, key)| (kind.clone(), key.clone()))
+    };
+    assert_eq!(
+        of("processed_messages").and_then(|(_, key)| key).as_deref(),
+        Some("processed_messages_consumer_processed_at_idx"),
+        "{plan:?}"
+    );
+    assert_eq!(
+        of("pm"),
+        Some((Some("eq_ref".to_string()), Some("PRIMARY".to_string()))),
+        "{plan:?}"
+    );
+}
+
 /// A row's physical address (ctid) is unique only within one partition: a batch takes its
 /// own rows and none of another partition's, whose rows sit at the same addresses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

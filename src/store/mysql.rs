@@ -40,7 +40,14 @@ pub static DIALECT: Dialect = Dialect {
         "SELECT CAST(table_rows AS SIGNED) FROM information_schema.tables \
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
     ),
-    delete_batch: ("DELETE FROM processed_messages WHERE ", ""),
+    // The batch's keys are read through the (consumer, processed_at) index in a derived
+    // table, then deleted by key: on its own, `DELETE … ORDER BY processed_at LIMIT n` was
+    // planned through the primary key, reading every row of the consumer and sorting them,
+    // for each batch.
+    delete_batch: (
+        "DELETE pm FROM processed_messages AS pm JOIN (SELECT consumer, event_id FROM processed_messages WHERE ",
+        ") AS batch ON pm.consumer = batch.consumer AND pm.event_id = batch.event_id",
+    ),
     // MariaDB 10.5+ returns the rows INSERT IGNORE inserted (MySQL 8 has no RETURNING).
     delete_returning: false,
     heap_extent: None,
