@@ -267,8 +267,17 @@ impl DatabaseUrl {
             });
         }
         let mut parsed = url::Url::parse(text).map_err(|error| {
+            // `user:pw@/db`: a URL cannot have credentials without a host.
+            let hint = match error {
+                url::ParseError::EmptyHost => {
+                    "; for a Unix socket, give its folder as the host, percent-encoded \
+                     (postgres://user:pw@%2Fvar%2Frun%2Fpostgresql/db), or leave the host out \
+                     and put everything in the query (postgres:///db?host=/var/run/postgresql&user=…)"
+                }
+                _ => "",
+            };
             usage(format!(
-                "invalid database URL '{}': {error}",
+                "invalid database URL '{}': {error}{hint}",
                 redact_url(text)
             ))
         })?;
@@ -322,10 +331,6 @@ impl DatabaseUrl {
             "" => "the driver's default user".to_string(),
             user => format!("user '{user}'"),
         };
-        let endpoint = format!(
-            "{backend} server {}:{port} ({database}, {user})",
-            parsed.host_str().unwrap_or("localhost"),
-        );
         // A socket path in the query (`?host=/run/postgresql`, `?socket=…`) or as the host
         // means no TCP at all.
         let via_socket = host.is_empty()
@@ -334,6 +339,21 @@ impl DatabaseUrl {
             || parsed
                 .query_pairs()
                 .any(|(key, _)| key == "host" || key == "socket" || key == "hostaddr");
+        let socket = parsed
+            .query_pairs()
+            .find(|(key, value)| (key == "host" || key == "socket") && value.starts_with('/'))
+            .map(|(_, path)| path.into_owned())
+            .or_else(|| {
+                let host = percent_encoding::percent_decode_str(&host).decode_utf8_lossy();
+                host.starts_with('/').then(|| host.into_owned())
+            });
+        let endpoint = match socket {
+            Some(path) => format!("{backend} server at socket {path} ({database}, {user})"),
+            None => format!(
+                "{backend} server {}:{port} ({database}, {user})",
+                parsed.host_str().unwrap_or("localhost"),
+            ),
+        };
         let tcp_address = (!via_socket).then_some((host, port));
         if backend == Backend::Mysql && parsed.scheme() == "mariadb" {
             parsed = url::Url::parse(&format!("mysql{}", &text["mariadb".len()..]))
@@ -2368,6 +2388,38 @@ mod tests {
         let message = error.to_string();
         assert!(message.contains("sqlite://, postgres://"), "{message}");
         assert!(!message.contains("hunter2"), "{message}");
+    }
+
+    #[test]
+    fn a_server_reached_by_socket_is_named_by_its_path() {
+        for (text, shown) in [
+            (
+                "postgres:///inbox?host=/var/run/postgresql&user=app",
+                "PostgreSQL server at socket /var/run/postgresql (database 'inbox', user 'app')",
+            ),
+            (
+                "postgres://app:pw@%2Frun%2Fpostgresql/inbox",
+                "PostgreSQL server at socket /run/postgresql (database 'inbox', user 'app')",
+            ),
+            (
+                "mysql://root@localhost/inbox?socket=/run/mysqld/mysqld.sock",
+                "MySQL server at socket /run/mysqld/mysqld.sock (database 'inbox', user 'root')",
+            ),
+        ] {
+            assert_eq!(DatabaseUrl::parse(text).unwrap().endpoint, shown, "{text}");
+        }
+        // Credentials need a host: the error says how to name a socket instead.
+        let error =
+            DatabaseUrl::parse("postgres://app:hunter2@/inbox?host=/run/postgresql").unwrap_err();
+        assert!(crate::error::is_usage(&error));
+        let message = error.to_string();
+        assert!(
+            message.starts_with(
+                "invalid database URL 'postgres://***@/inbox?host=/run/postgresql': empty \
+                 host; for a Unix socket, give its folder as the host, percent-encoded"
+            ),
+            "{message}"
+        );
     }
 
     #[test]
