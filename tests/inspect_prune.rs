@@ -1436,6 +1436,48 @@ async fn a_partitioned_inbox_is_pruned_through_the_index() {
     assert_eq!(db.count("processed_messages").await, 29);
 }
 
+/// An application's `event_id uuid` column: prune and inspect work, but an id bound as text
+/// cannot be compared with it, so a lookup says what to change instead of failing on the
+/// server's `operator does not exist: uuid = text`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_uuid_event_ids_are_refused_where_ids_are_compared() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer text NOT NULL, event_id uuid NOT NULL, \
+         topic text, \"partition\" int, \"offset\" bigint, \
+         processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id)); \
+         INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
+         ('c', '6f1c1d0e-8a39-4a53-9a4e-1b6f0d1e2a11', now() - interval '40 days'), \
+         ('c', '0b7e2a44-2f0e-4c1f-8d6a-3e9b5c7d8f90', now())",
+    )
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    let run = db
+        .run(&[
+            "inspect",
+            "--event-id",
+            "6f1c1d0e-8a39-4a53-9a4e-1b6f0d1e2a11",
+        ])
+        .code(1);
+    assert!(
+        run.stderr
+            .starts_with("error: processed_messages.event_id in ")
+            && run.stderr.contains(
+                "is of type uuid; inboxctl looks up, loads and inserts event ids as text"
+            ),
+        "{}",
+        run.stderr
+    );
+    let json = db.run(&["inspect", "--format", "json"]).ok().json();
+    assert_eq!(json["total_rows"], 2);
+    let json = db
+        .run(&["prune", "--older-than", "30d", "--yes", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 1);
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
 /// MySQL plans a single-table `DELETE … WHERE consumer = ? … ORDER BY processed_at LIMIT n`
 /// through the primary key, reading every row of the consumer and sorting them, batch after
 /// batch. prune's batch reads its keys through the (consumer, processed_at) index in a

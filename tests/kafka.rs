@@ -254,6 +254,36 @@ async fn compare_clean_run_exits_zero(backend: Backend) {
     );
 }
 
+/// A PostgreSQL inbox whose event_id is a uuid: compare loads event ids as text, so it
+/// says what to change before it reads anything, with or without --scan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_refuses_a_uuid_event_id_column_on_postgres() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer text NOT NULL, event_id uuid NOT NULL, \
+         topic text, \"partition\" int, \"offset\" bigint, \
+         processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id))",
+    )
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 1).await;
+    broker.commit(&group, &topic, &[(0, 0)]);
+    for scan in [&[][..], &["--scan"]] {
+        let mut args = vec!["compare", "-g", &group, "-t", &topic];
+        args.extend_from_slice(scan);
+        let run = inboxctl(&db, broker, &args).code(1);
+        assert!(
+            run.stderr
+                .starts_with("error: processed_messages.event_id in ")
+                && run.stderr.contains("is of type uuid;"),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
 /// compare reads a group's partitions through the coordinates index alone, even where
 /// PostgreSQL's statistics do not know the group's consumer (one row, it estimates) and
 /// another index starting with consumer was created after it: on a tie of costs, the index

@@ -1651,6 +1651,38 @@ async fn silent_mistakes_in_the_arguments_are_usage_errors() {
     }
 }
 
+/// A PostgreSQL inbox whose event_id is a uuid cannot take the text ids replay inserts:
+/// refused before anything is read, rather than every message failing on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_uuid_event_id_column_is_refused_before_reading_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer text NOT NULL, event_id uuid NOT NULL, \
+         topic text, \"partition\" int, \"offset\" bigint, \
+         processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id))",
+    )
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    produce(&topic, &deposits("u", 1, 2)).await;
+    for dry_run in [false, true] {
+        let mut args = vec!["--exec", "cat"];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let run = replay(&db, &topic, "billing", &args).code(1);
+        assert!(
+            run.stderr
+                .starts_with("error: processed_messages.event_id in ")
+                && run.stderr.contains("is of type uuid;"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stdout, "");
+    }
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 /// A handler statement that cannot be prepared (a syntax error, a table that is not there)
 /// would fail every message, and under --on-error skip dead-letter them all: the run stops
 /// before it reads anything, and so does its dry run. A file with no statement is a usage

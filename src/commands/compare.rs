@@ -398,6 +398,7 @@ async fn compare_topics(
 ) -> anyhow::Result<Compared> {
     let started = Instant::now();
     let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
+    store.require_text_event_ids().await?;
     let pruned_before = store
         .last_prune_cutoff(consumer)
         .await?

@@ -399,6 +399,7 @@ async fn lookup(
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
+    store.require_text_event_ids().await?;
     let consumers = store.consumers(consumer).await?;
     let rows = store.find_event(event_id, &consumers).await?;
     let now = Utc::now();

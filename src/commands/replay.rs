@@ -300,6 +300,7 @@ async fn replay(
     pipeline: &mut Option<PgPipeline>,
 ) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
+    store.require_text_event_ids().await?;
     if !args.dry_run {
         store.require_insert_returning().await?;
     }

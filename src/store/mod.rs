@@ -968,6 +968,35 @@ impl Store {
         Ok(())
     }
 
+    /// Fails when event ids cannot be compared with the text inboxctl binds: a PostgreSQL
+    /// `event_id` of another type than a string (uuid, say), where every lookup, load or
+    /// insert of an id would fail on the server (`operator does not exist: uuid = text`).
+    pub async fn require_text_event_ids(&self) -> anyhow::Result<()> {
+        if self.backend != Backend::Postgres {
+            return Ok(());
+        }
+        let found: Option<(String, String)> = sqlx::query_as(
+            "SELECT format_type(a.atttypid, a.atttypmod), CAST(t.typcategory AS text) \
+             FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
+             WHERE a.attrelid = to_regclass('processed_messages') AND a.attname = 'event_id' \
+             AND NOT a.attisdropped",
+        )
+        .fetch_optional(&self.pool)
+        .await
+        .with_context(|| format!("could not read the type of {INBOX_TABLE}.event_id"))?;
+        match found {
+            // 'S': text, varchar, char and the domains and extensions over them (citext).
+            Some((type_name, category)) if category != "S" => bail!(
+                "{INBOX_TABLE}.event_id in {} is of type {type_name}; inboxctl looks up, \
+                 loads and inserts event ids as text, so `inspect --event-id`, compare and \
+                 replay need a text column (`ALTER TABLE {INBOX_TABLE} ALTER COLUMN event_id \
+                 TYPE text` keeps every value); prune and inspect work as it is",
+                self.url.endpoint
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// The consumers to work on: the one asked for, or all of them.
     pub async fn consumers(&self, only: Option<&str>) -> anyhow::Result<Vec<String>> {
         if let Some(consumer) = only {
