@@ -274,6 +274,12 @@ async fn inspect_event_id_answers_did_we_process_it(backend: Backend) {
         missing.stdout.trim(),
         "Event 'evt-404' was not processed by any of 2 consumers."
     );
+    // A pasted id with a line break in it stays on one line, escaped.
+    let missing = db.run(&["inspect", "--event-id", "evt\n404\t"]).ok();
+    assert_eq!(
+        missing.stdout,
+        "Event 'evt\\n404\\t' was not processed by any of 2 consumers.\n"
+    );
     let missing = db
         .run(&["inspect", "--event-id", "evt-404", "--format", "json"])
         .ok()

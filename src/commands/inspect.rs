@@ -437,10 +437,13 @@ async fn lookup(
         Format::Table => {
             if rows.is_empty() {
                 let scope = match consumer {
-                    Some(consumer) => format!("consumer '{consumer}'"),
+                    Some(consumer) => format!("consumer '{}'", printable(consumer)),
                     None => format!("any of {} consumers", consumers.len()),
                 };
-                output.print(format!("Event '{event_id}' was not processed by {scope}."));
+                output.print(format!(
+                    "Event '{}' was not processed by {scope}.",
+                    printable(event_id)
+                ));
             } else {
                 let mut t = table(
                     &[
