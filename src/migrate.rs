@@ -407,13 +407,29 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     let applied = applied_migrations(store).await?;
     verify(store, &applied)?;
     let undone = undone_among(store, &applied).await?;
+    let to_apply: Vec<&Migration> = store
+        .dialect
+        .migrations
+        .iter()
+        .filter(|migration| {
+            let recorded = applied.iter().any(|a| a.version == migration.version);
+            !recorded || undone.contains(&migration.version)
+        })
+        .collect();
+    if to_apply.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(kind) = store.inbox_not_a_table().await? {
+        bail!(
+            "{INBOX_TABLE} in {} is {kind}, not a table: the migrations create and alter the \
+             inbox table itself; run migrate on the database that holds the table. Nothing \
+             was changed",
+            store.url.endpoint
+        );
+    }
     let mut connection = store.acquire().await?;
     let mut steps = Vec::new();
-    for migration in store.dialect.migrations {
-        let recorded = applied.iter().any(|a| a.version == migration.version);
-        if recorded && !undone.contains(&migration.version) {
-            continue;
-        }
+    for migration in to_apply {
         steps.push(MigrationStep {
             version: migration.version,
             description: migration.description,

@@ -879,7 +879,69 @@ async fn classic_columns_spelled_in_capitals(backend: Backend) {
     assert!(refused.stderr.contains(expected), "{}", refused.stderr);
 }
 
+/// A view named like the inbox, over a table elsewhere: the migrations would create or alter
+/// a table of that name, so migrate refuses, dry run or not, and records nothing. On
+/// PostgreSQL and MySQL prune deletes through such a view (by key) all the same.
+async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let time = match backend {
+        Backend::Postgres => "TIMESTAMPTZ",
+        Backend::Mysql => "DATETIME(6)",
+        Backend::Sqlite => "TEXT",
+    };
+    db.exec(&format!(
+        "CREATE TABLE real_inbox (consumer VARCHAR(100) NOT NULL, event_id VARCHAR(100) NOT NULL, \
+         topic VARCHAR(100), partition_no INT, offset_no BIGINT, processed_at {time} NOT NULL, \
+         PRIMARY KEY (consumer, event_id))"
+    ))
+    .await;
+    let (partition, offset) = (
+        backend.dialect().quote("partition"),
+        backend.dialect().quote("offset"),
+    );
+    db.exec(&format!(
+        "CREATE VIEW processed_messages AS SELECT consumer, event_id, topic, \
+         partition_no AS {partition}, offset_no AS {offset}, processed_at FROM real_inbox"
+    ))
+    .await;
+    db.exec(
+        "INSERT INTO real_inbox (consumer, event_id, processed_at) VALUES \
+         ('c', 'old', '2020-01-01 00:00:00'), ('c', 'new', '2100-01-01 00:00:00')",
+    )
+    .await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.starts_with("error: processed_messages in ")
+                && refused.stderr.ends_with(
+                    "is a view, not a table: the migrations create and alter the inbox table \
+                     itself; run migrate on the database that holds the table. Nothing was \
+                     changed\n"
+                ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    if backend != Backend::Sqlite {
+        let json = db
+            .run(&[
+                "prune",
+                "--before",
+                "2021-01-01",
+                "--yes",
+                "--format",
+                "json",
+            ])
+            .ok()
+            .json();
+        assert_eq!(json["rows_deleted"], 1);
+        assert_eq!(db.count("real_inbox").await, 1);
+    }
+}
+
 each_backend!(
+    a_view_of_the_inbox_name_is_refused_by_migrate,
     classic_columns_spelled_in_capitals,
     a_foreign_table_of_the_inbox_name_is_left_alone,
     revert_with_an_event_id_of_several_consumers,

@@ -920,6 +920,36 @@ impl Store {
         })
     }
 
+    /// What the inbox is when it is not a table of this database's own: "a view", "a
+    /// materialized view" or "a foreign table". `migrate run` alters the table itself.
+    pub async fn inbox_not_a_table(&self) -> anyhow::Result<Option<&'static str>> {
+        let sql = match self.backend {
+            Backend::Postgres => {
+                "SELECT CAST(relkind AS text) FROM pg_catalog.pg_class \
+                 WHERE oid = to_regclass('processed_messages')"
+            }
+            Backend::Mysql => {
+                "SELECT CASE table_type WHEN 'VIEW' THEN 'v' ELSE 'r' END \
+                 FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_name = 'processed_messages'"
+            }
+            Backend::Sqlite => {
+                "SELECT CASE type WHEN 'view' THEN 'v' ELSE 'r' END FROM sqlite_master \
+                 WHERE name = 'processed_messages' AND type IN ('table', 'view')"
+            }
+        };
+        let kind: Option<String> = sqlx::query_scalar(sql)
+            .fetch_optional(&self.pool)
+            .await
+            .with_context(|| format!("could not read what kind of relation {INBOX_TABLE} is"))?;
+        Ok(match kind.as_deref() {
+            Some("v") => Some("a view"),
+            Some("m") => Some("a materialized view"),
+            Some("f") => Some("a foreign table"),
+            _ => None,
+        })
+    }
+
     /// The inbox's layout, classic or current; fails with a message that says what to do
     /// when there is no inbox table.
     pub async fn require_inbox_table(&self) -> anyhow::Result<InboxLayout> {
