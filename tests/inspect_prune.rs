@@ -1442,6 +1442,52 @@ async fn a_partitioned_inbox_is_pruned_through_the_index() {
     assert_eq!(db.count("processed_messages").await, 29);
 }
 
+/// SQLite sorts a number before every text, so a processed_at written as seconds since 1970
+/// is never older than a cutoff: prune keeps such rows, and says how many, dry run or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
+         ('a', 'epoch', 1764583200), ('a', 'epoch-real', 1764583200.5), \
+         ('a', 'old', '2020-01-01 00:00:00.000'), ('b', 'epoch', 1700000000), \
+         ('c', 'old', '2020-01-01 00:00:00.000')",
+    )
+    .await;
+    let warning = "warning: 3 row(s) of 2 consumers ('a': 2, 'b': 1) have a number in \
+                   processed_at, not a time in the form YYYY-MM-DD HH:MM:SS.fff; SQLite sorts \
+                   numbers before every time, so prune cannot date them and keeps them\n";
+    let dry = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "1d",
+            "--dry-run",
+            "--format",
+            "json",
+        ])
+        .ok();
+    assert_eq!(dry.stderr, warning);
+    assert_eq!(dry.json()["rows_matched"], 2);
+    let run = db
+        .run(&["prune", "--older-than", "1d", "--yes", "--format", "json"])
+        .ok();
+    assert_eq!(run.stderr, warning);
+    assert_eq!(run.json()["rows_deleted"], 2);
+    assert_eq!(db.event_ids("a").await, ids(&["epoch", "epoch-real"]));
+    assert_eq!(db.event_ids("b").await, ids(&["epoch"]));
+    let one = db
+        .run(&["prune", "--older-than", "1d", "--consumer", "b", "--yes"])
+        .ok();
+    assert!(
+        one.stderr
+            .starts_with("warning: 1 row(s) of consumer 'b' have a number"),
+        "{}",
+        one.stderr
+    );
+}
+
 /// An application's `event_id uuid` column: prune and inspect work, but an id bound as text
 /// cannot be compared with it, so a lookup says what to change instead of failing on the
 /// server's `operator does not exist: uuid = text`.

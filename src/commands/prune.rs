@@ -147,6 +147,36 @@ async fn prune(
             keep,
         });
     }
+    // Rows no cutoff can take would stay for good, unseen by the counts.
+    let mut undatable = Vec::new();
+    for consumer in &consumers {
+        let count = store.undatable_rows(&consumer.consumer).await?;
+        if count > 0 {
+            undatable.push((consumer.consumer.clone(), count));
+        }
+    }
+    if !undatable.is_empty() {
+        let total: u64 = undatable.iter().map(|(_, count)| count).sum();
+        let whose = match undatable.as_slice() {
+            [(consumer, _)] => format!("of consumer '{consumer}'"),
+            _ => format!(
+                "of {} consumers ({})",
+                undatable.len(),
+                crate::output::first_of(
+                    undatable
+                        .iter()
+                        .map(|(consumer, count)| format!("'{consumer}': {count}"))
+                        .collect(),
+                    5,
+                )
+            ),
+        };
+        output.warn(format!(
+            "{total} row(s) {whose} have a number in processed_at, not a time in the form \
+             YYYY-MM-DD HH:MM:SS.fff; SQLite sorts numbers before every time, so prune \
+             cannot date them and keeps them"
+        ));
+    }
     // The exact count is for what is read before anything goes: the dry run, the
     // confirmation, and with --group the rows kept for redelivery. Under --yes alone
     // nothing waits for it, and it would be a second pass over every old row before the

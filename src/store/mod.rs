@@ -1310,6 +1310,23 @@ impl Store {
         Ok(count as u64)
     }
 
+    /// SQLite: how many of the consumer's rows have a number in processed_at (seconds since
+    /// 1970, say) rather than text. Numbers sort before every text there, so no cutoff ever
+    /// takes them. One index range; 0 on the other backends, whose column is a timestamp.
+    pub async fn undatable_rows(&self, consumer: &str) -> anyhow::Result<u64> {
+        if self.backend != Backend::Sqlite {
+            return Ok(0);
+        }
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM processed_messages WHERE consumer = ? AND processed_at < ''",
+        )
+        .bind(consumer)
+        .fetch_one(&self.pool)
+        .await
+        .with_context(|| format!("could not count rows of consumer '{consumer}' without a date"))?;
+        Ok(count as u64)
+    }
+
     /// Whether one consumer has any row processed strictly before `cutoff`: one index probe,
     /// where `count_older` reads every such entry.
     ///
