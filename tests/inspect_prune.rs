@@ -794,6 +794,60 @@ async fn lock_rows_of(db: &mut TestDb, consumer: &str) -> sqlx::Transaction<'sta
     lock
 }
 
+/// Another session deletes the rows a batch selected while the batch waits for their locks:
+/// PostgreSQL then skips them, and the batch deletes nothing although older rows remain.
+/// prune selects again instead of taking the empty batch for the end of the consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_emptied_by_another_session_does_not_end_the_prune() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    let old = now_ms() - Duration::days(30);
+    let rows: Vec<_> = (0..100)
+        .map(|n| row("c", &format!("e{n:06}"), None, old + Duration::seconds(n)))
+        .collect();
+    db.insert_rows(&rows).await;
+    // The application deletes the 10 oldest rows in a transaction still open.
+    let pool = db.pool().await;
+    let mut other = pool.begin().await.unwrap();
+    sqlx::raw_sql(
+        "DELETE FROM processed_messages WHERE event_id IN \
+         (SELECT event_id FROM processed_messages ORDER BY processed_at LIMIT 10)",
+    )
+    .execute(&mut *other)
+    .await
+    .unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "10"])
+        .args(["--strategy", "index", "--format", "json"])
+        .env("DATABASE_URL", &db.url)
+        .current_dir(db.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db
+        .scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .await
+        == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune never waited on the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    other.commit().await.unwrap();
+    let run = Run::from(child.wait_with_output().unwrap()).ok();
+    assert_eq!(run.stderr, "");
+    let json = run.json();
+    assert_eq!(json["rows_deleted"], 90);
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 /// A batch that fails ends prune with exit 1, and the report still says what the batches
 /// before it deleted: here consumer a's 20 rows go in two batches, then consumer b's batch
 /// runs out of lock_timeout on rows another transaction holds.
@@ -1546,17 +1600,21 @@ async fn mysql_prune_batches_read_through_the_processed_at_index() {
     )
     .await;
     let store = db.store().await;
-    let (prefix, suffix) = store.dialect.delete_batch;
-    // The condition as prune writes it (Store::push_prune_condition).
-    let sql = format!(
-        "EXPLAIN {prefix}consumer = ? AND processed_at >= ? AND processed_at < \
-         CAST(? AS DATETIME(6)) ORDER BY processed_at LIMIT ?{suffix}"
-    );
+    let form = store.dialect.delete_batch;
+    let (prefix, suffix) = form.wrap;
+    assert!(form.condition_again);
+    // The condition as prune writes it (Store::push_prune_condition), twice.
+    let condition = "consumer = ? AND processed_at >= ? AND processed_at < CAST(? AS DATETIME(6))";
+    let sql =
+        format!("EXPLAIN {prefix}{condition} ORDER BY processed_at LIMIT ?{suffix}{condition}");
     let plan: Vec<(Option<String>, Option<String>, Option<String>)> = sqlx::query(&sql)
         .bind("c0")
         .bind("1000-01-01 00:00:00")
         .bind("2026-01-01 02:00:00.000000")
         .bind(1000_i64)
+        .bind("c0")
+        .bind("1000-01-01 00:00:00")
+        .bind("2026-01-01 02:00:00.000000")
         .fetch_all(store.pool())
         .await
         .unwrap()
@@ -2002,7 +2060,98 @@ async fn consumer_topics_names_each_topic_once(backend: Backend) {
     assert!(!store.consumer_has_rows("C").await.unwrap());
 }
 
+/// An inbox keyed (consumer, event_id, processed_at), as a table partitioned by time must
+/// be, may hold one event id twice. Each batch deletes exactly the rows it selected, oldest
+/// first: not the later row of the same id (newer than the cutoff, or not yet due), which
+/// would also move the next batch's start past rows not yet deleted. PostgreSQL: a table
+/// partitioned by time; MySQL: a plain table; SQLite: WITHOUT ROWID.
+async fn prune_deletes_each_row_once_where_a_key_repeats(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let columns = |time: &str| {
+        format!(
+            "consumer VARCHAR(100) NOT NULL, event_id VARCHAR(100) NOT NULL, topic VARCHAR(100), \
+             {} INT, {} BIGINT, processed_at {time} NOT NULL, \
+             PRIMARY KEY (consumer, event_id, processed_at)",
+            backend.dialect().quote("partition"),
+            backend.dialect().quote("offset"),
+        )
+    };
+    match backend {
+        Backend::Postgres => {
+            db.exec(&format!(
+                "CREATE TABLE processed_messages ({}) PARTITION BY RANGE (processed_at); \
+                 CREATE TABLE processed_2025 PARTITION OF processed_messages \
+                 FOR VALUES FROM (MINVALUE) TO ('2026-01-01'); \
+                 CREATE TABLE processed_later PARTITION OF processed_messages \
+                 FOR VALUES FROM ('2026-01-01') TO (MAXVALUE)",
+                columns("TIMESTAMPTZ")
+            ))
+            .await
+        }
+        Backend::Mysql => {
+            db.exec(&format!(
+                "CREATE TABLE processed_messages ({})",
+                columns("DATETIME(6)")
+            ))
+            .await
+        }
+        Backend::Sqlite => {
+            db.exec(&format!(
+                "CREATE TABLE processed_messages ({}) WITHOUT ROWID",
+                columns("TEXT")
+            ))
+            .await
+        }
+    }
+    db.exec("CREATE INDEX processed_messages_consumer_processed_at_idx ON processed_messages (consumer, processed_at)")
+        .await;
+    // e1 to e10 on the first ten days of June 2025; e1 again on the 9th at noon, and again
+    // in 2100.
+    let mut rows: Vec<String> = (1..=10)
+        .map(|day| format!("('c', 'e{day}', '2025-06-{day:02} 00:00:00.000')"))
+        .collect();
+    rows.push("('c', 'e1', '2025-06-09 12:00:00.000')".to_string());
+    rows.push("('c', 'e1', '2100-01-01 00:00:00.000')".to_string());
+    db.exec(&format!(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES {}",
+        rows.join(", ")
+    ))
+    .await;
+    let prune = [
+        "prune",
+        "--before",
+        "2025-07-01",
+        "--batch-size",
+        "2",
+        "--yes",
+        "--format",
+        "json",
+    ];
+    let json = db
+        .run(&[&prune[..], &["--max-rows", "3"]].concat())
+        .ok()
+        .json();
+    assert_eq!(json["rows_deleted"], 3);
+    assert_eq!(db.count("processed_messages").await, 9);
+    // The oldest three went: e1, e2 and e3 of June 1 to 3.
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages WHERE event_id IN ('e2', 'e3')")
+            .await,
+        0
+    );
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages WHERE event_id = 'e1'")
+            .await,
+        2
+    );
+    let json = db.run(&prune).ok().json();
+    assert_eq!(json["rows_deleted"], 8);
+    assert_eq!(db.count("processed_messages").await, 1);
+    assert_eq!(db.event_ids("c").await, ["e1"]);
+}
+
 each_backend!(
+    prune_deletes_each_row_once_where_a_key_repeats,
     consumer_topics_names_each_topic_once,
     distinct_offsets_count_each_offset_once,
     partition_summary_counts_exactly_the_rows_from_an_offset,

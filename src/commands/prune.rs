@@ -106,6 +106,9 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     result
 }
 
+/// How many empty batches in a row `by_index` tries while prunable rows remain.
+const EMPTY_BATCHES_TRIED: u32 = 3;
+
 async fn prune(
     store: &Store,
     args: &PruneArgs,
@@ -489,6 +492,7 @@ impl Deleting<'_> {
             let consumer = report.consumers[index].consumer.clone();
             let keep = std::mem::take(&mut report.consumers[index].keep);
             let mut from = EARLIEST_TIMESTAMP.to_string();
+            let mut empty_in_a_row = 0;
             while remaining > 0 {
                 if self.stop_before_batch(report).await {
                     return Ok(());
@@ -508,8 +512,27 @@ impl Deleting<'_> {
                     .await
                     .with_context(|| Self::stopped_after(report))?;
                 if deleted == 0 {
+                    // Empty although rows remain: another session deleted or changed the rows
+                    // this batch had selected (PostgreSQL then skips them). A new statement
+                    // selects again; a few empty ones in a row are given up on, and said.
+                    let remain = self
+                        .store
+                        .has_prunable(&mut connection, &consumer, &from, self.cutoff, &keep)
+                        .await?;
+                    empty_in_a_row += 1;
+                    if remain && empty_in_a_row < EMPTY_BATCHES_TRIED {
+                        continue;
+                    }
+                    if remain {
+                        self.output.warn(format!(
+                            "{EMPTY_BATCHES_TRIED} batches of consumer '{consumer}' in a row \
+                             deleted nothing although older rows remain, changed or deleted \
+                             meanwhile by another session; re-run prune to delete them"
+                        ));
+                    }
                     break;
                 }
+                empty_in_a_row = 0;
                 if let Some(next_from) = next_from {
                     from = next_from;
                 }

@@ -102,11 +102,11 @@ pub struct Dialect {
     pub consumers: &'static str,
     /// The planner's estimate of the inbox's row count, where the backend keeps one.
     pub estimated_rows: Option<&'static str>,
-    /// Wraps `<condition> ORDER BY processed_at LIMIT <n>` into a DELETE of that many rows,
-    /// found through the `(consumer, processed_at)` index: PostgreSQL by ctid, SQLite by rowid
-    /// (by primary key in a WITHOUT ROWID table: see [`sqlite::delete_batch`]), MySQL with its
-    /// own `DELETE … ORDER BY … LIMIT`.
-    pub delete_batch: (&'static str, &'static str),
+    /// The DELETE of one batch of prune, its rows found through the `(consumer,
+    /// processed_at)` index: PostgreSQL by ctid, SQLite by rowid, MySQL by key. An inbox
+    /// that is not a plain table may need another (see `postgres::batch_delete`,
+    /// `sqlite::batch_delete`).
+    pub delete_batch: BatchDelete,
     /// Starts a transaction that will write (SQLite takes the write lock at once, so two
     /// writers queue on the busy timeout instead of failing on upgrade).
     pub begin_write: &'static str,
@@ -630,24 +630,17 @@ const PROBE_AFTER: Duration = Duration::from_millis(300);
 /// answer within it gets its connections dropped.
 pub(crate) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
-/// How a batch of prune deletes its rows from this inbox: the dialect's `delete_batch`, or
-/// another form where the table's kind needs one (see `sqlite::batch_delete`,
-/// `postgres::batch_delete`).
+/// How a batch of prune deletes its rows from this inbox. Each batch deletes exactly the
+/// rows its `ORDER BY processed_at LIMIT n` selected, however the table is keyed: the next
+/// batch starts at the newest of them, so a row deleted beside them by a shared key would
+/// move that start past rows not yet deleted.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchDelete {
-    /// Wraps `<condition> ORDER BY processed_at LIMIT <n>` into the DELETE.
+    /// Wraps `<condition> ORDER BY processed_at LIMIT <n>` into the DELETE (on PostgreSQL,
+    /// into the `deleted` query whose RETURNING the store counts).
     pub wrap: (&'static str, &'static str),
     /// Whether the condition follows the wrapped text again, bound a second time.
     pub condition_again: bool,
-}
-
-impl BatchDelete {
-    pub fn of(dialect: &Dialect) -> BatchDelete {
-        BatchDelete {
-            wrap: dialect.delete_batch,
-            condition_again: false,
-        }
-    }
 }
 
 pub struct Store {
@@ -1335,15 +1328,31 @@ impl Store {
     /// new since the last ANALYZE) at one row, and then takes any index that starts with
     /// consumer as just as good: through another one, it reads all of that consumer's rows.
     pub async fn has_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<bool> {
+        let mut connection = self.acquire().await?;
+        self.has_prunable(&mut connection, consumer, EARLIEST_TIMESTAMP, cutoff, &[])
+            .await
+    }
+
+    /// Whether one consumer has a prunable row processed at or after `from` (the store's own
+    /// text, as a batch returns it), strictly before `cutoff`, not protected by `keep`: one
+    /// index probe, in processed_at order (see [`Store::has_older`]).
+    pub async fn has_prunable(
+        &self,
+        connection: &mut AnyConnection,
+        consumer: &str,
+        from: &str,
+        cutoff: DateTime<Utc>,
+        keep: &[KeepFrom],
+    ) -> anyhow::Result<bool> {
         let mut sql = self.sql();
         sql.push(&format!("SELECT 1 FROM {INBOX_TABLE} WHERE "));
-        self.push_prune_condition(&mut sql, &[]);
+        self.push_prune_condition(&mut sql, keep);
         sql.push(" ORDER BY processed_at LIMIT 1");
         let text = sql.build();
         let query = sqlx::query_scalar::<_, i32>(&text);
         let found = self
-            .bind_prune_condition(query, consumer, EARLIEST_TIMESTAMP, cutoff, &[])
-            .fetch_optional(&self.pool)
+            .bind_prune_condition(query, consumer, from, cutoff, keep)
+            .fetch_optional(connection)
             .await
             .with_context(|| {
                 format!("could not look for rows of consumer '{consumer}' to prune")
@@ -1400,15 +1409,12 @@ impl Store {
                 match self.backend {
                     Backend::Sqlite => sqlite::batch_delete(&mut *connection).await,
                     Backend::Postgres => postgres::batch_delete(&mut *connection).await,
-                    Backend::Mysql => Ok(BatchDelete::of(self.dialect)),
+                    Backend::Mysql => Ok(self.dialect.delete_batch),
                 }
             })
             .await?;
         let (prefix, suffix) = form.wrap;
         let mut sql = self.sql();
-        if self.dialect.delete_returning {
-            sql.push("WITH deleted AS (");
-        }
         sql.push(prefix);
         self.push_prune_condition(&mut sql, keep);
         sql.push(" ORDER BY processed_at LIMIT ")
@@ -1441,13 +1447,13 @@ impl Store {
             .batch_upper_bound(&mut *connection, consumer, from, cutoff, keep, limit)
             .await?;
         let text = sql.build();
-        let query = sqlx::query(&text);
-        let result = self
-            .bind_prune_condition(query, consumer, from, cutoff, keep)
-            .bind(limit as i64)
-            .execute(connection)
-            .await
-            .with_context(context)?;
+        let mut query = self
+            .bind_prune_condition(sqlx::query(&text), consumer, from, cutoff, keep)
+            .bind(limit as i64);
+        if form.condition_again {
+            query = self.bind_prune_condition(query, consumer, from, cutoff, keep);
+        }
+        let result = query.execute(connection).await.with_context(context)?;
         Ok((result.rows_affected(), next_from))
     }
 

@@ -1,6 +1,6 @@
 //! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
 
-use super::{Dialect, MigrationLocking};
+use super::{BatchDelete, Dialect, MigrationLocking};
 use crate::migrate::Migration;
 
 /// Migration 1's change: the inbox table exists.
@@ -40,15 +40,22 @@ pub static DIALECT: Dialect = Dialect {
         "SELECT CAST(table_rows AS SIGNED) FROM information_schema.tables \
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
     ),
-    // The batch's keys are read through the (consumer, processed_at) index in a derived
-    // table, then deleted by key: on its own, `DELETE … ORDER BY processed_at LIMIT n` was
-    // planned through the primary key, reading every row of the consumer and sorting them,
-    // for each batch.
-    delete_batch: (
-        "DELETE pm FROM processed_messages AS pm JOIN (SELECT consumer, event_id FROM processed_messages WHERE ",
-        ") AS batch ON pm.consumer = batch.consumer AND pm.event_id = batch.event_id",
-    ),
-    // MariaDB 10.5+ returns the rows INSERT IGNORE inserted (MySQL 8 has no RETURNING).
+    // The batch's keys and times are read through the (consumer, processed_at) index in a
+    // derived table, then deleted by key and time, and by the condition again: on its own,
+    // `DELETE … ORDER BY processed_at LIMIT n` was planned through the primary key, reading
+    // every row of the consumer and sorting them, for each batch. The derived table's
+    // columns have names of their own, so that the condition's names are the table's.
+    delete_batch: BatchDelete {
+        wrap: (
+            "DELETE pm FROM processed_messages AS pm JOIN (SELECT consumer AS batch_consumer, \
+             event_id AS batch_event_id, processed_at AS batch_processed_at \
+             FROM processed_messages WHERE ",
+            ") AS batch ON pm.consumer = batch.batch_consumer \
+             AND pm.event_id = batch.batch_event_id \
+             AND pm.processed_at = batch.batch_processed_at WHERE ",
+        ),
+        condition_again: true,
+    },
     delete_returning: false,
     heap_extent: None,
     begin_write: "BEGIN",

@@ -6,18 +6,24 @@ use sqlx::AnyConnection;
 use super::{BatchDelete, Dialect, MigrationLocking};
 use crate::migrate::{Migration, ZonelessTimes};
 
-/// `delete_batch` for an inbox that is not a plain table (partitioned, a view): by key, the
-/// condition again on the outer DELETE, so that a key the batch names twice (a partitioned
-/// table's primary key must hold its partition key) takes only rows the batch may take.
-const DELETE_BATCH_BY_KEY: (&str, &str) = (
-    "DELETE FROM processed_messages WHERE event_id = ANY(ARRAY(SELECT event_id FROM processed_messages WHERE ",
-    ")) AND ",
-);
+/// `delete_batch` for an inbox that is not a plain table (partitioned, a view), where a ctid
+/// does not name one row: the batch's keys and times are selected first, then deleted by
+/// key, through the key's index, and by time, so that another row of the same key (a
+/// partitioned table's primary key must hold its partition key, processed_at say) stays.
+const DELETE_BATCH_BY_KEY: BatchDelete = BatchDelete {
+    wrap: (
+        "WITH batch AS MATERIALIZED (SELECT event_id, processed_at FROM processed_messages WHERE ",
+        "), deleted AS (DELETE FROM processed_messages \
+         WHERE event_id = ANY(ARRAY(SELECT event_id FROM batch)) \
+         AND (event_id, processed_at) IN (SELECT event_id, processed_at FROM batch) AND ",
+    ),
+    condition_again: true,
+};
 
-/// The batch delete that fits the inbox: by physical address in a plain table, by key in
-/// any other. A partitioned table's ctid is unique only within one partition, so a DELETE
-/// by ctid alone would also take the rows at the same addresses in every other partition;
-/// a view has none.
+/// The batch delete that fits the inbox: by physical address in a plain table, by key and
+/// time in any other. A partitioned table's ctid is unique only within one partition, so a
+/// DELETE by ctid alone would also take the rows at the same addresses in every other
+/// partition; a view has none.
 pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<BatchDelete> {
     let kind: Option<String> = sqlx::query_scalar(
         "SELECT CAST(relkind AS text) FROM pg_class WHERE oid = to_regclass('processed_messages')",
@@ -26,11 +32,8 @@ pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<Batc
     .await
     .context("could not read what kind of relation the inbox is")?;
     Ok(match kind.as_deref() {
-        Some("r") => BatchDelete::of(&DIALECT),
-        _ => BatchDelete {
-            wrap: DELETE_BATCH_BY_KEY,
-            condition_again: true,
-        },
+        Some("r") => DIALECT.delete_batch,
+        _ => DELETE_BATCH_BY_KEY,
     })
 }
 
@@ -73,10 +76,13 @@ pub static DIALECT: Dialect = Dialect {
     ),
     // ctid: the batch is found through the (consumer, processed_at) index and deleted by
     // physical address, without a second index lookup.
-    delete_batch: (
-        "DELETE FROM processed_messages WHERE ctid = ANY(ARRAY(SELECT ctid FROM processed_messages WHERE ",
-        "))",
-    ),
+    delete_batch: BatchDelete {
+        wrap: (
+            "WITH deleted AS (DELETE FROM processed_messages WHERE ctid = ANY(ARRAY(SELECT ctid FROM processed_messages WHERE ",
+            "))",
+        ),
+        condition_again: false,
+    },
     delete_returning: true,
     heap_extent: Some(
         "SELECT CAST(pg_relation_size(oid) / current_setting('block_size')::int AS bigint), \

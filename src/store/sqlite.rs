@@ -9,20 +9,27 @@ use crate::migrate::{Migration, TableRebuild};
 
 /// A batch delete that finds its rows by rowid: the subquery reads only the
 /// `(consumer, processed_at)` index, whose entries hold the rowid.
-const DELETE_BATCH_BY_ROWID: (&str, &str) = (
-    "DELETE FROM processed_messages WHERE rowid IN (SELECT rowid FROM processed_messages WHERE ",
-    ")",
-);
+const DELETE_BATCH_BY_ROWID: BatchDelete = BatchDelete {
+    wrap: (
+        "DELETE FROM processed_messages WHERE rowid IN (SELECT rowid FROM processed_messages WHERE ",
+        ")",
+    ),
+    condition_again: false,
+};
 
-/// A batch delete that finds its rows by the primary key, for an inbox declared WITHOUT
-/// ROWID, which has no rowid. There the `(consumer, processed_at)` index's entries hold the
-/// key, so the subquery still reads only that index. On a rowid table this form would also
-/// read every row to get its event_id, and find it again through the key's own index.
-const DELETE_BATCH_BY_KEY: (&str, &str) = (
-    "DELETE FROM processed_messages WHERE (consumer, event_id) IN \
-     (SELECT consumer, event_id FROM processed_messages WHERE ",
-    ")",
-);
+/// A batch delete for an inbox declared WITHOUT ROWID, which has no rowid: by key and time,
+/// so that a key the table holds twice (one whose primary key has more columns) deletes only
+/// the rows selected. The `(consumer, processed_at)` index's entries hold the key, so the
+/// subquery still reads only that index. On a rowid table this form would also read every
+/// row to get its event_id, and find it again through the key's own index.
+const DELETE_BATCH_BY_KEY: BatchDelete = BatchDelete {
+    wrap: (
+        "DELETE FROM processed_messages WHERE (consumer, event_id, processed_at) IN \
+         (SELECT consumer, event_id, processed_at FROM processed_messages WHERE ",
+        ")",
+    ),
+    condition_again: false,
+};
 
 /// The batch delete that fits the inbox: by rowid, or by primary key when the table is
 /// declared WITHOUT ROWID (`pragma_table_list`'s `wr`, SQLite 3.37 and later; sqlx bundles
@@ -36,12 +43,9 @@ pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<Batc
     .context(
         "could not read from SQLite's catalog whether processed_messages is a WITHOUT ROWID table",
     )?;
-    Ok(BatchDelete {
-        wrap: match without_rowid {
-            Some(1) => DELETE_BATCH_BY_KEY,
-            _ => DELETE_BATCH_BY_ROWID,
-        },
-        condition_again: false,
+    Ok(match without_rowid {
+        Some(1) => DELETE_BATCH_BY_KEY,
+        _ => DELETE_BATCH_BY_ROWID,
     })
 }
 
