@@ -278,16 +278,43 @@ fn ends_the_transaction(sql: &str, mysql: bool) -> Option<String> {
         "RELEASE",
         "XA",
     ];
-    // The statements MySQL's manual lists as causing an implicit commit.
-    const COMMITS_IMPLICITLY: [&str; 15] = [
-        "ALTER", "CREATE", "DROP", "RENAME", "TRUNCATE", "LOCK", "UNLOCK", "GRANT", "REVOKE",
-        "ANALYZE", "OPTIMIZE", "REPAIR", "FLUSH", "RESET", "CACHE",
+    // The statements MySQL's and MariaDB's manuals list as causing an implicit commit.
+    const COMMITS_IMPLICITLY: [&str; 21] = [
+        "ALTER",
+        "CREATE",
+        "DROP",
+        "RENAME",
+        "TRUNCATE",
+        "LOCK",
+        "UNLOCK",
+        "GRANT",
+        "REVOKE",
+        "ANALYZE",
+        "OPTIMIZE",
+        "REPAIR",
+        "FLUSH",
+        "RESET",
+        "CACHE",
+        "CHECK",
+        "BACKUP",
+        "INSTALL",
+        "UNINSTALL",
+        "CHANGE",
+        "STOP",
+    ];
+    // Two-word ones, whose first word also starts statements that commit nothing.
+    const COMMITS_IMPLICITLY_AS: [(&str, &str); 3] = [
+        ("LOAD", "INDEX"),
+        ("SET", "PASSWORD"),
+        ("SET", "AUTOCOMMIT"),
     ];
     if CONTROL.contains(&first.as_str()) {
         return Some(format!("is a {first} statement"));
     }
     let temporary = matches!(first.as_str(), "CREATE" | "DROP") && second == "TEMPORARY";
-    if mysql && !temporary && COMMITS_IMPLICITLY.contains(&first.as_str()) {
+    let commits = COMMITS_IMPLICITLY.contains(&first.as_str())
+        || COMMITS_IMPLICITLY_AS.contains(&(first.as_str(), second.as_str()));
+    if mysql && !temporary && commits {
         return Some(format!(
             "is a {first} statement, which MySQL commits implicitly"
         ));
@@ -483,7 +510,14 @@ mod tests {
                 assert_eq!(refused(sql, backend), None, "{sql}");
             }
         }
-        for sql in ["CREATE TABLE t2 (a int)", "DROP INDEX i", "TRUNCATE t"] {
+        for sql in [
+            "CREATE TABLE t2 (a int)",
+            "DROP INDEX i",
+            "TRUNCATE t",
+            "CHECK TABLE t",
+            "LOAD INDEX INTO CACHE t",
+            "SET autocommit = 1",
+        ] {
             assert_eq!(refused(sql, Backend::Postgres), None, "{sql}");
             assert_eq!(refused(sql, Backend::Sqlite), None, "{sql}");
             let message = refused(sql, Backend::Mysql).unwrap();
@@ -497,6 +531,14 @@ mod tests {
             None
         );
         assert_eq!(refused("drop temporary table t2", Backend::Mysql), None);
+        assert_eq!(
+            refused("SET @total = @total + :amount", Backend::Mysql),
+            None
+        );
+        assert_eq!(
+            refused("LOAD DATA INFILE 'x' INTO TABLE t", Backend::Mysql),
+            None
+        );
     }
 
     #[test]
