@@ -1396,6 +1396,13 @@ async fn a_poison_message_fails_alone(backend: Backend) {
         "{}",
         stopped.stderr
     );
+    // Said once, by the error that ends the run.
+    assert_eq!(
+        stopped.stderr.matches("0:12 (event x-p0-12)").count(),
+        1,
+        "{}",
+        stopped.stderr
+    );
     assert_eq!(balances(&mut db).await, expected_balances(&good(15)));
     assert_eq!(ledger(&mut db).await, distinct_ids(&good(15)));
     let lines: Vec<Value> = std::fs::read_to_string(dead)

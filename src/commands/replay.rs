@@ -650,9 +650,14 @@ async fn replay(
             .iter()
             .map(|(position, message, error)| (*position, message, error.as_str()))
             .collect();
-        for (index, error) in &outcome.failed {
+        for (position, (index, error)) in outcome.failed.iter().enumerate() {
             let message = &with_id[*index];
             summaries.get_mut(&message.partition).unwrap().failed += 1;
+            // Under --on-error stop the error that ends the run names the first failure.
+            if position == 0 && args.on_error == OnError::Stop && failure.is_none() {
+                rejected.push((positions[*index], message, error));
+                continue;
+            }
             output.warn(format!(
                 "{}:{} (event {}): {error}",
                 message.partition,
