@@ -1799,6 +1799,30 @@ async fn a_handler_that_cannot_be_prepared_stops_before_reading(backend: Backend
     }
     assert_eq!(inbox_count(&mut db).await, 0);
     assert_eq!(db.count("ledger").await, 0);
+
+    // MySQL's rows come through a driver that cannot take every type (DATETIME here), and
+    // replay reads none: a statement that returns rows is refused, and DO evaluates an
+    // expression for its effect.
+    if backend == Backend::Mysql {
+        let handler = write(&db, "select.sql", "SELECT NOW();\n");
+        let run = replay(&db, &topic, "billing", &["--sql", &handler]).code(2);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: statement 1 of the SQL handler {handler} returns rows, which replay does \
+                 not read and cannot always take from MySQL; evaluate an expression for its \
+                 effect with DO … instead of SELECT, and leave out RETURNING\n"
+            )
+        );
+        let handler = write(
+            &db,
+            "do.sql",
+            "DO :amount + 0;\n\
+             INSERT INTO ledger (event_id, account, amount) VALUES (:event_id, :account, :amount);\n",
+        );
+        replay(&db, &topic, "billing", &["--sql", &handler]).ok();
+        assert_eq!(db.count("ledger").await, 3);
+    }
 }
 
 /// On PostgreSQL the handler's connections type each parameter from the statement. The

@@ -1516,7 +1516,23 @@ async fn prepare_each(
 ) -> anyhow::Result<()> {
     use sqlx::Executor;
     for (number, statement) in statements.iter_mut().enumerate() {
-        if let Err(error) = (&mut *conn).prepare(statement.sql.as_str()).await {
+        let prepared = (&mut *conn).prepare(statement.sql.as_str()).await;
+        // MySQL's rows reach replay through the generic driver, which cannot take every
+        // column type (DATETIME, DECIMAL) and then fails the message; replay reads no rows.
+        let returns_rows = match &prepared {
+            Ok(prepared) => !sqlx::Statement::columns(prepared).is_empty(),
+            Err(error) => matches!(error, sqlx::Error::AnyDriverError(_)),
+        };
+        if backend == Backend::Mysql && returns_rows {
+            return Err(crate::error::usage(format!(
+                "statement {} of the SQL handler {} returns rows, which replay does not read \
+                 and cannot always take from MySQL; evaluate an expression for its effect \
+                 with DO … instead of SELECT, and leave out RETURNING",
+                number + 1,
+                path.display()
+            )));
+        }
+        if let Err(error) = prepared {
             if is_connection_lost(&error) {
                 return Err(error.into());
             }
