@@ -329,6 +329,21 @@ async fn seed_for_prune(db: &mut TestDb) -> DateTime<Utc> {
     cutoff
 }
 
+/// prune's JSON report: each consumer with the rows deleted of it.
+fn deleted_by_consumer(json: &serde_json::Value) -> Vec<(String, i64)> {
+    json["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["consumer"].as_str().unwrap().to_string(),
+                c["deleted"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn ids(names: &[&str]) -> Vec<String> {
     let mut ids: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     ids.sort();
@@ -356,18 +371,8 @@ async fn prune_deletes_exactly_the_rows_before_the_cutoff(backend: Backend) {
     // --yes: nothing waits for a count, so there is none; each consumer's rows deleted.
     assert_eq!(json["rows_matched"], serde_json::Value::Null);
     assert_eq!(json["rows_deleted"], 9);
-    let deleted: Vec<(&str, i64)> = json["consumers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["consumer"].as_str().unwrap(),
-                c["deleted"].as_i64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(deleted, [("a", 6), ("b", 3)]);
+    let deleted = deleted_by_consumer(&json);
+    assert_eq!(deleted, [("a".to_string(), 6), ("b".to_string(), 3)]);
     // a: 6 rows in batches of 2 = 3; b: 3 rows = 2.
     assert_eq!(json["batches"], 5);
     assert_eq!(json["interrupted"], false);
@@ -619,18 +624,8 @@ async fn prune_deletes_from_a_without_rowid_inbox() {
         .ok()
         .json();
     assert_eq!(json["rows_deleted"], 6);
-    let deleted: Vec<(&str, i64)> = json["consumers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["consumer"].as_str().unwrap(),
-                c["deleted"].as_i64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(deleted, [("a", 3), ("b", 3)]);
+    let deleted = deleted_by_consumer(&json);
+    assert_eq!(deleted, [("a".to_string(), 3), ("b".to_string(), 3)]);
     // a: 3 rows in batches of 2 = 2; b: 3 rows = 2.
     assert_eq!(json["batches"], 4);
     assert_eq!(
@@ -1548,16 +1543,13 @@ async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_uuid_event_ids_are_refused_where_ids_are_compared() {
     let mut db = TestDb::new(Backend::Postgres).await;
+    db.uuid_inbox().await;
     db.exec(
-        "CREATE TABLE processed_messages (consumer text NOT NULL, event_id uuid NOT NULL, \
-         topic text, \"partition\" int, \"offset\" bigint, \
-         processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id)); \
-         INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
          ('c', '6f1c1d0e-8a39-4a53-9a4e-1b6f0d1e2a11', now() - interval '40 days'), \
          ('c', '0b7e2a44-2f0e-4c1f-8d6a-3e9b5c7d8f90', now())",
     )
     .await;
-    db.run(&["migrate", "run"]).ok();
     let run = db
         .run(&[
             "inspect",

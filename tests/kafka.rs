@@ -260,13 +260,7 @@ async fn compare_clean_run_exits_zero(backend: Backend) {
 async fn compare_refuses_a_uuid_event_id_column_on_postgres() {
     let broker = broker();
     let mut db = TestDb::new(Backend::Postgres).await;
-    db.exec(
-        "CREATE TABLE processed_messages (consumer text NOT NULL, event_id uuid NOT NULL, \
-         topic text, \"partition\" int, \"offset\" bigint, \
-         processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id))",
-    )
-    .await;
-    db.run(&["migrate", "run"]).ok();
+    db.uuid_inbox().await;
     let (topic, group) = (unique("orders"), unique("billing"));
     broker.create_topic(&topic, 1).await;
     broker.commit(&group, &topic, &[(0, 0)]);

@@ -1663,13 +1663,7 @@ async fn silent_mistakes_in_the_arguments_are_usage_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_uuid_event_id_column_is_refused_before_reading_on_postgres() {
     let mut db = TestDb::new(Backend::Postgres).await;
-    db.exec(
-        "CREATE TABLE processed_messages (consumer text NOT NULL, event_id uuid NOT NULL, \
-         topic text, \"partition\" int, \"offset\" bigint, \
-         processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id))",
-    )
-    .await;
-    db.run(&["migrate", "run"]).ok();
+    db.uuid_inbox().await;
     let topic = topic(1).await;
     produce(&topic, &deposits("u", 1, 2)).await;
     for dry_run in [false, true] {

@@ -167,6 +167,17 @@ impl TestDb {
             .unwrap_or_else(|error| panic!("{sql}: {error}"));
     }
 
+    /// PostgreSQL: a migrated inbox that the application made with `event_id uuid`.
+    pub async fn uuid_inbox(&mut self) {
+        self.exec(
+            "CREATE TABLE processed_messages (consumer text NOT NULL, event_id uuid NOT NULL, \
+             topic text, \"partition\" int, \"offset\" bigint, \
+             processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, event_id))",
+        )
+        .await;
+        self.run(&["migrate", "run"]).ok();
+    }
+
     pub async fn try_exec(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         let pool = self.pool().await;
         sqlx::raw_sql(sql).execute(&pool).await.map(|_| ())
