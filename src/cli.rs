@@ -138,7 +138,7 @@ pub enum MigrateCommand {
         #[command(flatten)]
         database: DatabaseOpts,
         /// Revert down to this version (0 reverts everything and drops the table)
-        #[arg(long, value_name = "VERSION")]
+        #[arg(long, value_name = "VERSION", value_parser = clap::value_parser!(i64).range(0..))]
         to: Option<i64>,
         /// Print the SQL that would run and change nothing
         #[arg(long)]
@@ -159,7 +159,7 @@ pub struct InspectArgs {
     pub consumer: Option<String>,
 
     /// Look up one event id: did we process it, when, from where?
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", value_parser = non_empty_id)]
     pub event_id: Option<String>,
 
     /// Row counts from the planner's statistics (PostgreSQL, MySQL), without reading the rows: fast on any table, no ages or partitions
@@ -385,6 +385,15 @@ pub fn parse_topic_partitions(text: &str) -> Result<TopicPartitions, String> {
 pub fn non_empty(text: &str) -> Result<String, String> {
     match text.trim() {
         "" => Err("the name is empty".to_string()),
+        _ => Ok(text.to_string()),
+    }
+}
+
+/// An event id to look up: an empty one is a script's unset variable, which would read as
+/// "not processed".
+pub fn non_empty_id(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("the event id is empty".to_string()),
         _ => Ok(text.to_string()),
     }
 }

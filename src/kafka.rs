@@ -142,6 +142,37 @@ pub fn show_client_logs(show: bool) {
     CLIENT_LOGS.store(show, Ordering::Relaxed);
 }
 
+/// Prints librdkafka's log lines, which rdkafka hands to the `log` crate under the target
+/// `librdkafka` ("librdkafka: FAIL [thrd:…]: …"), on stderr as they come. Nothing else in
+/// inboxctl logs through that crate, and one target in one form needs no logging library.
+struct ClientLogPrinter;
+
+impl log::Log for ClientLogPrinter {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.target() == "librdkafka"
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            eprintln!(
+                "{}",
+                crate::output::redact_secrets(&record.args().to_string())
+            );
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static CLIENT_LOG_PRINTER: ClientLogPrinter = ClientLogPrinter;
+
+/// Installs [`ClientLogPrinter`] once; without a logger the lines go nowhere.
+fn print_client_logs() {
+    if log::set_logger(&CLIENT_LOG_PRINTER).is_ok() {
+        log::set_max_level(log::LevelFilter::Debug);
+    }
+}
+
 /// The quoted values of `password="…"` options in a JAAS configuration
 /// (`sasl.jaas.config`, `… required username="u" password="p";`).
 fn jaas_passwords(config: &str) -> impl Iterator<Item = &str> {
@@ -196,13 +227,14 @@ impl Kafka {
         // librdkafka prints its own log lines on stderr, one for each failed connection
         // attempt of a broker restart that the client then rides out. The commands report
         // what failed in their own words, so these are for -vv, or for -X debug=….
-        config.set_log_level(
-            if CLIENT_LOGS.load(Ordering::Relaxed) || self.has_property("debug") {
-                RDKafkaLogLevel::Debug
-            } else {
-                RDKafkaLogLevel::Critical
-            },
-        );
+        let client_logs = CLIENT_LOGS.load(Ordering::Relaxed) || self.has_property("debug");
+        if client_logs {
+            print_client_logs();
+        }
+        config.set_log_level(match client_logs {
+            true => RDKafkaLogLevel::Debug,
+            false => RDKafkaLogLevel::Critical,
+        });
         config
             .set("bootstrap.servers", &self.options.brokers)
             .set(

@@ -21,10 +21,72 @@ use clap::Parser;
 
 use crate::exit::ExitStatus;
 
+/// The settings inboxctl takes from a `.env` file (in this folder or the nearest parent
+/// that has one) where the environment does not set them. Only these: a `.env` is usually
+/// the application's, and its other settings are not meant for inboxctl.
+const DOT_ENV_SETTINGS: [&str; 2] = ["DATABASE_URL", "KAFKA_BROKERS"];
+
+/// Reads [`DOT_ENV_SETTINGS`] from `.env`. A missing file is normal. A line that cannot be
+/// read (a value with a space and no quotes) ends the reading, which is said on stderr,
+/// naming the line and its key but not its value, which may be a secret: the settings
+/// after it would otherwise be lost without a word, and the command would run on the
+/// defaults.
+fn read_dot_env() {
+    let Some(path) = std::env::current_dir().ok().and_then(|dir| {
+        dir.ancestors()
+            .map(|folder| folder.join(".env"))
+            .find(|path| path.is_file())
+    }) else {
+        return;
+    };
+    let Ok(lines) = dotenvy::from_path_iter(&path) else {
+        return;
+    };
+    for line in lines {
+        match line {
+            Ok((key, value)) => {
+                if DOT_ENV_SETTINGS.contains(&key.as_str()) && std::env::var_os(&key).is_none() {
+                    std::env::set_var(key, value);
+                }
+            }
+            Err(dotenvy::Error::LineParse(text, _)) => {
+                // The error holds the rest of the line from the setting's value on: the file
+                // itself gives the line's number and key.
+                let file = std::fs::read_to_string(&path).unwrap_or_default();
+                let found = file
+                    .lines()
+                    .enumerate()
+                    .find(|(_, line)| !text.is_empty() && line.contains(text.trim()));
+                let (number, key) = match found {
+                    Some((index, line)) => (
+                        format!(":{}", index + 1),
+                        line.split('=').next().unwrap_or_default().trim(),
+                    ),
+                    None => (String::new(), ""),
+                };
+                let setting = match key {
+                    "" => "a line".to_string(),
+                    key => format!("the line setting {key}"),
+                };
+                eprintln!(
+                    "warning: {}{number}: {setting} cannot be read (a value with spaces \
+                     needs quotes); {} are not read from it or the lines after it",
+                    path.display(),
+                    DOT_ENV_SETTINGS.join(" and ")
+                );
+                return;
+            }
+            Err(error) => {
+                eprintln!("warning: could not read {}: {error}", path.display());
+                return;
+            }
+        }
+    }
+}
+
 /// Parse the command line, run the command, print any error once with its context chain.
 pub fn main() -> ExitCode {
-    // A missing .env is normal; a malformed one is not worth refusing to start over.
-    let _ = dotenvy::dotenv();
+    read_dot_env();
     let cli = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -11,6 +11,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         // humantime's own words name character positions ("expected number at 0").
         let reason = match error {
             humantime::DurationError::Empty => "the duration is empty".to_string(),
+            humantime::DurationError::UnknownUnit { unit, .. } if unit.is_empty() => {
+                format!("'{text}' has no unit")
+            }
             humantime::DurationError::UnknownUnit { unit, .. } => {
                 format!("'{text}' has the unknown unit '{unit}'")
             }
@@ -199,6 +202,7 @@ mod tests {
         let expected = "; expected a duration such as 90s, 15m, 12h, 7d or 2w";
         for (bad, reason) in [
             ("7x", "'7x' has the unknown unit 'x'"),
+            ("7", "'7' has no unit"),
             ("-1d", "'-1d' is not a duration"),
             ("", "the duration is empty"),
             ("d7", "'d7' is not a duration"),

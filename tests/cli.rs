@@ -21,6 +21,48 @@ fn inboxctl(args: &[&str]) -> Run {
     )
 }
 
+/// librdkafka's own log lines (each failed connection attempt) reach stderr with -vv, and
+/// with -X debug=…; otherwise only the command's own error does. Its passwords stay hidden.
+#[test]
+fn very_verbose_shows_the_kafka_clients_own_log_lines() {
+    let unreachable = [
+        "offsets",
+        "show",
+        "--brokers",
+        "127.0.0.1:1",
+        "--kafka-timeout",
+        "1s",
+    ];
+    let quiet = inboxctl(&unreachable).code(1);
+    assert!(!quiet.stderr.contains("librdkafka:"), "{}", quiet.stderr);
+    assert_eq!(quiet.stderr.lines().count(), 1, "{}", quiet.stderr);
+    let loud = inboxctl(&[&["-vv"][..], &unreachable].concat()).code(1);
+    assert!(
+        loud.stderr
+            .lines()
+            .any(|line| line.starts_with("librdkafka: FAIL ") && line.contains("127.0.0.1:1")),
+        "{}",
+        loud.stderr
+    );
+    let debug = inboxctl(
+        &[
+            &unreachable[..],
+            &[
+                "-X",
+                "debug=conf",
+                "-X",
+                "sasl.username=u",
+                "-X",
+                "sasl.password=hunter2pw",
+            ],
+        ]
+        .concat(),
+    )
+    .code(1);
+    assert!(debug.stderr.contains("librdkafka: "), "{}", debug.stderr);
+    assert!(!debug.stderr.contains("hunter2pw"), "{}", debug.stderr);
+}
+
 #[test]
 fn unknown_scheme_is_a_usage_error_listing_the_supported_ones() {
     let run = inboxctl(&[
@@ -277,7 +319,19 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 24] = [
+    let cases: [(&[&str], &str); 27] = [
+        (
+            &["migrate", "revert", "--to=-1"],
+            "invalid value '-1' for '--to <VERSION>'",
+        ),
+        (
+            &["inspect", "--event-id", ""],
+            "invalid value '' for '--event-id <ID>': the event id is empty",
+        ),
+        (
+            &["prune", "--older-than", "7"],
+            "invalid value '7' for '--older-than <DURATION>': '7' has no unit",
+        ),
         (
             &["prune", "--older-than", "7x"],
             "invalid value '7x' for '--older-than <DURATION>'",
@@ -601,6 +655,31 @@ fn settings_come_from_a_dot_env_file() {
         from_env.stderr.contains("'other.db' does not exist"),
         "{}",
         from_env.stderr
+    );
+    // A line dotenvy cannot read ends the reading: said, with the line and its key but not
+    // its value, rather than the command quietly running on the defaults.
+    std::fs::write(
+        dir.path().join(".env"),
+        "# the application's\nAPP_NAME=my secret service\nDATABASE_URL=sqlite://from-dotenv.db\n",
+    )
+    .unwrap();
+    let unread = run(&[], &["inspect"]).code(1);
+    let warning = unread.stderr.lines().next().unwrap();
+    assert!(
+        warning.starts_with("warning: ")
+            && warning.ends_with(
+                ".env:2: the line setting APP_NAME cannot be read (a value with spaces needs \
+                 quotes); DATABASE_URL and KAFKA_BROKERS are not read from it or the lines \
+                 after it"
+            ),
+        "{}",
+        unread.stderr
+    );
+    assert!(!unread.stderr.contains("secret"), "{}", unread.stderr);
+    assert!(
+        unread.stderr.contains("'inbox.db' does not exist"),
+        "{}",
+        unread.stderr
     );
 }
 
