@@ -49,7 +49,7 @@ fn very_verbose_shows_the_kafka_clients_own_log_lines() {
             &unreachable[..],
             &[
                 "-X",
-                "debug=conf",
+                "debug=broker,conf",
                 "-X",
                 "sasl.username=u",
                 "-X",
