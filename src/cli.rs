@@ -13,6 +13,9 @@ fn parse_count(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(0) => Err("must be at least 1".to_string()),
         Ok(count) => Ok(count),
+        Err(error) if *error.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(format!("'{text}' is too large"))
+        }
         Err(_) => Err(format!("'{text}' is not a whole number of at least 1")),
     }
 }
@@ -481,7 +484,7 @@ pub struct ReplayArgs {
     pub topic: String,
 
     /// Only these partitions (repeatable); default: all
-    #[arg(long, short = 'p', value_name = "P")]
+    #[arg(long, short = 'p', value_name = "P", value_parser = clap::value_parser!(i32).range(0..))]
     pub partition: Vec<i32>,
 
     /// Where to start: earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION (ago), committed:GROUP

@@ -319,7 +319,16 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 27] = [
+    let cases: [(&[&str], &str); 29] = [
+        (
+            &["replay", "-t", "t", "--partition=-1", "--from", "earliest", "--consumer", "c", "--dry-run"],
+            "invalid value '-1' for '--partition <P>'",
+        ),
+        (
+            &["prune", "--older-than", "1d", "--batch-size", "99999999999999999999999"],
+            "invalid value '99999999999999999999999' for '--batch-size <N>': \
+             '99999999999999999999999' is too large",
+        ),
         (
             &["migrate", "revert", "--to=-1"],
             "invalid value '-1' for '--to <VERSION>'",
