@@ -1002,11 +1002,7 @@ async fn mysql_classic_timestamp_column_is_adopted_in_utc_with_a_note() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_commands_refuse_times_without_a_zone_until_migrated() {
     let mut db = TestDb::new(Backend::Postgres).await;
-    db.exec(
-        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
-         current_database(), 'America/New_York'); END $$",
-    )
-    .await;
+    db.set_database_time_zone("America/New_York").await;
     db.exec(
         "CREATE TABLE processed_messages (consumer text NOT NULL, event_id text NOT NULL, \
          topic text, \"partition\" int, \"offset\" bigint, \
@@ -1059,11 +1055,7 @@ async fn postgres_commands_refuse_times_without_a_zone_until_migrated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_default_zone() {
     let mut db = TestDb::new(Backend::Postgres).await;
-    db.exec(
-        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
-         current_database(), 'America/New_York'); END $$",
-    )
-    .await;
+    db.set_database_time_zone("America/New_York").await;
     db.exec(
         "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
          processed_at timestamp NOT NULL DEFAULT now()); \
@@ -1135,12 +1127,7 @@ async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_defau
     // A processed_at that already is timestamptz holds instants: nothing is read in a zone,
     // and nothing is said about it.
     let mut zoned = TestDb::new(Backend::Postgres).await;
-    zoned
-        .exec(
-            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
-             current_database(), 'America/New_York'); END $$",
-        )
-        .await;
+    zoned.set_database_time_zone("America/New_York").await;
     zoned
         .exec(
             "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \

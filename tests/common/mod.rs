@@ -167,6 +167,15 @@ impl TestDb {
             .unwrap_or_else(|error| panic!("{sql}: {error}"));
     }
 
+    /// PostgreSQL: the TimeZone this database's new sessions get (`ALTER DATABASE … SET`).
+    pub async fn set_database_time_zone(&mut self, zone: &str) {
+        self.exec(&format!(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
+             current_database(), '{zone}'); END $$"
+        ))
+        .await;
+    }
+
     /// PostgreSQL: a migrated inbox that the application made with `event_id uuid`.
     pub async fn uuid_inbox(&mut self) {
         self.exec(
