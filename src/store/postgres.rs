@@ -20,20 +20,23 @@ const DELETE_BATCH_BY_KEY: BatchDelete = BatchDelete {
     condition_again: true,
 };
 
+/// A plain table: one relation holds all its rows. Not a partitioned table, nor one with
+/// tables that inherit from it (partitioning by inheritance), whose DELETE reaches theirs.
+const PLAIN_TABLE: &str = "SELECT COUNT(*) FROM pg_class \
+     WHERE oid = to_regclass('processed_messages') AND relkind = 'r' AND NOT relhassubclass";
+
 /// The batch delete that fits the inbox: by physical address in a plain table, by key and
-/// time in any other. A partitioned table's ctid is unique only within one partition, so a
-/// DELETE by ctid alone would also take the rows at the same addresses in every other
+/// time in any other. A ctid is unique only within one relation, so a DELETE by ctid alone
+/// on a partitioned table would also take the rows at the same addresses in every other
 /// partition; a view has none.
 pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<BatchDelete> {
-    let kind: Option<String> = sqlx::query_scalar(
-        "SELECT CAST(relkind AS text) FROM pg_class WHERE oid = to_regclass('processed_messages')",
-    )
-    .fetch_optional(connection)
-    .await
-    .context("could not read what kind of relation the inbox is")?;
-    Ok(match kind.as_deref() {
-        Some("r") => DIALECT.delete_batch,
-        _ => DELETE_BATCH_BY_KEY,
+    let plain: i64 = sqlx::query_scalar(PLAIN_TABLE)
+        .fetch_one(connection)
+        .await
+        .context("could not read what kind of relation the inbox is")?;
+    Ok(match plain {
+        0 => DELETE_BATCH_BY_KEY,
+        _ => DIALECT.delete_batch,
     })
 }
 
@@ -87,7 +90,8 @@ pub static DIALECT: Dialect = Dialect {
     heap_extent: Some(
         "SELECT CAST(pg_relation_size(oid) / current_setting('block_size')::int AS bigint), \
                 CAST(reltuples AS bigint), CAST(relpages AS bigint) \
-         FROM pg_class WHERE oid = to_regclass('processed_messages') AND relkind = 'r'",
+         FROM pg_class WHERE oid = to_regclass('processed_messages') AND relkind = 'r' \
+         AND NOT relhassubclass",
     ),
     begin_write: "BEGIN",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
