@@ -714,6 +714,10 @@ impl std::ops::Deref for KafkaClient {
 
 impl Drop for KafkaClient {
     fn drop(&mut self) {
+        // Serves what is queued first: librdkafka's log lines wait in the client's queue
+        // (rdkafka routes them there) for a poll, and a client that fails may otherwise be
+        // closed without one.
+        let _ = self.0.poll(Duration::ZERO);
         if self.0.close_queue().is_ok() {
             let deadline = Instant::now() + Duration::from_secs(5);
             while !self.0.closed() && Instant::now() < deadline {
