@@ -1423,29 +1423,12 @@ impl Store {
         if form.condition_again {
             self.push_prune_condition(&mut sql, keep);
         }
-        let context = || format!("could not delete a batch of consumer '{consumer}'");
         if self.dialect.delete_returning {
             sql.push(&format!(
                 " RETURNING processed_at) SELECT COUNT(*), {} FROM deleted",
                 (self.dialect.timestamp_text)("MAX(processed_at)")
             ));
-            let text = sql.build();
-            let mut query = self
-                .bind_prune_condition(sqlx::query(&text), consumer, from, cutoff, keep)
-                .bind(limit as i64);
-            if form.condition_again {
-                query = self.bind_prune_condition(query, consumer, from, cutoff, keep);
-            }
-            let row = query
-                .fetch_one(&mut *connection)
-                .await
-                .with_context(context)?;
-            let deleted: i64 = row.try_get(0)?;
-            return Ok((deleted as u64, row.try_get(1)?));
         }
-        let next_from = self
-            .batch_upper_bound(&mut *connection, consumer, from, cutoff, keep, limit)
-            .await?;
         let text = sql.build();
         let mut query = self
             .bind_prune_condition(sqlx::query(&text), consumer, from, cutoff, keep)
@@ -1453,6 +1436,19 @@ impl Store {
         if form.condition_again {
             query = self.bind_prune_condition(query, consumer, from, cutoff, keep);
         }
+        let context = || format!("could not delete a batch of consumer '{consumer}'");
+        if self.dialect.delete_returning {
+            let row = query
+                .fetch_one(&mut *connection)
+                .await
+                .with_context(context)?;
+            let deleted: i64 = row.try_get(0)?;
+            return Ok((deleted as u64, row.try_get(1)?));
+        }
+        // Where the next batch starts, found before this one's rows are gone.
+        let next_from = self
+            .batch_upper_bound(&mut *connection, consumer, from, cutoff, keep, limit)
+            .await?;
         let result = query.execute(connection).await.with_context(context)?;
         Ok((result.rows_affected(), next_from))
     }
