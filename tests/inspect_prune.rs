@@ -1557,15 +1557,7 @@ async fn postgres_uuid_event_ids_are_refused_where_ids_are_compared() {
             "6f1c1d0e-8a39-4a53-9a4e-1b6f0d1e2a11",
         ])
         .code(1);
-    assert!(
-        run.stderr
-            .starts_with("error: processed_messages.event_id in ")
-            && run.stderr.contains(
-                "is of type uuid; inboxctl looks up, loads and inserts event ids as text"
-            ),
-        "{}",
-        run.stderr
-    );
+    assert_refuses_uuid_event_ids(&run);
     let json = db.run(&["inspect", "--format", "json"]).ok().json();
     assert_eq!(json["total_rows"], 2);
     let json = db

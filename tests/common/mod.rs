@@ -630,6 +630,19 @@ pub struct Row_ {
     pub processed_at: DateTime<Utc>,
 }
 
+/// The refusal of [`TestDb::uuid_inbox`]'s table by a command that compares event ids.
+pub fn assert_refuses_uuid_event_ids(run: &Run) {
+    assert!(
+        run.stderr
+            .starts_with("error: processed_messages.event_id in ")
+            && run.stderr.contains(
+                "is of type uuid; inboxctl looks up, loads and inserts event ids as text"
+            ),
+        "{}",
+        run.stderr
+    );
+}
+
 pub fn row(
     consumer: &str,
     event_id: &str,
