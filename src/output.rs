@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::cli::{Format, GlobalOpts};
+use crate::exit::ExitStatus;
 
 /// Passwords seen in URLs and settings this process was given. Any text printed is scrubbed
 /// of them where they stand as a password (see [`redact_secrets`]), so a driver error that
@@ -274,17 +275,84 @@ pub fn can_prompt() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
+/// What the operator answered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    No,
+    /// Ctrl-C or SIGTERM instead of an answer: the command does nothing and exits with this.
+    Stopped(ExitStatus),
+}
+
 /// Asks `question` on the terminal; anything but yes is no. Without a terminal to ask on,
 /// the usage error `refusal` instead: the operator must say yes some other way.
-pub fn confirm(question: String, refusal: String) -> anyhow::Result<bool> {
+pub async fn confirm(question: String, refusal: String) -> anyhow::Result<Answer> {
+    use tokio::signal::unix::{signal, SignalKind};
     if !can_prompt() {
         return Err(crate::error::usage(refusal));
     }
-    dialoguer::Confirm::new()
-        .with_prompt(question)
-        .default(false)
-        .interact()
-        .context("could not read the answer")
+    // Caught, so that the terminal is given back as it was before the command ends.
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let terminal = TerminalMode::save();
+    // A thread of its own, not the runtime's blocking pool: the runtime would wait at exit
+    // for a read that a signal left waiting for a key.
+    let (answered, answer) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = answered.send(
+            dialoguer::Confirm::new()
+                .with_prompt(question)
+                .default(false)
+                .interact(),
+        );
+    });
+    let answer = tokio::select! {
+        answer = answer => answer.context("could not read the answer")?,
+        _ = interrupt.recv() => return Ok(stopped(terminal, ExitStatus::Interrupted)),
+        _ = terminate.recv() => return Ok(stopped(terminal, ExitStatus::Terminated)),
+    };
+    match answer {
+        Ok(true) => Ok(Answer::Yes),
+        Ok(false) => Ok(Answer::No),
+        // While dialoguer waits for a key the terminal is raw: Ctrl-C comes as a key, not as
+        // a signal, and dialoguer gives it back as an interrupted read.
+        Err(dialoguer::Error::IO(error)) if error.kind() == std::io::ErrorKind::Interrupted => {
+            Ok(stopped(terminal, ExitStatus::Interrupted))
+        }
+        Err(error) => {
+            terminal.restore();
+            Err(error).context("could not read the answer")
+        }
+    }
+}
+
+/// The question left unanswered: the terminal given back and the line ended.
+fn stopped(terminal: TerminalMode, status: ExitStatus) -> Answer {
+    terminal.restore();
+    eprintln!();
+    Answer::Stopped(status)
+}
+
+/// The terminal as it was before a question. dialoguer hides the cursor and switches the
+/// terminal to raw mode while it waits for a key, and undoes both only when it gets one.
+struct TerminalMode(Option<libc::termios>);
+
+impl TerminalMode {
+    fn save() -> TerminalMode {
+        let mut mode = std::mem::MaybeUninit::<libc::termios>::uninit();
+        // SAFETY: tcgetattr fills `mode` when it returns 0, and only then is it read.
+        let saved = unsafe { libc::tcgetattr(libc::STDIN_FILENO, mode.as_mut_ptr()) == 0 }
+            .then(|| unsafe { mode.assume_init() });
+        TerminalMode(saved)
+    }
+
+    fn restore(&self) {
+        if let Some(mode) = &self.0 {
+            // SAFETY: a termios that tcgetattr filled, set back on the same descriptor.
+            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, mode) };
+        }
+        let _ = std::io::stderr().write_all(b"\x1b[?25h");
+    }
 }
 
 #[cfg(test)]

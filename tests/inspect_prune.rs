@@ -5,6 +5,7 @@ mod common;
 use chrono::{DateTime, Duration, DurationRound, SecondsFormat, Utc};
 use common::*;
 use inboxctl::store::{CreateMode, DatabaseUrl, Store};
+use sqlx::Row;
 
 fn now_ms() -> DateTime<Utc> {
     Utc::now()
@@ -692,6 +693,56 @@ async fn prune_dry_run_and_refusal_delete_nothing(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 13);
 }
 
+/// On a terminal, prune asks first, naming how many rows would go: `n` deletes nothing, `y`
+/// deletes them with a progress bar, and Ctrl-C or SIGTERM at the question deletes nothing,
+/// exits 130 or 143 and leaves the terminal as it was: cursor shown, not in raw mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_on_a_terminal_asks_first() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let old = now_ms() - Duration::days(30);
+    let mut rows: Vec<_> = (0..5)
+        .map(|n| row("c", &format!("old{n}"), None, old))
+        .collect();
+    rows.extend((0..3).map(|n| row("c", &format!("new{n}"), None, now_ms())));
+    db.insert_rows(&rows).await;
+    let prune = |db: &TestDb| {
+        let mut command = db.command(&["prune", "--older-than", "1d", "--batch-size", "2"]);
+        command.env("TERM", "xterm");
+        terminal::Terminal::spawn(command)
+    };
+    let question = "Delete 5 rows of processed_messages processed before";
+    let cursor_shown = |screen: &str| match screen.rfind("\x1b[?25l") {
+        Some(hidden) => screen[hidden..].contains("\x1b[?25h"),
+        None => true,
+    };
+
+    // No, Ctrl-C (a key on a raw terminal) and SIGTERM: each leaves every row.
+    for (answer, exit_code) in [("n", 0), ("\x03", 130), ("TERM", 143)] {
+        let mut asked = prune(&db);
+        asked.expect(question);
+        match answer {
+            "TERM" => send_signal(answer, &asked.pid().to_string()),
+            keys => asked.send(keys),
+        }
+        let (code, screen, cooked) = asked.wait();
+        assert_eq!(code, exit_code, "{answer:?}: {screen}");
+        assert!(screen.contains("Nothing deleted."), "{answer:?}: {screen}");
+        assert!(cursor_shown(&screen) && cooked, "{answer:?}: {screen:?}");
+        assert_eq!(db.count("processed_messages").await, 8, "{answer:?}");
+    }
+
+    let mut yes = prune(&db);
+    yes.expect(question);
+    yes.send("y");
+    let (code, screen, cooked) = yes.wait();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("/5 rows ("), "no progress bar: {screen:?}");
+    assert!(screen.contains("Deleted 5 rows in 3 batches"), "{screen}");
+    assert!(cursor_shown(&screen) && cooked, "{screen:?}");
+    assert_eq!(db.count("processed_messages").await, 3);
+}
+
 /// Starts `prune --older-than 1d --yes --batch-size 3 --format json MORE` on a table of
 /// `rows` old rows and sends it `signal` (`INT`, as Ctrl-C does, or `TERM`) once the first
 /// batch is gone.
@@ -701,16 +752,10 @@ async fn prune_interrupted_once_under_way(
     more: &[&str],
     signal: &str,
 ) -> std::process::Child {
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "3"])
-        .args(["--format", "json"])
-        .args(more)
-        .env("DATABASE_URL", &db.url)
-        .current_dir(db.dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut args = vec!["prune", "--older-than", "1d", "--yes", "--batch-size", "3"];
+    args.extend(["--format", "json"]);
+    args.extend(more);
+    let child = db.spawn(&args);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while db.count("processed_messages").await == rows {
         assert!(
@@ -789,18 +834,28 @@ async fn lock_rows_of(db: &mut TestDb, consumer: &str) -> sqlx::Transaction<'sta
     lock
 }
 
-/// Another session deletes the rows a batch selected while the batch waits for their locks:
-/// PostgreSQL then skips them, and the batch deletes nothing although older rows remain.
-/// prune selects again instead of taking the empty batch for the end of the consumer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_emptied_by_another_session_does_not_end_the_prune() {
-    let mut db = TestDb::new(Backend::Postgres).await;
+/// prune of the rows older than a day, 10 at a time, without asking.
+const PRUNE_OLD_ROWS_BY_TENS: &[&str] =
+    &["prune", "--older-than", "1d", "--yes", "--batch-size", "10"];
+
+/// A migrated inbox holding 100 rows of consumer `c`, e000000 to e000099, a second apart
+/// (oldest first) and 30 days old.
+async fn a_month_of_old_rows(db: &mut TestDb) {
     db.run(&["migrate", "run"]).ok();
     let old = now_ms() - Duration::days(30);
     let rows: Vec<_> = (0..100)
         .map(|n| row("c", &format!("e{n:06}"), None, old + Duration::seconds(n)))
         .collect();
     db.insert_rows(&rows).await;
+}
+
+/// Another session deletes the rows a batch selected while the batch waits for their locks:
+/// PostgreSQL then skips them, and the batch deletes nothing although older rows remain.
+/// prune selects again instead of taking the empty batch for the end of the consumer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_emptied_by_another_session_does_not_end_the_prune() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    a_month_of_old_rows(&mut db).await;
     // The application deletes the 10 oldest rows in a transaction still open.
     let pool = db.pool().await;
     let mut other = pool.begin().await.unwrap();
@@ -811,36 +866,142 @@ async fn a_batch_emptied_by_another_session_does_not_end_the_prune() {
     .execute(&mut *other)
     .await
     .unwrap();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "10"])
-        .args(["--strategy", "index", "--format", "json"])
-        .env("DATABASE_URL", &db.url)
-        .current_dir(db.dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while db
-        .scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .await
-        == 0
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "prune never waited on the lock"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let mut child = db.spawn(
+        &[
+            PRUNE_OLD_ROWS_BY_TENS,
+            &["--strategy", "index", "--format", "json"],
+        ]
+        .concat(),
+    );
+    until_it_waits_for_a_lock(&mut db, &mut child).await;
     other.commit().await.unwrap();
     let run = Run::from(child.wait_with_output().unwrap()).ok();
     assert_eq!(run.stderr, "");
     let json = run.json();
     assert_eq!(json["rows_deleted"], 90);
     assert_eq!(db.count("processed_messages").await, 0);
+}
+
+/// The application holds row e000005 and then asks for e000000, which prune's batch
+/// already holds while it waits for e000005: a deadlock, whose victim is prune's batch (on
+/// PostgreSQL the session that looks first, prune's; on MariaDB the transaction that changed
+/// less). The batch is tried again once the application commits, and prune ends as if
+/// nothing had happened: every old row deleted, the application's change kept, exit 0.
+async fn a_batch_that_hits_a_deadlock_is_tried_again(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    a_month_of_old_rows(&mut db).await;
+    let mut strategy = "index";
+    match backend {
+        Backend::Postgres => {
+            // Pages in order, so that the batch takes e000000 before it meets e000005. Prune's
+            // session looks for a deadlock after 2 s of waiting, the application's never.
+            strategy = "blocks";
+            db.exec(
+                "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = %L', \
+                 current_database(), '2s'); END $$",
+            )
+            .await;
+        }
+        _ => db.exec("CREATE TABLE ballast (n INT)").await,
+    }
+    let pool = db.pool().await;
+    let mut application = pool.begin().await.unwrap();
+    let before = match backend {
+        Backend::Postgres => "SET LOCAL deadlock_timeout = '1h'",
+        // Weight: InnoDB rolls back the transaction that changed fewer rows.
+        _ => "INSERT INTO ballast SELECT a.seq * 100 + b.seq FROM seq_0_to_99 a, seq_0_to_99 b",
+    };
+    sqlx::raw_sql(before)
+        .execute(&mut *application)
+        .await
+        .unwrap();
+    let hold = |id: &str| {
+        format!(
+            "UPDATE processed_messages SET topic = 'held' WHERE consumer = 'c' AND event_id = '{id}'"
+        )
+    };
+    sqlx::raw_sql(&hold("e000005"))
+        .execute(&mut *application)
+        .await
+        .unwrap();
+    let mut child = db.spawn(
+        &[
+            PRUNE_OLD_ROWS_BY_TENS,
+            &["--strategy", strategy, "--format", "json", "-v"],
+        ]
+        .concat(),
+    );
+    until_it_waits_for_a_lock(&mut db, &mut child).await;
+    sqlx::raw_sql(&hold("e000000"))
+        .execute(&mut *application)
+        .await
+        .expect("the application's transaction is not the deadlock's victim");
+    application.commit().await.unwrap();
+    let run = Run::from(child.wait_with_output().unwrap()).ok();
+    assert!(
+        run.stderr.to_lowercase().contains("deadlock")
+            && run.stderr.contains("trying again (2 of 20)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.json()["rows_deleted"], 100);
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
+/// Waits up to 60 s for `child` (prune) to wait for a row lock of the test's database.
+async fn until_it_waits_for_a_lock(db: &mut TestDb, child: &mut std::process::Child) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !waits_for_a_lock(db).await {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("prune ended ({status}) before it waited on the lock");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune never waited on the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether a session of the test's database waits for a row lock.
+async fn waits_for_a_lock(db: &mut TestDb) -> bool {
+    match db.backend {
+        Backend::Postgres => {
+            db.scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .await
+                > 0
+        }
+        // Not information_schema.innodb_trx: InnoDB refreshes it only when it was last read
+        // over 0.1 s before, so polled faster it never changes.
+        _ => {
+            let pool = db.pool().await;
+            let status: String = sqlx::query("SHOW ENGINE INNODB STATUS")
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+                .get(2);
+            let database = db.url.rsplit('/').next().unwrap();
+            // The lock a transaction waits for is named on the lines after this.
+            let table = format!(" of table `{database}`.`processed_messages` ");
+            status
+                .split("TRX HAS BEEN WAITING")
+                .skip(1)
+                .any(|waiting| waiting.lines().take(3).any(|line| line.contains(&table)))
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_hits_a_deadlock_is_tried_again_on_postgres() {
+    a_batch_that_hits_a_deadlock_is_tried_again(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_hits_a_deadlock_is_tried_again_on_mysql() {
+    a_batch_that_hits_a_deadlock_is_tried_again(Backend::Mysql).await;
 }
 
 /// A batch that fails ends prune with exit 1, and the report still says what the batches
@@ -864,17 +1025,10 @@ async fn a_prune_that_fails_midway_reports_what_it_deleted() {
     let lock = lock_rows_of(&mut db, "b").await;
 
     let args = [
-        "prune",
-        "--older-than",
-        "1d",
-        "--yes",
-        "--batch-size",
-        "10",
-        "--strategy",
-        "index",
-        "--format",
-        "json",
-    ];
+        PRUNE_OLD_ROWS_BY_TENS,
+        &["--strategy", "index", "--format", "json"],
+    ]
+    .concat();
     let run = db.run(&args).code(1);
     assert!(
         run.stderr
@@ -961,33 +1115,7 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
         .unwrap();
     let stderr = || std::fs::read_to_string(&stderr_file).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    // InnoDB refreshes its lock tables only when they were last read over 0.1 s before:
-    // polled faster, they never change.
-    let poll = std::time::Duration::from_millis(match backend {
-        Backend::Postgres => 20,
-        _ => 150,
-    });
-    let waiting = match backend {
-        Backend::Postgres => {
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        }
-        _ => {
-            "SELECT COUNT(*) FROM information_schema.innodb_trx t \
-             JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id \
-             WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
-        }
-    };
-    while db.scalar(waiting).await == 0 {
-        if child.try_wait().unwrap().is_some() {
-            panic!("prune ended early: {}", stderr());
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "prune never waited on the lock"
-        );
-        tokio::time::sleep(poll).await;
-    }
+    until_it_waits_for_a_lock(&mut db, &mut child).await;
     let pid = child.id().to_string();
     // Ctrl-C, then the second signal once the first was taken, until prune is gone.
     let first = "Ctrl-C: stopping after the batch in flight (Ctrl-C again stops at once)";
@@ -1053,12 +1181,12 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
     // still see that prune is gone within a second; MySQL would apply the batch.)
     // Well within MySQL's lock wait timeout (50 s), which would roll the batch back too.
     let cancelled_by = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while db.scalar(waiting).await > 0 {
+    while waits_for_a_lock(&mut db).await {
         assert!(
             std::time::Instant::now() < cancelled_by,
             "prune's batch was left waiting"
         );
-        tokio::time::sleep(poll).await;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     lock.rollback().await.unwrap();
     assert_eq!(db.count("processed_messages").await, 30);

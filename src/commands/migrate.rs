@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::cli::{Format, MigrateArgs, MigrateCommand};
 use crate::exit::ExitStatus;
 use crate::migrate::{self, MigrationStep};
-use crate::output::{confirm, or_dash, table, Output};
+use crate::output::{confirm, or_dash, table, Answer, Output};
 use crate::store::{mysql, Backend, CreateMode, InboxLayout, Store, INBOX_TABLE};
 
 pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -267,15 +267,23 @@ async fn revert(
     if plan.iter().any(|m| m.version == 1) && !yes {
         let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
         if rows > 0 {
-            let confirmed = confirm(
+            let answer = confirm(
                 format!("Revert drops {INBOX_TABLE} with its {rows} rows. Continue?"),
                 format!(
                     "refusing to drop {INBOX_TABLE} with {rows} rows without confirmation; pass --yes"
                 ),
-            )?;
-            if !confirmed {
-                output.note("Nothing reverted.");
-                return Ok(ExitStatus::Success);
+            )
+            .await?;
+            match answer {
+                Answer::Yes => {}
+                Answer::No => {
+                    output.note("Nothing reverted.");
+                    return Ok(ExitStatus::Success);
+                }
+                Answer::Stopped(status) => {
+                    output.note("Nothing reverted.");
+                    return Ok(status);
+                }
             }
         }
     }

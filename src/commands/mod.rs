@@ -8,12 +8,14 @@ pub mod offsets;
 pub mod prune;
 pub mod replay;
 
+use std::time::Duration;
+
 use libc::{SIGINT, SIGTERM};
 
 use crate::cli::{Cli, Command, DatabaseOpts, Format};
 use crate::exit::ExitStatus;
 use crate::output::Output;
-use crate::store::{CreateMode, DatabaseUrl, QueryCanceller, Store, POOL_CONNECTIONS};
+use crate::store::{BatchError, CreateMode, DatabaseUrl, QueryCanceller, Store, POOL_CONNECTIONS};
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitStatus> {
     let output = Output::new(&cli.global);
@@ -82,6 +84,51 @@ pub(crate) async fn connect_pooled(
         serial_plans,
     )
     .await
+}
+
+/// Attempts of one transaction that hit a deadlock or a busy database.
+const TRANSIENT_RETRIES: u32 = 20;
+
+/// How long a lost or refused connection waits before it is tried again.
+const CONNECTION_PAUSE: Duration = Duration::from_secs(1);
+
+/// Runs `attempt` until it passes or fails for good: a deadlock or a busy database up to
+/// TRANSIENT_RETRIES times, a lost or refused connection up to `connection_attempts` times
+/// (`-v` says each), anything else once. Only for an attempt that is one transaction, which
+/// the server rolled back whole when it failed.
+pub(crate) async fn retried<T>(
+    output: &Output,
+    connection_attempts: u32,
+    mut attempt: impl AsyncFnMut() -> Result<T, BatchError>,
+) -> Result<T, BatchError> {
+    let (mut transient, mut lost) = (0, 0);
+    loop {
+        match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(failure) if failure.transient && transient + 1 < TRANSIENT_RETRIES => {
+                transient += 1;
+                output.debug(format!(
+                    "the transaction was rolled back ({}); trying again ({} of \
+                     {TRANSIENT_RETRIES})",
+                    crate::error_chain(&failure.error),
+                    transient + 1
+                ));
+                tokio::time::sleep(Duration::from_millis(10 * u64::from(transient))).await;
+            }
+            Err(failure) if failure.connection_lost && lost + 1 < connection_attempts => {
+                lost += 1;
+                output.debug(format!(
+                    "the connection to the database was lost or refused ({}); trying again in \
+                     {} ({} of {connection_attempts})",
+                    crate::error_chain(&failure.error),
+                    humantime::format_duration(CONNECTION_PAUSE),
+                    lost + 1
+                ));
+                tokio::time::sleep(CONNECTION_PAUSE).await;
+            }
+            Err(failure) => return Err(failure),
+        }
+    }
 }
 
 /// What asked a command that works in batches to stop: Ctrl-C (SIGINT) on a terminal, or

@@ -10,14 +10,15 @@ use serde::Serialize;
 use sqlx::pool::PoolConnection;
 use sqlx::Any;
 
-use super::StopRequest;
+use super::{retried, StopRequest};
 use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
-use crate::output::{confirm, or_dash, table, Output};
+use crate::output::{confirm, or_dash, table, Answer, Output};
 use crate::store::{
-    Backend, CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE,
+    is_deadlock, Backend, BatchError, CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP,
+    INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -263,7 +264,7 @@ async fn prune(
         return Ok(ExitStatus::Success);
     }
     if let (false, Some(rows_planned)) = (args.yes, rows_planned) {
-        let confirmed = confirm(
+        let answer = confirm(
             format!(
                 "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
                 crate::time::shown_utc(cutoff),
@@ -273,10 +274,18 @@ async fn prune(
                 "refusing to delete {rows_planned} rows without confirmation: there is no terminal to ask on; \
                  pass --yes (as cron jobs must) or --dry-run to only count"
             ),
-        )?;
-        if !confirmed {
-            output.note("Nothing deleted.");
-            return Ok(ExitStatus::Success);
+        )
+        .await?;
+        match answer {
+            Answer::Yes => {}
+            Answer::No => {
+                output.note("Nothing deleted.");
+                return Ok(ExitStatus::Success);
+            }
+            Answer::Stopped(status) => {
+                output.note("Nothing deleted.");
+                return Ok(status);
+            }
         }
     }
 
@@ -476,6 +485,29 @@ impl Deleting<'_> {
         Ok(connection)
     }
 
+    /// One batch, its own transaction, tried again when it was rolled back to break a
+    /// deadlock (another prune, or the application, locking the same rows in another order):
+    /// the server undid it whole, so trying again deletes nothing twice. A lock wait that
+    /// timed out is not tried again: the rows are held for long, and waiting again would
+    /// only make prune hang for longer.
+    async fn run_batch<T>(
+        &self,
+        mut batch: impl AsyncFnMut() -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        retried(self.output, 1, async || {
+            self.stop.run_batch(batch()).await.map_err(|error| {
+                let deadlock = error.downcast_ref::<sqlx::Error>().is_some_and(is_deadlock);
+                BatchError {
+                    error,
+                    transient: deadlock,
+                    connection_lost: false,
+                }
+            })
+        })
+        .await
+        .map_err(|failure| failure.error)
+    }
+
     fn stopped_after(report: &PruneReport) -> String {
         format!(
             "prune stopped after deleting {} rows; re-run to continue",
@@ -498,17 +530,19 @@ impl Deleting<'_> {
                     return Ok(());
                 }
                 let limit = self.batch_size.min(remaining);
-                let batch = self.store.delete_older_batch(
-                    &mut connection,
-                    &consumer,
-                    &from,
-                    self.cutoff,
-                    &keep,
-                    limit,
-                );
                 let (deleted, next_from) = self
-                    .stop
-                    .run_batch(batch)
+                    .run_batch(async || {
+                        self.store
+                            .delete_older_batch(
+                                &mut connection,
+                                &consumer,
+                                &from,
+                                self.cutoff,
+                                &keep,
+                                limit,
+                            )
+                            .await
+                    })
                     .await
                     .with_context(|| Self::stopped_after(report))?;
                 if deleted == 0 {
@@ -586,16 +620,18 @@ impl Deleting<'_> {
                 return Ok(());
             }
             let end = (block + pages).min(extent.pages);
-            let batch = self.store.delete_older_in_blocks(
-                &mut connection,
-                only,
-                self.cutoff,
-                &keep,
-                block..end,
-            );
             let deleted = self
-                .stop
-                .run_batch(batch)
+                .run_batch(async || {
+                    self.store
+                        .delete_older_in_blocks(
+                            &mut connection,
+                            only,
+                            self.cutoff,
+                            &keep,
+                            block..end,
+                        )
+                        .await
+                })
                 .await
                 .with_context(|| Self::stopped_after(report))?;
             report.batches += 1;

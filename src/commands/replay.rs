@@ -22,6 +22,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::task::block_in_place;
 
 use crate::cli::{Format, OnError, OnMissingId, ReplayArgs};
+use crate::commands::retried;
 use crate::error::usage;
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
@@ -1264,46 +1265,10 @@ async fn processed_ids(
     })
 }
 
-/// Attempts of one transaction that hit a deadlock or a busy database.
-const TRANSIENT_RETRIES: u32 = 20;
-
 /// Attempts of one transaction whose connection was lost or refused, a second apart: a
 /// killed session or a server that restarts. The pool itself keeps trying a refused
 /// connection for --connect-timeout within each.
 const CONNECTION_ATTEMPTS: u32 = 3;
-const CONNECTION_PAUSE: Duration = Duration::from_secs(1);
-
-/// Runs `attempt` until it passes or fails for good: a deadlock or a busy database up to
-/// TRANSIENT_RETRIES times, a lost or refused connection up to `connection_attempts` times
-/// (`-v` says so), anything else once.
-async fn retried<T>(
-    output: &Output,
-    connection_attempts: u32,
-    mut attempt: impl AsyncFnMut() -> Result<T, BatchError>,
-) -> Result<T, BatchError> {
-    let (mut transient, mut lost) = (0, 0);
-    loop {
-        match attempt().await {
-            Ok(value) => return Ok(value),
-            Err(failure) if failure.transient && transient + 1 < TRANSIENT_RETRIES => {
-                transient += 1;
-                tokio::time::sleep(Duration::from_millis(10 * u64::from(transient))).await;
-            }
-            Err(failure) if failure.connection_lost && lost + 1 < connection_attempts => {
-                lost += 1;
-                output.debug(format!(
-                    "the connection to the database was lost or refused ({}); trying again in \
-                     {} ({} of {connection_attempts})",
-                    crate::error_chain(&failure.error),
-                    humantime::format_duration(CONNECTION_PAUSE),
-                    lost + 1
-                ));
-                tokio::time::sleep(CONNECTION_PAUSE).await;
-            }
-            Err(failure) => return Err(failure),
-        }
-    }
-}
 
 /// `work` in one write transaction on a connection of the pool: committed when it passes,
 /// rolled back when anything fails.

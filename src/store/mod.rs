@@ -2292,15 +2292,27 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
     let Some(database) = error.as_database_error() else {
         return false;
     };
-    // MySQL's deadlock (1213) and lock wait timeout (1205) by number: the SQLSTATE of the
-    // latter is the generic HY000.
+    // MySQL's lock wait timeout (1205) by number: its SQLSTATE is the generic HY000.
     if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return matches!(mysql.number(), 1213 | 1205);
     }
-    matches!(
-        database.code().as_deref(),
-        Some("40P01" | "40001" | "5" | "6" | "517" | "261" | "262")
-    )
+    is_deadlock(error)
+        || matches!(
+            database.code().as_deref(),
+            Some("5" | "6" | "517" | "261" | "262")
+        )
+}
+
+/// Whether the server rolled the transaction back to break a deadlock or a serialization
+/// conflict: trying it again at once may pass, unlike after a lock wait that timed out.
+pub fn is_deadlock(error: &sqlx::Error) -> bool {
+    let Some(database) = error.as_database_error() else {
+        return false;
+    };
+    if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return mysql.number() == 1213;
+    }
+    matches!(database.code().as_deref(), Some("40P01" | "40001"))
 }
 
 /// Whether the error says that the database is out of reach or ended the session, rather

@@ -13,6 +13,7 @@ use sqlx::{AnyPool, Row};
 pub use inboxctl::store::Backend;
 
 pub mod kafka;
+pub mod terminal;
 
 const POSTGRES_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/test";
 const MYSQL_ADMIN: &str = "mysql://root@127.0.0.1:3306/test";
@@ -132,6 +133,25 @@ impl TestDb {
             .env("DATABASE_URL", &self.url)
             .current_dir(self.dir.path());
         command
+    }
+
+    /// The binary on this database, to be started as a process of its own.
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"));
+        command
+            .args(args)
+            .env("DATABASE_URL", &self.url)
+            .current_dir(self.dir.path());
+        command
+    }
+
+    /// Starts the binary with these arguments, its stdout and stderr piped.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// Runs the binary with these arguments and returns what it did.
