@@ -141,7 +141,7 @@ pub enum MigrateCommand {
         #[command(flatten)]
         database: DatabaseOpts,
         /// Revert down to this version (0 reverts everything and drops the table)
-        #[arg(long, value_name = "VERSION", value_parser = clap::value_parser!(i64).range(0..))]
+        #[arg(long, value_name = "VERSION", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(0..))]
         to: Option<i64>,
         /// Print the SQL that would run and change nothing
         #[arg(long)]
@@ -195,11 +195,11 @@ pub struct PruneArgs {
 
     /// Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on
     /// SQLite and MySQL]
-    #[arg(long, value_name = "N", value_parser = parse_prune_batch_size)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_prune_batch_size)]
     pub batch_size: Option<u64>,
 
     /// Stop after deleting this many rows in all
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_count)]
     pub max_rows: Option<u64>,
 
     /// Wait this long after each batch (e.g. 2ms), leaving the server to the application's
@@ -466,7 +466,12 @@ pub struct CompareArgs {
 
     /// Show at most this many offsets or events per finding in tables (JSON lists all, but
     /// without --scan at most 10,000 lost per partition)
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 20,
+        allow_negative_numbers = true
+    )]
     pub show: usize,
 }
 
@@ -484,7 +489,7 @@ pub struct ReplayArgs {
     pub topic: String,
 
     /// Only these partitions (repeatable); default: all
-    #[arg(long, short = 'p', value_name = "P", value_parser = clap::value_parser!(i32).range(0..))]
+    #[arg(long, short = 'p', value_name = "P", allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(0..))]
     pub partition: Vec<i32>,
 
     /// Where to start: earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION (ago), committed:GROUP
@@ -529,7 +534,7 @@ pub struct ReplayArgs {
     pub dry_run: bool,
 
     /// Messages per transaction
-    #[arg(long, value_name = "N", default_value_t = 500, value_parser = parse_batch_size)]
+    #[arg(long, value_name = "N", default_value_t = 500, allow_negative_numbers = true, value_parser = parse_batch_size)]
     pub batch_size: u64,
 
     /// A message without an event id: fail (stop) or skip it

@@ -220,6 +220,25 @@ fn a_libpq_connection_string_is_refused_with_its_password_hidden() {
 }
 
 #[test]
+fn an_empty_database_url_is_named_as_empty() {
+    let run = Run::from(
+        assert_cmd::Command::cargo_bin("inboxctl")
+            .unwrap()
+            .env("DATABASE_URL", "")
+            .arg("inspect")
+            .output()
+            .unwrap(),
+    )
+    .code(2);
+    assert!(
+        run.stderr
+            .starts_with("error: the database URL is empty: set --database-url or DATABASE_URL"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn a_certificate_file_that_is_not_there_is_named() {
     for (url, key) in [
         (
@@ -320,7 +339,24 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 29] = [
+    let cases: [(&[&str], &str); 33] = [
+        // Negative numbers as separate words are values, not flags clap does not know.
+        (
+            &["prune", "--older-than", "1d", "--batch-size", "-1"],
+            "invalid value '-1' for '--batch-size <N>': '-1' is not a whole number of at least 1",
+        ),
+        (
+            &["prune", "--older-than", "1d", "--max-rows", "-5"],
+            "invalid value '-5' for '--max-rows <N>': '-5' is not a whole number of at least 1",
+        ),
+        (
+            &["migrate", "revert", "--to", "-1"],
+            "invalid value '-1' for '--to <VERSION>'",
+        ),
+        (
+            &["replay", "-t", "t", "-p", "-1", "--from", "earliest", "--consumer", "c", "--dry-run"],
+            "invalid value '-1' for '--partition <P>'",
+        ),
         (
             &["replay", "-t", "t", "--partition=-1", "--from", "earliest", "--consumer", "c", "--dry-run"],
             "invalid value '-1' for '--partition <P>'",

@@ -230,6 +230,14 @@ impl DatabaseUrl {
 
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let text = text.trim();
+        if text.is_empty() {
+            // An unset variable in a cron line or a .env file, most often.
+            return Err(usage(
+                "the database URL is empty: set --database-url or DATABASE_URL to a URL such as \
+                 sqlite://inbox.db, postgres://user@host/db or mysql://user@host/db, or leave \
+                 both unset for the default sqlite://inbox.db",
+            ));
+        }
         let scheme = text
             .split_once(':')
             .map(|(scheme, _)| scheme.to_ascii_lowercase());
