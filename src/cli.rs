@@ -36,6 +36,16 @@ fn parse_handler_timeout(text: &str) -> Result<Duration, String> {
     )
 }
 
+/// `--older-than`: a duration, and more than none (`${RETENTION}d` with RETENTION=0, say),
+/// which would delete every row, and with them the deduplication.
+fn parse_retention(text: &str) -> Result<Duration, String> {
+    crate::time::parse_more_than_nothing(
+        text,
+        "every row would be deleted, the ones processed a moment ago too, and with them the \
+         deduplication of any redelivery; expected a retention such as 7d",
+    )
+}
+
 /// prune's batch size: 1 to 10,000,000. Each batch is one transaction, and a larger one is
 /// one unbounded DELETE by another name.
 fn parse_prune_batch_size(text: &str) -> Result<u64, String> {
@@ -180,7 +190,7 @@ pub struct PruneArgs {
     #[arg(
         long,
         value_name = "DURATION",
-        value_parser = parse_duration,
+        value_parser = parse_retention,
         allow_hyphen_values = true
     )]
     pub older_than: Option<Duration>,

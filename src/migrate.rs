@@ -562,10 +562,19 @@ async fn apply_pending(
     store: &Store,
     connection: &mut PoolConnection<Any>,
 ) -> anyhow::Result<Vec<MigrationStep>> {
-    sqlx::raw_sql(store.dialect.migrations_table_ddl)
-        .execute(&mut **connection)
+    // Made only when missing: PostgreSQL and MySQL check the right to create tables even for
+    // a CREATE TABLE IF NOT EXISTS of one that exists, which a deploying role may lack.
+    let exists: i64 = sqlx::query_scalar(store.dialect.table_exists)
+        .bind(MIGRATIONS_TABLE)
+        .fetch_one(&mut **connection)
         .await
-        .with_context(|| format!("could not create {MIGRATIONS_TABLE}"))?;
+        .with_context(|| format!("could not look up table {MIGRATIONS_TABLE}"))?;
+    if exists == 0 {
+        sqlx::raw_sql(store.dialect.migrations_table_ddl)
+            .execute(&mut **connection)
+            .await
+            .with_context(|| format!("could not create {MIGRATIONS_TABLE}"))?;
+    }
     let applied = read_applied(store, connection).await?;
     verify(store, &applied)?;
     let undone = undone_versions(store, connection, &applied).await?;

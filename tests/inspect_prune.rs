@@ -533,6 +533,18 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
             "a-new"
         ])
     );
+    // Recorded for a, whose rows went, and not for b, which --max-rows left alone (b's one
+    // record is its own prune's, above): a record of b would hide its lost messages.
+    assert_eq!(recorded_prunes(&mut db).await, ["a", "b"]);
+}
+
+/// The consumers of the prunes recorded, one per record, in order.
+async fn recorded_prunes(db: &mut TestDb) -> Vec<String> {
+    let pool = db.pool().await;
+    sqlx::query_scalar("SELECT consumer FROM inboxctl_prunes ORDER BY consumer, pruned_at")
+        .fetch_all(&pool)
+        .await
+        .unwrap()
 }
 
 /// 1 when the SQLite inbox is declared WITHOUT ROWID.
@@ -634,8 +646,9 @@ async fn prune_deletes_from_a_without_rowid_inbox() {
         ids(&["a-edge-at", "a-edge-after", "a-new"])
     );
     assert_eq!(db.event_ids("b").await, ids(&["b-new"]));
-    // Each run recorded both consumers it set out to prune; inspect reads the table too.
-    assert_eq!(db.count("inboxctl_prunes").await, 4);
+    // Each run recorded the consumers whose rows it deleted (a, then a and b); inspect reads
+    // the table too.
+    assert_eq!(recorded_prunes(&mut db).await, ["a", "a", "b"]);
     let inspected = db.run(&["inspect", "--format", "json"]).ok().json();
     assert_eq!(inspected["total_rows"], 4);
 
@@ -1061,12 +1074,16 @@ async fn a_prune_that_fails_midway_reports_what_it_deleted() {
     );
     assert_eq!(db.event_ids("a").await, Vec::<String>::new());
     assert_eq!(db.event_ids("b").await.len(), 30);
+    // b's failed batch took its record with it: b's rows are all there, and compare must
+    // still call b's missing offsets lost.
+    assert_eq!(recorded_prunes(&mut db).await, ["a"]);
 
     lock.rollback().await.unwrap();
     let again = db.run(&args).ok().json();
     assert_eq!(again["rows_deleted"], 30, "{again}");
     assert_eq!(again.get("error"), None, "{again}");
     assert_eq!(db.count("processed_messages").await, 0);
+    assert_eq!(recorded_prunes(&mut db).await, ["a", "b"]);
 }
 
 /// A batch that cannot finish (its rows locked by another transaction): the first Ctrl-C
@@ -2542,7 +2559,7 @@ async fn serial_plans_turn_parallel_workers_off_on_every_connection() {
     assert_eq!(workers(default).await, [server.clone(), server]);
 }
 
-/// prune records its cutoff before it deletes, for compare. When the record cannot be
+/// prune records its cutoff with its first delete, for compare. When the record cannot be
 /// written (here a table of that name with other columns), nothing is deleted: compare
 /// would otherwise take the offsets of the deleted rows for lost messages.
 async fn prune_deletes_nothing_it_cannot_record(backend: Backend) {
@@ -2554,10 +2571,10 @@ async fn prune_deletes_nothing_it_cannot_record(backend: Backend) {
     let rows = db.count("processed_messages").await;
     let run = db.run(&["prune", "--before", &before, "--yes"]).code(1);
     assert!(
-        run.stderr.contains("nothing was deleted")
-            && run
-                .stderr
-                .contains("could not record the prune in inboxctl_prunes"),
+        run.stderr.contains(
+            "prune stopped after deleting 0 rows; re-run to continue: this batch deleted \
+             nothing: could not record the prune in inboxctl_prunes"
+        ),
         "{}",
         run.stderr
     );
@@ -2597,6 +2614,16 @@ async fn prune_records_into_a_table_made_for_a_user_who_may_not_create() {
     assert_eq!(db.count("inboxctl_prunes").await, 2);
 }
 
+/// What prune does to record a prune of `consumer`: the record's table made when missing,
+/// then one record.
+async fn record_prune(store: &Store, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<()> {
+    store.prepare_prune_record().await?;
+    let mut connection = store.acquire().await?;
+    store
+        .record_prune(&mut connection, &[consumer], cutoff)
+        .await
+}
+
 /// The prunes recorded are told apart by consumer exactly as the inbox tells its consumers
 /// apart: case-sensitively on every backend (MySQL's default collation is not).
 async fn a_prune_is_recorded_for_its_own_consumer_only(backend: Backend) {
@@ -2604,7 +2631,7 @@ async fn a_prune_is_recorded_for_its_own_consumer_only(backend: Backend) {
     db.run(&["migrate", "run"]).ok();
     let cutoff = now_ms() - Duration::days(7);
     let store = db.store().await;
-    store.record_prune(&["BILLING"], cutoff).await.unwrap();
+    record_prune(store, "BILLING", cutoff).await.unwrap();
     assert_eq!(store.last_prune_cutoff("billing").await.unwrap(), None);
     assert_eq!(
         store.last_prune_cutoff("BILLING").await.unwrap(),
@@ -2630,8 +2657,8 @@ async fn two_first_prunes_at_once_both_record(backend: Backend) {
     for round in 0..20 {
         db.exec("DROP TABLE IF EXISTS inboxctl_prunes").await;
         let (a, b) = tokio::join!(
-            first.record_prune(&["a"], cutoff),
-            second.record_prune(&["b"], cutoff)
+            record_prune(&first, "a", cutoff),
+            record_prune(&second, "b", cutoff)
         );
         a.unwrap_or_else(|error| panic!("round {round}: {error:#}"));
         b.unwrap_or_else(|error| panic!("round {round}: {error:#}"));

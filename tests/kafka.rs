@@ -1495,7 +1495,7 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
         &[
             "prune",
             "--older-than",
-            "0s",
+            "1ms",
             "--group",
             &unknown,
             "--consumer",
@@ -1515,7 +1515,7 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
     let alone = inboxctl(
         &db,
         broker(),
-        &["prune", "--older-than", "0s", "--group", &unknown, "--yes"],
+        &["prune", "--older-than", "1ms", "--group", &unknown, "--yes"],
     )
     .code(1);
     assert_eq!(alone.stderr, refused.stderr);
@@ -1524,14 +1524,14 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
         25
     );
     assert!(!db.table_exists("inboxctl_prunes").await);
-    // Everything is older than the cutoff: "--older-than 0s".
+    // Everything is older than the cutoff: "--older-than 1ms".
     let run = inboxctl(
         &db,
         broker(),
         &[
             "prune",
             "--older-than",
-            "0s",
+            "1ms",
             "--group",
             &group,
             "--strategy",
@@ -1570,7 +1570,7 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
     let again = inboxctl(
         &db,
         broker(),
-        &["prune", "--older-than", "0s", "--group", &group, "--yes"],
+        &["prune", "--older-than", "1ms", "--group", &group, "--yes"],
     )
     .ok();
     let lines: Vec<&str> = again.stdout.lines().collect();

@@ -414,6 +414,51 @@ async fn unknown_newer_migration_is_refused(backend: Backend) {
     assert_eq!(status["migrations"][2]["state"], "unknown");
 }
 
+/// An application's role that may read the schema but not create tables, as deploy
+/// pipelines run `migrate run` with: on an up-to-date database it has nothing to do, and
+/// says so, rather than fail on the CREATE TABLE IF NOT EXISTS of the bookkeeping table,
+/// whose right PostgreSQL and MySQL check even when the table exists.
+async fn migrate_run_needs_no_create_right_when_up_to_date(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let role = db.role("").await;
+    let url = match backend {
+        Backend::Postgres => {
+            db.exec("REVOKE CREATE ON SCHEMA public FROM PUBLIC").await;
+            db.exec(&format!(
+                "GRANT SELECT ON inboxctl_migrations, processed_messages TO {role}"
+            ))
+            .await;
+            db.url.replacen("postgres@", &format!("{role}@"), 1)
+        }
+        _ => {
+            let database = db.url.rsplit('/').next().unwrap().to_string();
+            db.exec(&format!("GRANT SELECT ON `{database}`.* TO '{role}'@'%'"))
+                .await;
+            db.url.replacen("root@", &format!("{role}@"), 1)
+        }
+    };
+    let run = Run::from(
+        db.cmd()
+            .env("DATABASE_URL", &url)
+            .args(["migrate", "run"])
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    assert!(run.stdout.starts_with("Nothing to do: "), "{}", run.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_run_needs_no_create_right_when_up_to_date_on_postgres() {
+    migrate_run_needs_no_create_right_when_up_to_date(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_run_needs_no_create_right_when_up_to_date_on_mysql() {
+    migrate_run_needs_no_create_right_when_up_to_date(Backend::Mysql).await;
+}
+
 async fn revert_with_an_event_id_of_several_consumers(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();

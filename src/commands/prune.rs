@@ -8,7 +8,7 @@ use anyhow::Context;
 use chrono::{DateTime, Datelike, SubsecRound, Timelike, Utc};
 use serde::Serialize;
 use sqlx::pool::PoolConnection;
-use sqlx::Any;
+use sqlx::{Any, AnyConnection, Executor};
 
 use super::{retried, StopRequest};
 use crate::cli::{Format, PruneArgs, PruneStrategy};
@@ -289,18 +289,15 @@ async fn prune(
         }
     }
 
-    // compare must know that these consumers' offsets from before the cutoff may have no
-    // row any more. Recorded before the first delete, so that a run cut short counts too;
-    // without the record nothing is deleted, or compare would call the deleted rows' offsets
-    // lost messages.
-    let pruned: Vec<&str> = report
-        .consumers
-        .iter()
-        .map(|c| c.consumer.as_str())
-        .collect();
-    store.record_prune(&pruned, cutoff).await.context(
-        "nothing was deleted: without the record, compare would take the offsets of the rows deleted for lost messages",
-    )?;
+    // compare must know that a consumer's offsets from before the cutoff may have no row any
+    // more. The first batch that deletes a consumer's rows records that in its own
+    // transaction (`Deleting::run_batch`), so that a run cut short counts too, and a consumer
+    // whose rows all stayed (--max-rows, a first batch that failed) is not recorded, which
+    // would hide its lost messages from compare.
+    store
+        .prepare_prune_record()
+        .await
+        .context("nothing was deleted")?;
 
     // Ctrl-C or SIGTERM asks to stop; the batch in flight finishes (it is one transaction)
     // and the summary says how far the run got.
@@ -490,12 +487,41 @@ impl Deleting<'_> {
     /// the server undid it whole, so trying again deletes nothing twice. A lock wait that
     /// timed out is not tried again: the rows are held for long, and waiting again would
     /// only make prune hang for longer.
+    ///
+    /// A batch that deletes rows of the consumers in `record` (the rows it deleted come
+    /// first in what `batch` returns) also records their prune, in the same transaction:
+    /// without the record compare would take the offsets of the deleted rows for lost
+    /// messages, and a record without a delete would hide real losses.
     async fn run_batch<T>(
         &self,
-        mut batch: impl AsyncFnMut() -> anyhow::Result<T>,
-    ) -> anyhow::Result<T> {
+        connection: &mut AnyConnection,
+        record: &[&str],
+        mut batch: impl AsyncFnMut(&mut AnyConnection) -> anyhow::Result<(u64, T)>,
+    ) -> anyhow::Result<(u64, T)> {
         retried(self.output, 1, async || {
-            self.stop.run_batch(batch()).await.map_err(|error| {
+            let attempt = async {
+                if record.is_empty() {
+                    return batch(&mut *connection).await;
+                }
+                connection.execute(self.store.dialect.begin_write).await?;
+                let result = async {
+                    self.store
+                        .record_prune(&mut *connection, record, self.cutoff)
+                        .await
+                        .context("this batch deleted nothing")?;
+                    let (deleted, value) = batch(&mut *connection).await?;
+                    // Nothing deleted, nothing to record: undone, a later batch records.
+                    let end = if deleted > 0 { "COMMIT" } else { "ROLLBACK" };
+                    connection.execute(end).await?;
+                    Ok((deleted, value))
+                }
+                .await;
+                if result.is_err() {
+                    let _ = connection.execute("ROLLBACK").await;
+                }
+                result
+            };
+            self.stop.run_batch(attempt).await.map_err(|error| {
                 let deadlock = error.downcast_ref::<sqlx::Error>().is_some_and(is_deadlock);
                 BatchError {
                     error,
@@ -525,16 +551,21 @@ impl Deleting<'_> {
             let keep = std::mem::take(&mut report.consumers[index].keep);
             let mut from = EARLIEST_TIMESTAMP.to_string();
             let mut empty_in_a_row = 0;
+            let mut recorded = false;
             while remaining > 0 {
                 if self.stop_before_batch(report).await {
                     return Ok(());
                 }
                 let limit = self.batch_size.min(remaining);
+                let record: &[&str] = match recorded {
+                    true => &[],
+                    false => &[&consumer],
+                };
                 let (deleted, next_from) = self
-                    .run_batch(async || {
+                    .run_batch(&mut connection, record, async |connection| {
                         self.store
                             .delete_older_batch(
-                                &mut connection,
+                                connection,
                                 &consumer,
                                 &from,
                                 self.cutoff,
@@ -545,6 +576,7 @@ impl Deleting<'_> {
                     })
                     .await
                     .with_context(|| Self::stopped_after(report))?;
+                recorded |= deleted > 0;
                 if deleted == 0 {
                     // Empty although rows remain: another session deleted or changed the rows
                     // this batch had selected (PostgreSQL then skips them). A new statement
@@ -613,6 +645,12 @@ impl Deleting<'_> {
                 consumer.deleted = None;
             }
         }
+        let pruned: Vec<String> = report
+            .consumers
+            .iter()
+            .map(|c| c.consumer.clone())
+            .collect();
+        let mut recorded = false;
         let mut connection = self.deleting_connection().await?;
         let mut block = 0;
         while block < extent.pages {
@@ -620,20 +658,21 @@ impl Deleting<'_> {
                 return Ok(());
             }
             let end = (block + pages).min(extent.pages);
-            let deleted = self
-                .run_batch(async || {
-                    self.store
-                        .delete_older_in_blocks(
-                            &mut connection,
-                            only,
-                            self.cutoff,
-                            &keep,
-                            block..end,
-                        )
-                        .await
+            let record: Vec<&str> = match recorded {
+                true => Vec::new(),
+                false => pruned.iter().map(String::as_str).collect(),
+            };
+            let (deleted, ()) = self
+                .run_batch(&mut connection, &record, async |connection| {
+                    let deleted = self
+                        .store
+                        .delete_older_in_blocks(connection, only, self.cutoff, &keep, block..end)
+                        .await?;
+                    Ok((deleted, ()))
                 })
                 .await
                 .with_context(|| Self::stopped_after(report))?;
+            recorded |= deleted > 0;
             report.batches += 1;
             self.count(report, sole_consumer.as_deref(), deleted);
             self.output.debug(format!(

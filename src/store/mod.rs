@@ -282,6 +282,11 @@ impl DatabaseUrl {
                      (postgres://user:pw@%2Fvar%2Frun%2Fpostgresql/db), or leave the host out \
                      and put everything in the query (postgres:///db?host=/var/run/postgresql&user=…)"
                 }
+                // The password is hidden in the message, and with it the character at fault.
+                _ if needs_percent_encoding(text) => {
+                    "; a user name or password holding # ? / or @ must write it percent-encoded \
+                     (%23 %3F %2F %40)"
+                }
                 _ => "",
             };
             usage(format!(
@@ -1915,43 +1920,46 @@ impl Store {
         }
     }
 
-    /// Records that rows of `consumers` processed before `cutoff` are about to be deleted.
-    /// Written before the first delete, so that a prune cut short is recorded too. Times are
-    /// RFC 3339 text in UTC with milliseconds: fixed width, so they sort as they compare.
+    /// Makes the record of prunes (`inboxctl_prunes`) when it is missing, before a prune
+    /// deletes anything; [`Store::record_prune`] writes into it.
+    pub async fn prepare_prune_record(&self) -> anyhow::Result<()> {
+        // Made only when missing: PostgreSQL checks the right to create tables even for a
+        // CREATE TABLE IF NOT EXISTS of one that exists, which a pruning user may lack.
+        if self.table_exists(PRUNES_TABLE).await? {
+            return Ok(());
+        }
+        // Consumers compare as the inbox's do: case-sensitively, which MySQL's default
+        // collation does not.
+        let consumer = match self.backend {
+            Backend::Mysql => "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+            _ => "TEXT",
+        };
+        let created = sqlx::query(&format!(
+            "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer {consumer} NOT NULL, \
+             cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
+        ))
+        .execute(&self.pool)
+        .await;
+        // Two first prunes at once: PostgreSQL's IF NOT EXISTS does not cover a table
+        // another session is creating (a duplicate key in pg_type), and that table will do.
+        if let Err(error) = created {
+            if !self.table_exists(PRUNES_TABLE).await? {
+                return Err(anyhow::Error::new(error).context(record_error()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Records on `connection`, in the transaction of the prune's first batch that deletes
+    /// the consumers' rows, that their rows processed before `cutoff` may be gone: the
+    /// record and the batch are kept or undone together. Times are RFC 3339 text in UTC with
+    /// milliseconds: fixed width, so they sort as they compare.
     pub async fn record_prune(
         &self,
+        connection: &mut AnyConnection,
         consumers: &[&str],
         cutoff: DateTime<Utc>,
     ) -> anyhow::Result<()> {
-        let context = || {
-            format!(
-                "could not record the prune in {PRUNES_TABLE} (columns consumer TEXT, \
-                 cutoff VARCHAR(40), pruned_at VARCHAR(40))"
-            )
-        };
-        // Made only when missing: PostgreSQL checks the right to create tables even for a
-        // CREATE TABLE IF NOT EXISTS of one that exists, which a pruning user may lack.
-        if !self.table_exists(PRUNES_TABLE).await? {
-            // Consumers compare as the inbox's do: case-sensitively, which MySQL's default
-            // collation does not.
-            let consumer = match self.backend {
-                Backend::Mysql => "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
-                _ => "TEXT",
-            };
-            let created = sqlx::query(&format!(
-                "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer {consumer} NOT NULL, \
-                 cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
-            ))
-            .execute(&self.pool)
-            .await;
-            // Two first prunes at once: PostgreSQL's IF NOT EXISTS does not cover a table
-            // another session is creating (a duplicate key in pg_type), and that table will do.
-            if let Err(error) = created {
-                if !self.table_exists(PRUNES_TABLE).await? {
-                    return Err(anyhow::Error::new(error).context(context()));
-                }
-            }
-        }
         let stamp = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let mut sql = self.sql();
         sql.push(&format!(
@@ -1960,17 +1968,16 @@ impl Store {
         .params(3)
         .push(")");
         let text = sql.build();
-        let mut transaction = self.pool.begin().await.with_context(context)?;
         for consumer in consumers {
             sqlx::query(&text)
                 .bind(*consumer)
                 .bind(stamp(cutoff))
                 .bind(stamp(Utc::now()))
-                .execute(&mut *transaction)
+                .execute(&mut *connection)
                 .await
-                .with_context(context)?;
+                .with_context(record_error)?;
         }
-        transaction.commit().await.with_context(context)
+        Ok(())
     }
 
     /// The latest cutoff a prune of the consumer's rows recorded: rows processed before it
@@ -2257,6 +2264,26 @@ fn bind_keep_exclusions<'q, Q: BindPrune<'q>>(mut query: Q, keep: &'q [KeepFrom]
     query
 }
 
+/// Whether the user name or password of `url` holds a character that ends it early when
+/// written as it is: `#` starts a fragment, `?` a query, `/` a path, and `@` the host.
+fn needs_percent_encoding(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    match rest.rfind('@') {
+        Some(at) => rest[..at].contains(['#', '?', '/', '@']),
+        None => false,
+    }
+}
+
+/// How a failure to write the record of prunes is said.
+fn record_error() -> String {
+    format!(
+        "could not record the prune in {PRUNES_TABLE} (columns consumer TEXT, cutoff \
+         VARCHAR(40), pruned_at VARCHAR(40))"
+    )
+}
+
 /// Why a transaction failed, whether trying it again may pass ([`is_transient`]), and whether
 /// the connection was lost or refused ([`is_connection_lost`]).
 pub struct BatchError {
@@ -2416,6 +2443,24 @@ mod tests {
             "x".into()
         )));
         assert!(!is_transient(&sqlx::Error::PoolTimedOut));
+    }
+
+    #[test]
+    fn reserved_characters_in_a_password_are_found() {
+        assert!(needs_percent_encoding(
+            "postgres://app:ab#cd@127.0.0.1:5432/db"
+        ));
+        assert!(needs_percent_encoding("mysql://app:a/b?c@db/x"));
+        assert!(needs_percent_encoding("postgres://app:p@ss@db/x"));
+        assert!(!needs_percent_encoding(
+            "postgres://app:ab%23cd@127.0.0.1:5432/db"
+        ));
+        assert!(!needs_percent_encoding(
+            "postgres://app@/db?host=/run/postgresql"
+        ));
+        assert!(!needs_percent_encoding(
+            "postgres:///db?host=/run/postgresql"
+        ));
         for code in [
             "08006", "08P01", "28000", "28P01", "3D000", "53300", "57P01", "57P03",
         ] {
