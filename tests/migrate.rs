@@ -459,6 +459,59 @@ async fn migrate_run_needs_no_create_right_when_up_to_date_on_mysql() {
     migrate_run_needs_no_create_right_when_up_to_date(Backend::Mysql).await;
 }
 
+/// On a terminal, revert asks before it drops a table holding rows. Ctrl-C at the question
+/// reverts nothing (exit 130); Ctrl-C once it was answered ends the revert at once, as it
+/// ends the commands without batches, rather than being swallowed: here the revert waits
+/// for the write lock another connection holds, and the server keeps the table whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_at_or_after_the_revert_question_reverts_nothing() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = chrono::Utc::now();
+    db.insert_rows(&[row("c", "e1", None, now), row("c", "e2", None, now)])
+        .await;
+    let question = "Revert drops processed_messages with its 2 rows. Continue?";
+    let revert = |db: &TestDb| {
+        let mut command = db.command(&["migrate", "revert", "--to", "0"]);
+        command.env("TERM", "xterm");
+        terminal::Terminal::spawn(command)
+    };
+
+    let mut asked = revert(&db);
+    asked.expect(question);
+    asked.send("\x03");
+    let (code, screen, _) = asked.wait();
+    assert_eq!(code, 130, "{screen}");
+    assert!(screen.contains("Nothing reverted."), "{screen}");
+
+    let pool = db.pool().await;
+    let mut lock = pool.acquire().await.unwrap();
+    sqlx::raw_sql("BEGIN IMMEDIATE")
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let mut answered = revert(&db);
+    answered.expect(question);
+    answered.send("y");
+    // Ctrl-C until it ends: the first may reach the terminal before dialoguer has given it
+    // back, as a key nobody reads.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !answered.ended() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Ctrl-C did not end the revert:\n{}",
+            answered.screen()
+        );
+        answered.send("\x03");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (code, screen, _) = answered.wait();
+    assert_eq!(code, 130, "{screen}");
+    sqlx::raw_sql("ROLLBACK").execute(&mut *lock).await.unwrap();
+    drop(lock);
+    assert_eq!(db.count("processed_messages").await, 2);
+}
+
 async fn revert_with_an_event_id_of_several_consumers(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();

@@ -275,7 +275,7 @@ async fn revert(
             )
             .await?;
             match answer {
-                Answer::Yes => {}
+                Answer::Yes => super::end_at_once_on_signals()?,
                 Answer::No => {
                     output.note("Nothing reverted.");
                     return Ok(ExitStatus::Success);

@@ -105,6 +105,11 @@ impl Terminal {
         self.child.id()
     }
 
+    /// Whether the command has ended.
+    pub fn ended(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+
     /// Types `keys`.
     pub fn send(&mut self, keys: &str) {
         self.input.write_all(keys.as_bytes()).unwrap();
