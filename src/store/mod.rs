@@ -322,14 +322,16 @@ impl DatabaseUrl {
             Backend::Postgres => 5432,
             _ => 3306,
         });
-        // The user may be given in the query instead (`?user=app`), as libpq allows.
-        let user = match parsed.username() {
-            "" => parsed
+        let user = match backend {
+            // sqlx's PostgreSQL driver takes the query's user (`?user=app`) over the URL's, as
+            // libpq does.
+            Backend::Postgres => parsed
                 .query_pairs()
                 .find(|(key, _)| key == "user")
                 .map(|(_, user)| user.into_owned())
-                .unwrap_or_default(),
-            user => user.to_string(),
+                .unwrap_or_else(|| parsed.username().to_string()),
+            // Its MySQL driver reads no `user` from the query.
+            _ => parsed.username().to_string(),
         };
         let database = match (parsed.path().trim_start_matches('/'), backend) {
             // PostgreSQL then takes the database named like the user.
@@ -2577,6 +2579,17 @@ mod tests {
         assert_eq!(
             url.endpoint,
             "PostgreSQL server db.example:5432 (database 'inbox', user 'app')"
+        );
+        // The user the driver connects as: the query's on PostgreSQL, none of it on MySQL.
+        let url = DatabaseUrl::parse("postgres://app@db.example/inbox?user=other").unwrap();
+        assert_eq!(
+            url.endpoint,
+            "PostgreSQL server db.example:5432 (database 'inbox', user 'other')"
+        );
+        let url = DatabaseUrl::parse("mysql://db.example/inbox?user=other").unwrap();
+        assert_eq!(
+            url.endpoint,
+            "MySQL server db.example:3306 (database 'inbox', the driver's default user)"
         );
         let url = DatabaseUrl::parse("postgres://db.example").unwrap();
         assert_eq!(
