@@ -501,7 +501,9 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
         );
     }
 
-    // --max-rows takes the oldest first: a-old-5, -4, -3, -2.
+    // --max-rows takes the oldest first: a-old-5, -4, -3, -2; z's old row is not reached.
+    db.insert_rows(&[row("z", "z-old", None, cutoff - Duration::days(1))])
+        .await;
     let json = db
         .run(&[
             "prune",
@@ -533,8 +535,8 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
             "a-new"
         ])
     );
-    // Recorded for a, whose rows went, and not for b, which --max-rows left alone (b's one
-    // record is its own prune's, above): a record of b would hide its lost messages.
+    // Recorded for a, whose rows went, and not for z, which --max-rows left alone (b's
+    // record is its own prune's, above): a record of z would hide its lost messages.
     assert_eq!(recorded_prunes(&mut db).await, ["a", "b"]);
 }
 
