@@ -8,7 +8,7 @@ use anyhow::Context;
 use chrono::{DateTime, Datelike, SubsecRound, Timelike, Utc};
 use serde::Serialize;
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, Executor};
+use sqlx::{Any, AnyConnection};
 
 use super::{retried, StopRequest};
 use crate::cli::{Format, PruneArgs, PruneStrategy};
@@ -503,23 +503,17 @@ impl Deleting<'_> {
                 if record.is_empty() {
                     return batch(&mut *connection).await;
                 }
-                connection.execute(self.store.dialect.begin_write).await?;
-                let result = async {
+                let recorded = async |connection: &mut AnyConnection| {
                     self.store
                         .record_prune(&mut *connection, record, self.cutoff)
                         .await
                         .context("this batch deleted nothing")?;
-                    let (deleted, value) = batch(&mut *connection).await?;
-                    // Nothing deleted, nothing to record: undone, a later batch records.
-                    let end = if deleted > 0 { "COMMIT" } else { "ROLLBACK" };
-                    connection.execute(end).await?;
-                    Ok((deleted, value))
-                }
-                .await;
-                if result.is_err() {
-                    let _ = connection.execute("ROLLBACK").await;
-                }
-                result
+                    batch(connection).await
+                };
+                // Nothing deleted, nothing to record: undone, and a later batch records.
+                self.store
+                    .in_write_transaction(connection, recorded, |(deleted, _)| *deleted > 0)
+                    .await
             };
             self.stop.run_batch(attempt).await.map_err(|error| {
                 let deadlock = error.downcast_ref::<sqlx::Error>().is_some_and(is_deadlock);

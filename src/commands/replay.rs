@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, Context};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
-use sqlx::{Any, Executor};
+use sqlx::AnyConnection;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::task::block_in_place;
 
@@ -1274,24 +1274,10 @@ const CONNECTION_ATTEMPTS: u32 = 3;
 /// rolled back when anything fails.
 async fn in_write_transaction<T>(
     store: &Store,
-    work: impl AsyncFnOnce(&mut sqlx::pool::PoolConnection<Any>) -> Result<T, BatchError>,
+    work: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, BatchError>,
 ) -> Result<T, BatchError> {
     let mut conn = store.acquire().await.map_err(BatchError::from_anyhow)?;
-    conn.execute(store.dialect.begin_write)
-        .await
-        .map_err(BatchError::from_sqlx)?;
-    let result = match work(&mut conn).await {
-        Ok(value) => conn
-            .execute("COMMIT")
-            .await
-            .map(|_| value)
-            .map_err(BatchError::from_sqlx),
-        Err(failure) => Err(failure),
-    };
-    if result.is_err() {
-        let _ = conn.execute("ROLLBACK").await;
-    }
-    result
+    store.in_write_transaction(&mut conn, work, |_| true).await
 }
 
 #[derive(Clone, Copy)]
@@ -1320,7 +1306,7 @@ impl SqlJob<'_> {
 
     async fn in_transaction(
         &self,
-        conn: &mut sqlx::pool::PoolConnection<Any>,
+        conn: &mut AnyConnection,
         indexes: &[usize],
     ) -> Result<HashSet<usize>, BatchError> {
         let messages: Vec<&Replayed> = indexes.iter().map(|i| &self.batch[*i]).collect();
@@ -1345,7 +1331,7 @@ impl SqlJob<'_> {
 
     async fn execute(
         &self,
-        conn: &mut sqlx::pool::PoolConnection<Any>,
+        conn: &mut AnyConnection,
         statement: &Statement,
         message: &Replayed,
     ) -> Result<(), BatchError> {
@@ -1385,7 +1371,7 @@ impl SqlJob<'_> {
             };
         }
         query
-            .execute(&mut **conn)
+            .execute(&mut *conn)
             .await
             .map(|_| ())
             .map_err(|error| {
@@ -1404,7 +1390,7 @@ impl SqlJob<'_> {
 /// One multi-row insert into the inbox; returns the event ids it inserted (the new ones).
 async fn insert_new(
     store: &Store,
-    conn: &mut sqlx::pool::PoolConnection<Any>,
+    conn: &mut AnyConnection,
     consumer: &str,
     topic: &str,
     messages: &[&Replayed],
@@ -1434,7 +1420,7 @@ async fn insert_new(
             .bind(message.partition)
             .bind(message.offset);
     }
-    Ok(query.fetch_all(&mut **conn).await?.into_iter().collect())
+    Ok(query.fetch_all(&mut *conn).await?.into_iter().collect())
 }
 
 /// A --param named like a built-in, or given twice, would be silently overruled.

@@ -1922,6 +1922,33 @@ impl Store {
         }
     }
 
+    /// Runs `work` in one write transaction on `connection`: committed when it passes and
+    /// `keep` says so of what it returned, rolled back otherwise. A failed ROLLBACK is not
+    /// said: it would only hide the error that matters.
+    pub async fn in_write_transaction<T, E: From<sqlx::Error>>(
+        &self,
+        connection: &mut AnyConnection,
+        work: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, E>,
+        keep: impl FnOnce(&T) -> bool,
+    ) -> Result<T, E> {
+        connection.execute(self.dialect.begin_write).await?;
+        let result = match work(&mut *connection).await {
+            Ok(value) => {
+                let end = if keep(&value) { "COMMIT" } else { "ROLLBACK" };
+                connection
+                    .execute(end)
+                    .await
+                    .map(|_| value)
+                    .map_err(E::from)
+            }
+            Err(failure) => Err(failure),
+        };
+        if result.is_err() {
+            let _ = connection.execute("ROLLBACK").await;
+        }
+        result
+    }
+
     /// Makes the record of prunes (`inboxctl_prunes`) when it is missing, before a prune
     /// deletes anything; [`Store::record_prune`] writes into it.
     pub async fn prepare_prune_record(&self) -> anyhow::Result<()> {
@@ -2294,6 +2321,12 @@ pub struct BatchError {
     pub connection_lost: bool,
 }
 
+impl From<sqlx::Error> for BatchError {
+    fn from(error: sqlx::Error) -> Self {
+        BatchError::from_sqlx(error)
+    }
+}
+
 impl BatchError {
     /// A failure that trying again would repeat: a message without a value, say.
     pub fn final_error(error: anyhow::Error) -> BatchError {
@@ -2326,18 +2359,21 @@ impl BatchError {
 /// Whether trying the same transaction again may pass: a deadlock, a serialization failure,
 /// a lock wait that timed out, a busy SQLite file.
 pub fn is_transient(error: &sqlx::Error) -> bool {
+    if is_deadlock(error) {
+        return true;
+    }
     let Some(database) = error.as_database_error() else {
         return false;
     };
     // MySQL's lock wait timeout (1205) by number: its SQLSTATE is the generic HY000.
     if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-        return matches!(mysql.number(), 1213 | 1205);
+        return mysql.number() == 1205;
     }
-    is_deadlock(error)
-        || matches!(
-            database.code().as_deref(),
-            Some("5" | "6" | "517" | "261" | "262")
-        )
+    // SQLite's busy and locked codes, plain and extended.
+    matches!(
+        database.code().as_deref(),
+        Some("5" | "6" | "517" | "261" | "262")
+    )
 }
 
 /// Whether the server rolled the transaction back to break a deadlock or a serialization
