@@ -895,6 +895,8 @@ async fn a_batch_emptied_by_another_session_does_not_end_the_prune() {
     let json = run.json();
     assert_eq!(json["rows_deleted"], 90);
     assert_eq!(db.count("processed_messages").await, 0);
+    // The empty batch's record was rolled back with it; the next batch recorded once.
+    assert_eq!(recorded_prunes(&mut db).await, ["c"]);
 }
 
 /// The application holds row e000005 and then asks for e000000, which prune's batch
