@@ -2576,8 +2576,8 @@ async fn prune_deletes_nothing_it_cannot_record(backend: Backend) {
     let run = db.run(&["prune", "--before", &before, "--yes"]).code(1);
     assert!(
         run.stderr.contains(
-            "prune stopped after deleting 0 rows; re-run to continue: this batch deleted \
-             nothing: could not record the prune in inboxctl_prunes"
+            "prune stopped after deleting 0 rows; re-run to continue once the cause is \
+             fixed: this batch deleted nothing: could not record the prune in inboxctl_prunes"
         ),
         "{}",
         run.stderr
@@ -2595,27 +2595,57 @@ each_backend!(prune_deletes_nothing_it_cannot_record);
 async fn prune_records_into_a_table_made_for_a_user_who_may_not_create() {
     let mut db = TestDb::new(Backend::Postgres).await;
     let cutoff = seed_for_prune(&mut db).await;
+    let run = prune_as_a_role_that_may(&mut db, "SELECT, DELETE", cutoff).await;
+    let json = run.ok().json();
+    assert_eq!(json["rows_deleted"], 9);
+    assert_eq!(db.count("inboxctl_prunes").await, 2);
+}
+
+/// A missing right fails every re-run alike: the error does not promise that a re-run
+/// alone continues, as it does after a lock wait that timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_without_the_right_to_delete_says_the_cause_must_be_fixed() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    let cutoff = seed_for_prune(&mut db).await;
+    let rows = db.count("processed_messages").await;
+    let run = prune_as_a_role_that_may(&mut db, "SELECT", cutoff)
+        .await
+        .code(1);
+    assert!(
+        run.stderr.starts_with(
+            "error: prune stopped after deleting 0 rows; re-run to continue once the cause is \
+             fixed: could not delete a batch of consumer 'a': "
+        ) && run
+            .stderr
+            .contains("permission denied for table processed_messages"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("processed_messages").await, rows);
+    assert_eq!(db.count("inboxctl_prunes").await, 0);
+}
+
+/// `prune --before CUTOFF --yes --format json` as a role of its own that may do `rights` on
+/// the inbox and record its prune, but not create tables.
+async fn prune_as_a_role_that_may(db: &mut TestDb, rights: &str, cutoff: DateTime<Utc>) -> Run {
     let before = cutoff.to_rfc3339_opts(SecondsFormat::Millis, true);
     let role = db.role("").await;
     for sql in [
         "CREATE TABLE inboxctl_prunes (consumer TEXT NOT NULL, cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)".to_string(),
         "REVOKE CREATE ON SCHEMA public FROM PUBLIC".to_string(),
-        format!("GRANT SELECT, DELETE ON processed_messages TO {role}"),
+        format!("GRANT {rights} ON processed_messages TO {role}"),
         format!("GRANT SELECT, INSERT ON inboxctl_prunes TO {role}"),
     ] {
         db.exec(&sql).await;
     }
     let url = db.url.replacen("postgres@", &format!("{role}@"), 1);
-    let run = Run::from(
+    Run::from(
         db.cmd()
             .env("DATABASE_URL", &url)
             .args(["prune", "--before", &before, "--yes", "--format", "json"])
             .output()
             .unwrap(),
-    );
-    let json = run.ok().json();
-    assert_eq!(json["rows_deleted"], 9);
-    assert_eq!(db.count("inboxctl_prunes").await, 2);
+    )
 }
 
 /// What prune does to record a prune of `consumer`: the record's table made when missing,

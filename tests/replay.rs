@@ -1344,6 +1344,83 @@ async fn four_replays_at_once_apply_each_effect_once(backend: Backend) {
     assert_eq!(inbox_count(&mut db).await, 2000 + 4 * 400);
 }
 
+/// A batch whose handler waited out PostgreSQL's lock_timeout (the application held the
+/// row for a while) is tried again like a deadlock, not pinned on a message as its failure:
+/// once the application lets go, every event is applied once and the run ends well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_waits_out_the_lock_timeout_is_tried_again() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    let landed = produce(&topic, &deposits("l", 1, 8)).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    db.exec(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lock_timeout = %L', \
+         current_database(), '200ms'); END $$",
+    )
+    .await;
+    let pool = db.pool().await;
+    let mut application = pool.begin().await.unwrap();
+    sqlx::query("SELECT balance FROM accounts WHERE id = 1 FOR UPDATE")
+        .execute(&mut *application)
+        .await
+        .unwrap();
+
+    let mut child = db
+        .command(&[
+            "replay",
+            "--topic",
+            &topic,
+            "--from",
+            "earliest",
+            "--consumer",
+            "billing",
+            "--sql",
+            &handler,
+            "--format",
+            "json",
+        ])
+        .env("KAFKA_BROKERS", &broker().address)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Three transactions of replay's in turn waiting for the row. Without the retry, the
+    // batch would wait once, then its messages one by one, and the run would end when the
+    // one that updates account 1 timed out too.
+    let mut waits = BTreeSet::new();
+    let deadline = Instant::now() + RUN_LIMIT;
+    while waits.len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "replay waited {} times",
+            waits.len()
+        );
+        if child.try_wait().unwrap().is_some() {
+            let run = Run::from(child.wait_with_output().unwrap());
+            panic!("replay ended while the row was held:\n{}", run.stderr);
+        }
+        let started: Vec<String> = sqlx::query_scalar(
+            "SELECT xact_start::text FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock'",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        waits.extend(started);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    application.rollback().await.unwrap();
+
+    let run = Run::from(
+        tokio::task::spawn_blocking(|| child.wait_with_output().unwrap())
+            .await
+            .unwrap(),
+    );
+    assert_eq!(totals(&run.ok().json()), (8, 8, 0, 0, 0));
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Poison messages and missing ids
 

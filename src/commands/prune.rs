@@ -17,8 +17,8 @@ use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, or_dash, table, Answer, Output};
 use crate::store::{
-    is_deadlock, Backend, BatchError, CreateMode, HeapExtent, KeepFrom, Store, EARLIEST_TIMESTAMP,
-    INBOX_TABLE,
+    is_connection_lost, is_deadlock, is_transient, Backend, BatchError, CreateMode, HeapExtent,
+    KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -528,11 +528,22 @@ impl Deleting<'_> {
         .map_err(|failure| failure.error)
     }
 
-    fn stopped_after(report: &PruneReport) -> String {
-        format!(
-            "prune stopped after deleting {} rows; re-run to continue",
+    /// The error of a batch that ended prune, saying how far it got and whether a re-run
+    /// alone can go on: after a lost connection or a lock held for long it can, while a
+    /// missing right or a broken table fails the same way until someone fixes it.
+    fn stopped_after(report: &PruneReport, error: anyhow::Error) -> anyhow::Error {
+        let passing = error
+            .chain()
+            .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+            .any(|cause| is_transient(cause) || is_connection_lost(cause));
+        let next = match passing {
+            true => "re-run to continue",
+            false => "re-run to continue once the cause is fixed",
+        };
+        error.context(format!(
+            "prune stopped after deleting {} rows; {next}",
             report.rows_deleted
-        )
+        ))
     }
 
     /// Consumer by consumer, the oldest rows first, each batch an index range scan from where
@@ -569,7 +580,7 @@ impl Deleting<'_> {
                             .await
                     })
                     .await
-                    .with_context(|| Self::stopped_after(report))?;
+                    .map_err(|error| Self::stopped_after(report, error))?;
                 recorded |= deleted > 0;
                 if deleted == 0 {
                     // Empty although rows remain: another session deleted or changed the rows
@@ -665,7 +676,7 @@ impl Deleting<'_> {
                     Ok((deleted, ()))
                 })
                 .await
-                .with_context(|| Self::stopped_after(report))?;
+                .map_err(|error| Self::stopped_after(report, error))?;
             recorded |= deleted > 0;
             report.batches += 1;
             self.count(report, sole_consumer.as_deref(), deleted);

@@ -2369,10 +2369,10 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
     if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return mysql.number() == 1205;
     }
-    // SQLite's busy and locked codes, plain and extended.
+    // PostgreSQL's lock_timeout (55P03); SQLite's busy and locked codes, plain and extended.
     matches!(
         database.code().as_deref(),
-        Some("5" | "6" | "517" | "261" | "262")
+        Some("55P03" | "5" | "6" | "517" | "261" | "262")
     )
 }
 

@@ -803,12 +803,14 @@ enum Bound<'a> {
     Call(&'a Statement, Vec<Vec<Param>>),
 }
 
-/// A database error as a batch failure; a deadlock or serialization failure may pass when
-/// the batch is tried again.
+/// A database error as a batch failure; a deadlock, a serialization failure or a lock wait
+/// that timed out may pass when the batch is tried again (as [`super::is_transient`] says).
 fn fail(error: tokio_postgres::Error) -> BatchError {
     let transient = matches!(
         error.code(),
-        Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED || *code == SqlState::T_R_SERIALIZATION_FAILURE
+        Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED
+            || *code == SqlState::T_R_SERIALIZATION_FAILURE
+            || *code == SqlState::LOCK_NOT_AVAILABLE
     );
     // Not the server's answer to a statement: the connection closed or its socket failed.
     let connection_lost = match error.as_db_error() {
