@@ -128,7 +128,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
         &'inboxctl;prune'= {
             cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
             cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
-            cand --older-than 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)'
+            cand --older-than 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w; 1m is a minute, 1M a month)'
             cand --before 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)'
             cand --consumer 'Only this consumer''s rows'
             cand --batch-size 'Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]'

@@ -99,7 +99,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s h -l help 
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s V -l version -d 'Print version'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l older-than -d 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l older-than -d 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w; 1m is a minute, 1M a month)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l consumer -d 'Only this consumer\'s rows' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]' -r

@@ -186,7 +186,8 @@ pub struct PruneArgs {
     #[command(flatten)]
     pub database: DatabaseOpts,
 
-    /// Delete rows processed longer ago than this (e.g. 7d, 36h, 2w)
+    /// Delete rows processed longer ago than this (e.g. 7d, 36h, 2w; 1m is a minute, 1M a
+    /// month)
     #[arg(
         long,
         value_name = "DURATION",

@@ -157,6 +157,16 @@ mod tests {
             parse_duration("2w 1d").unwrap(),
             Duration::from_secs(15 * 86_400)
         );
+        // The case of the unit matters, as the help and the README say.
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert_eq!(
+            parse_duration("1M").unwrap(),
+            Duration::from_secs(2_630_016)
+        );
+        assert_eq!(
+            parse_duration("1y").unwrap(),
+            Duration::from_secs(31_557_600)
+        );
     }
 
     #[test]
