@@ -1642,20 +1642,24 @@ async fn a_partitioned_inbox_is_pruned_through_the_index() {
 
 /// SQLite sorts a number before every text, so a processed_at written as seconds since 1970
 /// is never older than a cutoff: prune keeps such rows, and says how many, dry run or not.
+/// So it does with an empty text, which sorts before every time too. Go's zero time (year
+/// 1) is a time, and older than any cutoff.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
     let mut db = TestDb::new(Backend::Sqlite).await;
     db.run(&["migrate", "run"]).ok();
     db.exec(
         "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
-         ('a', 'epoch', 1764583200), ('a', 'epoch-real', 1764583200.5), \
-         ('a', 'old', '2020-01-01 00:00:00.000'), ('b', 'epoch', 1700000000), \
+         ('a', 'epoch', 1764583200), ('a', 'epoch-real', 1764583200.5), ('a', 'empty', ''), \
+         ('a', 'old', '2020-01-01 00:00:00.000'), ('a', 'zero', '0001-01-01 00:00:00'), \
+         ('b', 'epoch', 1700000000), \
          ('c', 'old', '2020-01-01 00:00:00.000')",
     )
     .await;
-    let warning = "warning: 3 row(s) of 2 consumers ('a': 2, 'b': 1) have a number in \
-                   processed_at, not a time in the form YYYY-MM-DD HH:MM:SS.fff; SQLite sorts \
-                   numbers before every time, so prune cannot date them and keeps them\n";
+    let warning = "warning: 4 row(s) of 2 consumers ('a': 3, 'b': 1) have a number in \
+                   processed_at, or text that does not start with a year, not a time in the \
+                   form YYYY-MM-DD HH:MM:SS.fff; SQLite sorts them before every time, so prune \
+                   cannot date them and keeps them\n";
     let dry = db
         .run(&[
             "prune",
@@ -1667,13 +1671,16 @@ async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
         ])
         .ok();
     assert_eq!(dry.stderr, warning);
-    assert_eq!(dry.json()["rows_matched"], 2);
+    assert_eq!(dry.json()["rows_matched"], 3);
     let run = db
         .run(&["prune", "--older-than", "1d", "--yes", "--format", "json"])
         .ok();
     assert_eq!(run.stderr, warning);
-    assert_eq!(run.json()["rows_deleted"], 2);
-    assert_eq!(db.event_ids("a").await, ids(&["epoch", "epoch-real"]));
+    assert_eq!(run.json()["rows_deleted"], 3);
+    assert_eq!(
+        db.event_ids("a").await,
+        ids(&["empty", "epoch", "epoch-real"])
+    );
     assert_eq!(db.event_ids("b").await, ids(&["epoch"]));
     let one = db
         .run(&["prune", "--older-than", "1d", "--consumer", "b", "--yes"])
@@ -1685,6 +1692,48 @@ async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
         one.stderr
     );
 }
+
+/// A time however early is older than any cutoff: Go's zero time (year 1), a year before
+/// 1000, PostgreSQL's `-infinity`, MariaDB's zero date. The dry run counts them, and either
+/// strategy deletes them.
+async fn the_earliest_times_are_pruned(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let earliest = match backend {
+        Backend::Postgres => "'-infinity'",
+        Backend::Mysql => "'0000-00-00 00:00:00'",
+        Backend::Sqlite => "'0001-01-01 00:00:00.000'",
+    };
+    let now = match backend {
+        Backend::Sqlite => "strftime('%Y-%m-%d %H:%M:%f', 'now')",
+        _ => "CURRENT_TIMESTAMP",
+    };
+    let strategies: &[&str] = match backend {
+        Backend::Postgres => &["index", "blocks"],
+        _ => &["index"],
+    };
+    for strategy in strategies {
+        db.exec(&format!(
+            "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
+             ('a', 'earliest', {earliest}), ('a', 'go-zero', '0001-01-01 00:00:00'), \
+             ('a', 'year-999', '0999-12-31 23:59:59'), ('a', 'old', '2020-01-01 00:00:00'), \
+             ('a', 'new', {now})"
+        ))
+        .await;
+        let prune = ["prune", "--older-than", "1d", "--format", "json"];
+        let dry = db.run(&[&prune[..], &["--dry-run"]].concat()).ok().json();
+        assert_eq!(dry["rows_matched"], 4, "{strategy}");
+        let run = db
+            .run(&[&prune[..], &["--yes", "--strategy", strategy]].concat())
+            .ok()
+            .json();
+        assert_eq!(run["rows_deleted"], 4, "{strategy}");
+        assert_eq!(db.event_ids("a").await, ids(&["new"]), "{strategy}");
+        db.exec("DELETE FROM processed_messages").await;
+    }
+}
+
+each_backend!(the_earliest_times_are_pruned);
 
 /// An application's `event_id uuid` column: prune and inspect work, but an id bound as text
 /// cannot be compared with it, so a lookup says what to change instead of failing on the

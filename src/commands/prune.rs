@@ -18,7 +18,7 @@ use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, or_dash, table, Answer, Output};
 use crate::store::{
     is_connection_lost, is_deadlock, is_transient, Backend, BatchError, CreateMode, HeapExtent,
-    KeepFrom, Store, EARLIEST_TIMESTAMP, INBOX_TABLE,
+    KeepFrom, Store, INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -176,9 +176,9 @@ async fn prune(
             ),
         };
         output.warn(format!(
-            "{total} row(s) {whose} have a number in processed_at, not a time in the form \
-             YYYY-MM-DD HH:MM:SS.fff; SQLite sorts numbers before every time, so prune \
-             cannot date them and keeps them"
+            "{total} row(s) {whose} have a number in processed_at, or text that does not \
+             start with a year, not a time in the form YYYY-MM-DD HH:MM:SS.fff; SQLite sorts \
+             them before every time, so prune cannot date them and keeps them"
         ));
     }
     // The exact count is for what is read before anything goes: the dry run, the
@@ -554,7 +554,7 @@ impl Deleting<'_> {
         for index in 0..report.consumers.len() {
             let consumer = report.consumers[index].consumer.clone();
             let keep = std::mem::take(&mut report.consumers[index].keep);
-            let mut from = EARLIEST_TIMESTAMP.to_string();
+            let mut from = self.store.dialect.earliest_prunable.map(String::from);
             let mut empty_in_a_row = 0;
             let mut recorded = false;
             while remaining > 0 {
@@ -572,7 +572,7 @@ impl Deleting<'_> {
                             .delete_older_batch(
                                 connection,
                                 &consumer,
-                                &from,
+                                from.as_deref(),
                                 self.cutoff,
                                 &keep,
                                 limit,
@@ -588,7 +588,13 @@ impl Deleting<'_> {
                     // selects again; a few empty ones in a row are given up on, and said.
                     let remain = self
                         .store
-                        .has_prunable(&mut connection, &consumer, &from, self.cutoff, &keep)
+                        .has_prunable(
+                            &mut connection,
+                            &consumer,
+                            from.as_deref(),
+                            self.cutoff,
+                            &keep,
+                        )
                         .await?;
                     empty_in_a_row += 1;
                     if remain && empty_in_a_row < EMPTY_BATCHES_TRIED {
@@ -604,7 +610,7 @@ impl Deleting<'_> {
                     break;
                 }
                 empty_in_a_row = 0;
-                if let Some(next_from) = next_from {
+                if next_from.is_some() {
                     from = next_from;
                 }
                 report.batches += 1;

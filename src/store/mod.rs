@@ -31,8 +31,6 @@ pub const MIGRATIONS_TABLE: &str = "inboxctl_migrations";
 /// The tool's record of each prune: which consumer's rows before which cutoff went, so that
 /// `compare` knows the inbox may lack their offsets. Made on the first prune that deletes.
 pub const PRUNES_TABLE: &str = "inboxctl_prunes";
-/// A `processed_at` lower bound below every real row, valid on every backend.
-pub const EARLIEST_TIMESTAMP: &str = "1000-01-01 00:00:00";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -86,6 +84,10 @@ pub struct Dialect {
     pub timestamp_param_format: &'static str,
     /// Wraps a placeholder so the database reads it as a timestamp.
     pub timestamp_param: fn(&str) -> String,
+    /// The lower bound of `processed_at` that prune's first batch of a consumer starts from
+    /// (later ones start where the last stopped): none where every value is a time, however
+    /// early (a zero date, `-infinity`, Go's zero time in year 1).
+    pub earliest_prunable: Option<&'static str>,
     /// Renders a timestamp expression as UTC text `YYYY-MM-DD HH:MM:SS[.f]`.
     pub timestamp_text: fn(&str) -> String,
     /// Casts an integer expression to a 64-bit integer, so every backend decodes it as `i64`.
@@ -1306,29 +1308,33 @@ impl Store {
         sql.push(&format!(
             "SELECT COUNT(*) FROM (SELECT 1 AS one FROM {INBOX_TABLE} WHERE "
         ));
-        self.push_prune_condition(&mut sql, keep);
+        let from = self.dialect.earliest_prunable;
+        self.push_prune_condition(&mut sql, from, keep);
         sql.push(" ORDER BY processed_at) AS older");
         let text = sql.build();
         let query = sqlx::query_scalar::<_, i64>(&text);
         let count = self
-            .bind_prune_condition(query, consumer, EARLIEST_TIMESTAMP, cutoff, keep)
+            .bind_prune_condition(query, consumer, from, cutoff, keep)
             .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not count rows of consumer '{consumer}' to prune"))?;
         Ok(count as u64)
     }
 
-    /// SQLite: how many of the consumer's rows have a number in processed_at (seconds since
-    /// 1970, say) rather than text. Numbers sort before every text there, so no cutoff ever
-    /// takes them. One index range; 0 on the other backends, whose column is a timestamp.
+    /// SQLite: how many of the consumer's rows have no time in processed_at: a number
+    /// (seconds since 1970, say), or text that does not start with a year (the empty text).
+    /// They sort before every time there, below the dialect's `earliest_prunable`, so no
+    /// cutoff ever takes them. One index range; 0 on the other backends, whose column holds
+    /// times only.
     pub async fn undatable_rows(&self, consumer: &str) -> anyhow::Result<u64> {
-        if self.backend != Backend::Sqlite {
+        let Some(earliest) = self.dialect.earliest_prunable else {
             return Ok(0);
-        }
+        };
         let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM processed_messages WHERE consumer = ? AND processed_at < ''",
+            "SELECT COUNT(*) FROM processed_messages WHERE consumer = ? AND processed_at < ?",
         )
         .bind(consumer)
+        .bind(earliest)
         .fetch_one(&self.pool)
         .await
         .with_context(|| format!("could not count rows of consumer '{consumer}' without a date"))?;
@@ -1344,7 +1350,8 @@ impl Store {
     /// consumer as just as good: through another one, it reads all of that consumer's rows.
     pub async fn has_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<bool> {
         let mut connection = self.acquire().await?;
-        self.has_prunable(&mut connection, consumer, EARLIEST_TIMESTAMP, cutoff, &[])
+        let from = self.dialect.earliest_prunable;
+        self.has_prunable(&mut connection, consumer, from, cutoff, &[])
             .await
     }
 
@@ -1355,13 +1362,13 @@ impl Store {
         &self,
         connection: &mut AnyConnection,
         consumer: &str,
-        from: &str,
+        from: Option<&str>,
         cutoff: DateTime<Utc>,
         keep: &[KeepFrom],
     ) -> anyhow::Result<bool> {
         let mut sql = self.sql();
         sql.push(&format!("SELECT 1 FROM {INBOX_TABLE} WHERE "));
-        self.push_prune_condition(&mut sql, keep);
+        self.push_prune_condition(&mut sql, from, keep);
         sql.push(" ORDER BY processed_at LIMIT 1");
         let text = sql.build();
         let query = sqlx::query_scalar::<_, i32>(&text);
@@ -1384,7 +1391,7 @@ impl Store {
         &self,
         connection: &mut AnyConnection,
         consumer: &str,
-        from: &str,
+        from: Option<&str>,
         cutoff: DateTime<Utc>,
         keep: &[KeepFrom],
         limit: u64,
@@ -1394,7 +1401,7 @@ impl Store {
             "SELECT {} FROM {INBOX_TABLE} WHERE ",
             (self.dialect.timestamp_text)("processed_at")
         ));
-        self.push_prune_condition(&mut sql, keep);
+        self.push_prune_condition(&mut sql, from, keep);
         sql.push(" ORDER BY processed_at LIMIT 1 OFFSET ").param();
         let text = sql.build();
         let query = sqlx::query_scalar::<_, String>(&text);
@@ -1413,7 +1420,7 @@ impl Store {
         &self,
         connection: &mut AnyConnection,
         consumer: &str,
-        from: &str,
+        from: Option<&str>,
         cutoff: DateTime<Utc>,
         keep: &[KeepFrom],
         limit: u64,
@@ -1431,12 +1438,12 @@ impl Store {
         let (prefix, suffix) = form.wrap;
         let mut sql = self.sql();
         sql.push(prefix);
-        self.push_prune_condition(&mut sql, keep);
+        self.push_prune_condition(&mut sql, from, keep);
         sql.push(" ORDER BY processed_at LIMIT ")
             .param()
             .push(suffix);
         if form.condition_again {
-            self.push_prune_condition(&mut sql, keep);
+            self.push_prune_condition(&mut sql, from, keep);
         }
         if self.dialect.delete_returning {
             sql.push(&format!(
@@ -1587,13 +1594,14 @@ impl Store {
 
     /// `consumer = ? AND processed_at >= ? AND processed_at < ?`, then one exclusion per
     /// protected partition.
-    fn push_prune_condition(&self, sql: &mut SqlBuilder, keep: &[KeepFrom]) {
-        sql.push("consumer = ")
-            .param()
-            .push(" AND processed_at >= ")
-            .timestamp_param()
-            .push(" AND processed_at < ")
-            .timestamp_param();
+    /// A consumer's rows processed at or after `from` (when there is a bound), strictly
+    /// before the cutoff, less those `keep` protects.
+    fn push_prune_condition(&self, sql: &mut SqlBuilder, from: Option<&str>, keep: &[KeepFrom]) {
+        sql.push("consumer = ").param();
+        if from.is_some() {
+            sql.push(" AND processed_at >= ").timestamp_param();
+        }
+        sql.push(" AND processed_at < ").timestamp_param();
         self.push_keep_exclusions(sql, keep);
     }
 
@@ -1621,14 +1629,15 @@ impl Store {
         &self,
         query: Q,
         consumer: &'q str,
-        from: &'q str,
+        from: Option<&'q str>,
         cutoff: DateTime<Utc>,
         keep: &'q [KeepFrom],
     ) -> Q {
-        let query = query
-            .bind_str(consumer)
-            .bind_str(from)
-            .bind_string(self.timestamp_param(cutoff));
+        let mut query = query.bind_str(consumer);
+        if let Some(from) = from {
+            query = query.bind_str(from);
+        }
+        let query = query.bind_string(self.timestamp_param(cutoff));
         bind_keep_exclusions(query, keep)
     }
 

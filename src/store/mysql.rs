@@ -27,6 +27,7 @@ pub static DIALECT: Dialect = Dialect {
     identifier_quote: '`',
     timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",
     timestamp_param: |placeholder| format!("CAST({placeholder} AS DATETIME(6))"),
+    earliest_prunable: None,
     timestamp_text: |expression| format!("DATE_FORMAT({expression}, '%Y-%m-%d %H:%i:%s.%f')"),
     bigint: |expression| format!("CAST({expression} AS SIGNED)"),
     table_exists: "SELECT COUNT(*) FROM information_schema.tables \

@@ -48,6 +48,7 @@ pub static DIALECT: Dialect = Dialect {
     identifier_quote: '"',
     timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",
     timestamp_param: |placeholder| format!("CAST({placeholder} AS timestamptz)"),
+    earliest_prunable: None,
     timestamp_text: |expression| {
         format!("to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")
     },

@@ -68,6 +68,10 @@ pub static DIALECT: Dialect = Dialect {
     // The same form as the column default, so text comparison orders correctly.
     timestamp_param_format: "%Y-%m-%d %H:%M:%S%.3f",
     timestamp_param: |placeholder| placeholder.to_string(),
+    // Text compares as text: numbers (seconds since 1970, say) and the empty text sort
+    // before every time, undated. Not "0", which the column's NUMERIC affinity would read
+    // as the number 0.
+    earliest_prunable: Some("0000-01-01 00:00:00"),
     timestamp_text: |expression| format!("CAST({expression} AS TEXT)"),
     bigint: |expression| expression.to_string(),
     table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
