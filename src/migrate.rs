@@ -175,6 +175,7 @@ impl TableRebuild {
 /// rebuild, the rest of it on a table already in the target layout. Refuses a rebuild that
 /// would lose columns, before anything is written.
 async fn up_sql(
+    store: &Store,
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
 ) -> anyhow::Result<&'static str> {
@@ -183,10 +184,44 @@ async fn up_sql(
     };
     let columns = rebuild.columns(connection).await?;
     match rebuild.plan(&columns) {
-        RebuildPlan::Rebuild => Ok(migration.up),
+        RebuildPlan::Rebuild => {
+            let doing = format!(
+                "migration {} ({}) rebuilds table {INBOX_TABLE} (SQLite cannot change a \
+                 primary key)",
+                migration.version, migration.description
+            );
+            refuse_when_referenced(store, connection, &doing).await?;
+            Ok(migration.up)
+        }
         RebuildPlan::AlreadyInTargetLayout => Ok(rebuild.up_in_target_layout),
         RebuildPlan::WouldLose(lost) => Err(rebuild.refusal(migration, &lost)),
     }
+}
+
+/// Refuses to drop the inbox table (`doing` says why it would be dropped) while other tables
+/// reference it by foreign key, before anything is written.
+async fn refuse_when_referenced(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    doing: &str,
+) -> anyhow::Result<()> {
+    let Some(query) = store.dialect.tables_referencing_inbox else {
+        return Ok(());
+    };
+    let tables: Vec<String> = sqlx::query_scalar(query)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not list the foreign keys that reference {INBOX_TABLE}"))?;
+    if tables.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{doing}, but table(s) {} reference it by foreign key: dropping the old table would \
+         delete their rows (ON DELETE CASCADE) or leave their keys pointing at nothing. \
+         Nothing was changed. PostgreSQL and MySQL refuse this too; remove those foreign keys \
+         first (SQLite: rebuild those tables without them)",
+        tables.join(", ")
+    )
 }
 
 /// PostgreSQL's `timestamp` to `timestamptz` reads each value in the session's TimeZone.
@@ -434,7 +469,7 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
             version: migration.version,
             description: migration.description,
             duration_ms: None,
-            sql: Some(up_sql(&mut connection, migration).await?),
+            sql: Some(up_sql(store, &mut connection, migration).await?),
             // Found, or refused, as the run will.
             times_read_in: zone_of_zoneless_times(&mut connection, migration).await?,
         });
@@ -599,7 +634,7 @@ async fn apply_pending(
         };
         let started = Instant::now();
         // Judged inside the run's lock, on the table as migration 1 left it.
-        let up = up_sql(connection, migration).await?;
+        let up = up_sql(store, connection, migration).await?;
         let mut times_read_in = None;
         let elapsed = if per_migration_transaction(store) {
             // Looked up before the transaction: a refused read of the server's settings
@@ -684,6 +719,14 @@ async fn revert_applied(
         let run_sql = !drops_table || migration.version == 1;
         if let (true, Some(rebuild)) = (run_sql, &migration.rebuild) {
             rebuild.check_revert(connection, migration).await?;
+        }
+        if run_sql {
+            // Every down step of a rebuilding backend drops the table, to rebuild it or not.
+            let doing = format!(
+                "reverting migration {} ({}) drops table {INBOX_TABLE}",
+                migration.version, migration.description
+            );
+            refuse_when_referenced(store, connection, &doing).await?;
         }
         if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;

@@ -954,6 +954,93 @@ async fn sqlite_table_whose_rebuild_would_lose_columns_is_refused() {
     }
 }
 
+/// SQLite rebuilds the inbox by dropping the old table, and a DROP TABLE there deletes every
+/// row first, which cascades into the tables that reference it. Adopting a classic table and
+/// reverting (to the classic layout, or to nothing) are refused while a foreign key points at
+/// it, as PostgreSQL and MySQL refuse them, and the application's rows stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_refuses_to_drop_an_inbox_that_other_tables_reference() {
+    let refusal = |doing: &str| {
+        format!(
+            "error: {doing} table processed_messages{why}, but table(s) invoices reference it by \
+             foreign key: dropping the old table would delete their rows (ON DELETE CASCADE) or \
+             leave their keys pointing at nothing. Nothing was changed. PostgreSQL and MySQL \
+             refuse this too; remove those foreign keys first (SQLite: rebuild those tables \
+             without them)\n",
+            why = match doing.starts_with("migration") {
+                true => " (SQLite cannot change a primary key)",
+                false => "",
+            }
+        )
+    };
+    let migration_2 = "migration 2 (key (consumer, event_id), topic/partition/offset, indexes)";
+
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
+         CREATE TABLE invoices (id INTEGER PRIMARY KEY, \
+         event_id TEXT REFERENCES processed_messages (event_id) ON DELETE CASCADE); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e2', 'c'); \
+         INSERT INTO invoices (event_id) VALUES ('e1'), ('e2')",
+    )
+    .await;
+    let schema = db.schema().await;
+    for args in [&["migrate", "run"][..], &["migrate", "run", "--dry-run"]] {
+        let refused = db.run(args).code(1);
+        assert_eq!(
+            refused.stderr,
+            refusal(&format!("{migration_2} rebuilds")),
+            "{args:?}"
+        );
+    }
+    assert_eq!(db.schema().await, schema);
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    assert_eq!(
+        (
+            db.count("processed_messages").await,
+            db.count("invoices").await
+        ),
+        (2, 2)
+    );
+
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 'e1'); \
+         CREATE TABLE invoices (id INTEGER PRIMARY KEY, consumer TEXT, event_id TEXT, \
+         FOREIGN KEY (consumer, event_id) REFERENCES processed_messages (consumer, event_id) \
+         ON DELETE CASCADE); \
+         INSERT INTO invoices (consumer, event_id) VALUES ('c', 'e1')",
+    )
+    .await;
+    let schema = db.schema().await;
+    let back_to_classic = db.run(&["migrate", "revert"]).code(1);
+    assert_eq!(
+        back_to_classic.stderr,
+        refusal(&format!("reverting {migration_2} drops"))
+    );
+    let to_nothing = db.run(&["migrate", "revert", "--to", "0", "--yes"]).code(1);
+    assert_eq!(
+        to_nothing.stderr,
+        refusal(
+            "reverting migration 1 (classic processed_messages table (created if missing)) drops"
+        )
+    );
+    assert_eq!(db.schema().await, schema);
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    assert_eq!(
+        (
+            db.count("processed_messages").await,
+            db.count("invoices").await
+        ),
+        (1, 1)
+    );
+}
+
 /// Column names are matched as the backend's SQL matches the unquoted names inboxctl writes:
 /// in any case on SQLite and MySQL, where `Consumer` is `consumer`; on PostgreSQL a quoted
 /// `"Consumer"` is another name, and the table is no inbox.

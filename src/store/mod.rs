@@ -123,6 +123,11 @@ pub struct Dialect {
     /// when the inbox is not a plain table.
     pub heap_extent: Option<&'static str>,
     pub migration_locking: MigrationLocking,
+    /// Where the migrations drop or rebuild the inbox table by dropping it (SQLite), the
+    /// other tables whose foreign keys reference it: dropping it would delete their rows
+    /// (ON DELETE CASCADE) or leave their keys pointing at nothing. PostgreSQL and MySQL
+    /// refuse such a change by themselves.
+    pub tables_referencing_inbox: Option<&'static str>,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
     pub migrations: &'static [Migration],

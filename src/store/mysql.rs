@@ -61,6 +61,7 @@ pub static DIALECT: Dialect = Dialect {
     heap_extent: None,
     begin_write: "BEGIN",
     insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
+    tables_referencing_inbox: None,
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(GET_LOCK('inboxctl_migrate', 600) AS SIGNED)",
         unlock: "SELECT CAST(RELEASE_LOCK('inboxctl_migrate') AS SIGNED)",

@@ -97,6 +97,7 @@ pub static DIALECT: Dialect = Dialect {
     begin_write: "BEGIN",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
+    tables_referencing_inbox: None,
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_lock(7597117852321281132)) AS l",
         unlock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_unlock(7597117852321281132)) AS l",

@@ -90,6 +90,12 @@ pub static DIALECT: Dialect = Dialect {
     heap_extent: None,
     begin_write: "BEGIN IMMEDIATE",
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
+    tables_referencing_inbox: Some(
+        "SELECT DISTINCT m.name FROM sqlite_master AS m \
+         JOIN pragma_foreign_key_list(m.name) AS f \
+         WHERE m.type = 'table' AND m.name <> 'processed_messages' \
+         AND f.\"table\" = 'processed_messages' COLLATE NOCASE ORDER BY m.name",
+    ),
     migration_locking: MigrationLocking::ExclusiveTransaction {
         begin: "BEGIN IMMEDIATE",
     },
