@@ -109,17 +109,26 @@ fn parse_any_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
 }
 
 /// Parse a timestamp as a store returns it (always UTC): `YYYY-MM-DD HH:MM:SS[.f]`, with `T`
-/// instead of the space, or with a trailing `Z`/offset as applications sometimes write into SQLite.
+/// instead of the space, or with a trailing `Z`/offset as applications sometimes write into SQLite;
+/// also SQLite's shorter time values, `YYYY-MM-DD HH:MM` and `YYYY-MM-DD`.
 pub fn parse_stored_timestamp(text: &str) -> anyhow::Result<DateTime<Utc>> {
     let trimmed = text.trim();
     if let Ok(parsed) = DateTime::parse_from_rfc3339(trimmed) {
         return Ok(parsed.with_timezone(&Utc));
     }
     let without_zone = trimmed.trim_end_matches('Z');
-    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
+    for format in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ] {
         if let Ok(naive) = NaiveDateTime::parse_from_str(without_zone, format) {
             return Ok(Utc.from_utc_datetime(&naive));
         }
+    }
+    if let Ok(date) = NaiveDate::parse_from_str(without_zone, "%Y-%m-%d") {
+        return Ok(Utc.from_utc_datetime(&date.and_hms_opt(0, 0, 0).expect("midnight exists")));
     }
     anyhow::bail!("unrecognised timestamp '{text}' in processed_at (expected YYYY-MM-DD HH:MM:SS[.fff] in UTC)")
 }
@@ -278,6 +287,15 @@ mod tests {
             assert_eq!(parse_stored_timestamp(text).unwrap(), expected, "{text}");
         }
         assert!(parse_stored_timestamp("1700000000").is_err());
+        // SQLite's shorter time values.
+        let minute = Utc.with_ymd_and_hms(2026, 11, 1, 8, 30, 0).unwrap();
+        for text in ["2026-11-01 08:30", "2026-11-01T08:30", "2026-11-01T08:30Z"] {
+            assert_eq!(parse_stored_timestamp(text).unwrap(), minute, "{text}");
+        }
+        assert_eq!(
+            parse_stored_timestamp("2026-11-01").unwrap(),
+            Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap()
+        );
     }
 
     #[test]
