@@ -133,6 +133,57 @@ pub fn parse_stored_timestamp(text: &str) -> anyhow::Result<DateTime<Utc>> {
     anyhow::bail!("unrecognised timestamp '{text}' in processed_at (expected YYYY-MM-DD HH:MM:SS[.fff] in UTC)")
 }
 
+/// A `processed_at` as a store returns it: a time, or a value that no time stands for, kept
+/// as the store shows it (PostgreSQL's `infinity` and years BC or past 9999, MariaDB's zero
+/// date `0000-00-00`, a number in SQLite). Such a row is shown as it is rather than keeping
+/// inspect from reporting on all the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredTime {
+    At(DateTime<Utc>),
+    NotATime(String),
+}
+
+impl StoredTime {
+    pub fn read(text: &str) -> StoredTime {
+        match parse_stored_timestamp(text) {
+            Ok(at) => StoredTime::At(at),
+            Err(_) => StoredTime::NotATime(text.to_string()),
+        }
+    }
+
+    pub fn time(&self) -> Option<DateTime<Utc>> {
+        match self {
+            StoredTime::At(at) => Some(*at),
+            StoredTime::NotATime(_) => None,
+        }
+    }
+
+    /// RFC 3339 for a time, as JSON has it; the stored text otherwise.
+    pub fn to_rfc3339(&self) -> String {
+        match self {
+            StoredTime::At(at) => at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            StoredTime::NotATime(text) => text.clone(),
+        }
+    }
+
+    /// Formats a time with `format`; the stored text otherwise.
+    pub fn format(&self, format: &str) -> String {
+        match self {
+            StoredTime::At(at) => at.format(format).to_string(),
+            StoredTime::NotATime(text) => text.clone(),
+        }
+    }
+}
+
+impl serde::Serialize for StoredTime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            StoredTime::At(at) => at.serialize(serializer),
+            StoredTime::NotATime(text) => serializer.serialize_str(text),
+        }
+    }
+}
+
 /// Human form of an age, in its two largest units ("41d 5h", "3h 2m", "42s"): enough to
 /// read at a glance, unlike humantime's full "1month 11days 5h 26m 24s".
 pub fn format_age(age: chrono::Duration) -> String {
@@ -295,6 +346,30 @@ mod tests {
         assert_eq!(
             parse_stored_timestamp("2026-11-01").unwrap(),
             Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap()
+        );
+    }
+
+    #[test]
+    fn values_that_are_no_time_are_kept_as_the_store_shows_them() {
+        let at = Utc.with_ymd_and_hms(2026, 11, 1, 8, 30, 0).unwrap();
+        assert_eq!(
+            StoredTime::read("2026-11-01 08:30:00.000000"),
+            StoredTime::At(at)
+        );
+        for text in [
+            "-infinity",
+            "0000-00-00 00:00:00.000000",
+            "12000-01-01 00:00:00",
+            "1700000000",
+        ] {
+            let stored = StoredTime::read(text);
+            assert_eq!(stored, StoredTime::NotATime(text.to_string()));
+            assert_eq!(stored.format("%Y"), text);
+            assert_eq!(serde_json::to_value(&stored).unwrap(), text);
+        }
+        assert_eq!(
+            serde_json::to_value(StoredTime::At(at)).unwrap(),
+            serde_json::to_value(at).unwrap()
         );
     }
 

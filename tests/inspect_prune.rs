@@ -1693,6 +1693,79 @@ async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
     );
 }
 
+/// A value that no time stands for (PostgreSQL's `-infinity` and `infinity`, a year BC,
+/// MariaDB's zero date, a number in SQLite) is shown as the store shows it, and looked up, in
+/// every format; inspect reports on the other rows all the same.
+async fn inspect_shows_values_that_are_no_time_as_stored(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let (oldest, newest) = match backend {
+        Backend::Postgres => ("'-infinity'", "'infinity'"),
+        Backend::Mysql => ("'0000-00-00 00:00:00'", "'2026-11-01 08:00:00'"),
+        Backend::Sqlite => ("1764583200", "'2026-11-01 08:00:00.000'"),
+    };
+    db.exec(&format!(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
+         ('c', 'oldest', {oldest}), ('c', 'newest', {newest}), \
+         ('c', 'dated', '2026-10-01 08:00:00')"
+    ))
+    .await;
+    let shown = |value: &str| match value {
+        "'-infinity'" => "-infinity",
+        "'infinity'" => "infinity",
+        "'0000-00-00 00:00:00'" => "0000-00-00 00:00:00.000000",
+        "1764583200" => "1764583200",
+        _ => "2026-11-01T08:00:00Z",
+    };
+    let json = db.run(&["inspect", "--format", "json"]).ok().json();
+    let consumer = &json["consumers"][0];
+    assert_eq!(
+        (&consumer["rows"], &consumer["oldest"], &consumer["newest"]),
+        (&3.into(), &shown(oldest).into(), &shown(newest).into())
+    );
+    let table = db.run(&["inspect"]).ok().stdout;
+    assert!(table.contains(&format!("┆ {} ", shown(oldest))), "{table}");
+
+    let found = db
+        .run(&["inspect", "--event-id", "oldest", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(found["rows"][0]["processed_at"], shown(oldest));
+    let csv = db
+        .run(&["inspect", "--event-id", "oldest", "--format", "csv"])
+        .ok()
+        .stdout;
+    assert_eq!(
+        csv,
+        format!(
+            "consumer,event_id,topic,partition,offset,processed_at\nc,oldest,,,,{}\n",
+            shown(oldest)
+        )
+    );
+    let table = db.run(&["inspect", "--event-id", "oldest"]).ok().stdout;
+    let row = table.lines().find(|line| line.contains("oldest")).unwrap();
+    let cells: Vec<&str> = row
+        .trim_matches(|c| c == '│' || c == ' ')
+        .split('┆')
+        .map(str::trim)
+        .collect();
+    assert_eq!(cells[5..], [shown(oldest), "-"], "{table}");
+    if backend == Backend::Postgres {
+        let bc = "0044-03-15 00:00:00+00 BC";
+        db.exec(&format!(
+            "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES ('b', 'bc', '{bc}')"
+        ))
+        .await;
+        let json = db
+            .run(&["inspect", "--event-id", "bc", "--format", "json"])
+            .ok()
+            .json();
+        assert_eq!(json["rows"][0]["processed_at"], bc);
+    }
+}
+
+each_backend!(inspect_shows_values_that_are_no_time_as_stored);
+
 /// A time however early is older than any cutoff: Go's zero time (year 1), a year before
 /// 1000, PostgreSQL's `-infinity`, MariaDB's zero date. The dry run counts them, and either
 /// strategy deletes them.

@@ -9,7 +9,7 @@ use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::output::{or_dash, printable, table, Output};
 use crate::store::{Backend, ConsumerStats, CreateMode, PartitionStats, Store, FUTURE_MARGIN};
-use crate::time::format_age;
+use crate::time::{format_age, StoredTime};
 
 /// Labels of the age histogram's five buckets, as shown in tables and as JSON keys.
 const AGE_LABELS: [(&str, &str); 5] = [
@@ -92,11 +92,12 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
     }
     warn_of_an_unknown_consumer(args, &consumers, output);
     for stats in consumers.iter().filter(|stats| stats.in_future > 0) {
-        if let Some(newest) = stats.newest {
+        if let Some(newest) = &stats.newest {
             output.warn(future_warning(
                 &format!("{} row(s)", stats.in_future),
                 &stats.consumer,
-                newest - now,
+                newest,
+                now,
                 true,
             ));
         }
@@ -148,8 +149,8 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
                 let mut row = vec![
                     stats.consumer.clone(),
                     stats.rows.to_string(),
-                    or_dash(stats.oldest.map(|at| when_and_age(at, now))),
-                    or_dash(stats.newest.map(|at| when_and_age(at, now))),
+                    or_dash(stats.oldest.as_ref().map(|at| when_and_age(at, now))),
+                    or_dash(stats.newest.as_ref().map(|at| when_and_age(at, now))),
                 ];
                 row.extend(age_histogram(stats).iter().map(i64::to_string));
                 consumer_table.add_row(row);
@@ -223,8 +224,12 @@ async fn estimated_summary(
     };
     warn_of_an_unknown_consumer(args, &consumers, output);
     for c in &consumers {
-        if let Some(newest) = c.newest.filter(|newest| *newest > now + FUTURE_MARGIN) {
-            output.warn(future_warning("rows", &c.consumer, newest - now, false));
+        if let Some(newest) = c.newest.as_ref().filter(|newest| {
+            newest
+                .time()
+                .is_some_and(|newest| newest > now + FUTURE_MARGIN)
+        }) {
+            output.warn(future_warning("rows", &c.consumer, newest, now, false));
         }
     }
     match output.format {
@@ -261,8 +266,8 @@ async fn estimated_summary(
                 consumer_table.add_row(vec![
                     c.consumer.clone(),
                     c.rows.to_string(),
-                    or_dash(c.oldest.map(|at| when_and_age(at, now))),
-                    or_dash(c.newest.map(|at| when_and_age(at, now))),
+                    or_dash(c.oldest.as_ref().map(|at| when_and_age(at, now))),
+                    or_dash(c.newest.as_ref().map(|at| when_and_age(at, now))),
                 ]);
             }
             output.print(consumer_table.to_string());
@@ -285,8 +290,8 @@ async fn estimated_summary(
 struct EstimatedConsumer {
     consumer: String,
     rows: i64,
-    oldest: Option<chrono::DateTime<Utc>>,
-    newest: Option<chrono::DateTime<Utc>>,
+    oldest: Option<StoredTime>,
+    newest: Option<StoredTime>,
     pruned_before: Option<chrono::DateTime<Utc>>,
 }
 
@@ -335,17 +340,21 @@ fn rows(count: i64) -> String {
 fn future_warning(
     rows: &str,
     consumer: &str,
-    ahead: chrono::Duration,
+    newest: &StoredTime,
+    now: chrono::DateTime<Utc>,
     in_histogram: bool,
 ) -> String {
     let counted = match in_histogram {
         true => ", counted as under 1h old",
         false => "",
     };
+    let ahead = match newest {
+        StoredTime::At(newest) => format!("up to {} ahead", format_age(*newest - now)),
+        StoredTime::NotATime(text) => format!("the newest at {text}"),
+    };
     format!(
-        "{rows} of consumer '{}' are dated in the future (up to {} ahead){counted}; does the application write local time rather than UTC?",
+        "{rows} of consumer '{}' are dated in the future ({ahead}){counted}; does the application write local time rather than UTC?",
         printable(consumer),
-        format_age(ahead)
     )
 }
 
@@ -357,7 +366,10 @@ fn age_or_ahead(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String
     }
 }
 
-fn when_and_age(at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> String {
+fn when_and_age(at: &StoredTime, now: chrono::DateTime<Utc>) -> String {
+    let StoredTime::At(at) = *at else {
+        return at.to_rfc3339();
+    };
     let age = match at > now {
         true => age_or_ahead(at, now),
         false => format!("{} ago", format_age(now - at)),
@@ -428,8 +440,7 @@ async fn lookup(
                         r.topic.clone().unwrap_or_default(),
                         r.partition.map(|v| v.to_string()).unwrap_or_default(),
                         r.offset.map(|v| v.to_string()).unwrap_or_default(),
-                        r.processed_at
-                            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+                        r.processed_at.to_rfc3339(),
                     ]
                 })
                 .collect::<Vec<_>>(),
@@ -464,8 +475,8 @@ async fn lookup(
                         or_dash(r.topic.clone()),
                         or_dash(r.partition),
                         or_dash(r.offset),
-                        r.processed_at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
-                        age_or_ahead(r.processed_at, now),
+                        r.processed_at.format("%Y-%m-%d %H:%M:%S%.3f"),
+                        or_dash(r.processed_at.time().map(|at| age_or_ahead(at, now))),
                     ]);
                 }
                 output.print(t.to_string());
@@ -506,14 +517,26 @@ mod tests {
             .unwrap()
             .with_timezone(&Utc);
         let ahead = now + chrono::Duration::hours(3);
-        assert_eq!(when_and_age(ahead, now), "2026-12-06 06:14 (in 3h)");
+        assert_eq!(
+            when_and_age(&StoredTime::At(ahead), now),
+            "2026-12-06 06:14 (in 3h)"
+        );
         assert_eq!(age_or_ahead(ahead, now), "in 3h");
         let behind = now - chrono::Duration::minutes(90);
-        assert_eq!(when_and_age(behind, now), "2026-12-06 01:44 (1h 30m ago)");
+        assert_eq!(
+            when_and_age(&StoredTime::At(behind), now),
+            "2026-12-06 01:44 (1h 30m ago)"
+        );
         assert_eq!(age_or_ahead(behind, now), "1h 30m");
         assert_eq!(
-            future_warning("2 row(s)", "c", chrono::Duration::hours(3), true),
+            future_warning("2 row(s)", "c", &StoredTime::At(ahead), now, true),
             "2 row(s) of consumer 'c' are dated in the future (up to 3h ahead), counted as under 1h old; does the application write local time rather than UTC?"
+        );
+        let infinity = StoredTime::NotATime("infinity".into());
+        assert_eq!(when_and_age(&infinity, now), "infinity");
+        assert_eq!(
+            future_warning("1 row(s)", "c", &infinity, now, true),
+            "1 row(s) of consumer 'c' are dated in the future (the newest at infinity), counted as under 1h old; does the application write local time rather than UTC?"
         );
     }
 }

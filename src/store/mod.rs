@@ -22,7 +22,7 @@ use tokio::net::TcpStream;
 use crate::error::usage;
 use crate::migrate::Migration;
 use crate::output::{names_a_secret, register_secret};
-use crate::time::parse_stored_timestamp;
+use crate::time::StoredTime;
 
 /// The inbox table. Its name is fixed by the data model.
 pub const INBOX_TABLE: &str = "processed_messages";
@@ -598,7 +598,7 @@ pub struct InboxRow {
     pub topic: Option<String>,
     pub partition: Option<i64>,
     pub offset: Option<i64>,
-    pub processed_at: DateTime<Utc>,
+    pub processed_at: StoredTime,
 }
 
 /// Rows of one consumer, with their age spread. `newer_than[i]` counts rows processed after
@@ -607,8 +607,8 @@ pub struct InboxRow {
 pub struct ConsumerStats {
     pub consumer: String,
     pub rows: i64,
-    pub oldest: Option<DateTime<Utc>>,
-    pub newest: Option<DateTime<Utc>>,
+    pub oldest: Option<StoredTime>,
+    pub newest: Option<StoredTime>,
     #[serde(skip)]
     pub newer_than: [i64; AGE_BUCKETS.len()],
     /// Rows processed more than [`FUTURE_MARGIN`] after `now`: their clock is not UTC's.
@@ -1136,29 +1136,34 @@ impl Store {
     pub async fn consumer_time_range(
         &self,
         consumer: &str,
-    ) -> anyhow::Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
+    ) -> anyhow::Result<(Option<StoredTime>, Option<StoredTime>)> {
         // Each end as its own probe in processed_at order, not MIN and MAX: for a consumer
         // its statistics do not know, PostgreSQL would read all of its rows through whichever
         // index starts with consumer (see [`Store::has_older`]).
+        // The text of the end is made outside the probe: PostgreSQL's for a value no time
+        // stands for costs enough to tip its choice of index towards the coordinates one.
         let one_end = format!(
-            "(SELECT {} FROM {INBOX_TABLE} WHERE consumer = ",
-            (self.dialect.timestamp_text)("processed_at")
+            "(SELECT {} FROM (SELECT processed_at AS end_at FROM {INBOX_TABLE} WHERE consumer = ",
+            (self.dialect.timestamp_text)("end_at")
         );
         let mut sql = self.sql();
         sql.push("SELECT ")
             .push(&one_end)
             .param()
-            .push(" ORDER BY processed_at LIMIT 1), ")
+            .push(" ORDER BY processed_at LIMIT 1) AS oldest), ")
             .push(&one_end)
             .param()
-            .push(" ORDER BY processed_at DESC LIMIT 1)");
+            .push(" ORDER BY processed_at DESC LIMIT 1) AS newest)");
         let row = sqlx::query(&sql.build())
             .bind(consumer)
             .bind(consumer)
             .fetch_one(&self.pool)
             .await
             .with_context(|| format!("could not read the time range of consumer '{consumer}'"))?;
-        Ok((optional_timestamp(&row, 0)?, optional_timestamp(&row, 1)?))
+        Ok((
+            optional_stored_time(&row, 0)?,
+            optional_stored_time(&row, 1)?,
+        ))
     }
 
     pub async fn consumer_stats(
@@ -1208,8 +1213,8 @@ impl Store {
                 Ok(ConsumerStats {
                     consumer: row.try_get(0)?,
                     rows: row.try_get(1)?,
-                    oldest: optional_timestamp(row, 2)?,
-                    newest: optional_timestamp(row, 3)?,
+                    oldest: optional_stored_time(row, 2)?,
+                    newest: optional_stored_time(row, 3)?,
                     newer_than,
                     in_future: row.try_get(4 + AGE_BUCKETS.len())?,
                 })
@@ -1293,7 +1298,7 @@ impl Store {
                     topic: row.try_get(2)?,
                     partition: row.try_get(3)?,
                     offset: row.try_get(4)?,
-                    processed_at: parse_stored_timestamp(&row.try_get::<String, _>(5)?)?,
+                    processed_at: StoredTime::read(&row.try_get::<String, _>(5)?),
                 });
             }
         }
@@ -2473,11 +2478,11 @@ fn planned_rows(line: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-fn optional_timestamp(row: &AnyRow, index: usize) -> anyhow::Result<Option<DateTime<Utc>>> {
-    row.try_get::<Option<String>, _>(index)?
+fn optional_stored_time(row: &AnyRow, index: usize) -> anyhow::Result<Option<StoredTime>> {
+    Ok(row
+        .try_get::<Option<String>, _>(index)?
         .as_deref()
-        .map(parse_stored_timestamp)
-        .transpose()
+        .map(StoredTime::read))
 }
 
 #[cfg(test)]

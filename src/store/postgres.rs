@@ -49,8 +49,14 @@ pub static DIALECT: Dialect = Dialect {
     timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",
     timestamp_param: |placeholder| format!("CAST({placeholder} AS timestamptz)"),
     earliest_prunable: None,
+    // to_char has no text for infinity, and writes a year BC as if it were AD: such a value
+    // is given as PostgreSQL shows it.
     timestamp_text: |expression| {
-        format!("to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")
+        format!(
+            "CASE WHEN isfinite({expression}) AND {expression} >= '0001-01-01 00:00:00+00' \
+             THEN to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') \
+             ELSE CAST({expression} AS text) END"
+        )
     },
     bigint: |expression| format!("CAST({expression} AS bigint)"),
     // The catalog itself, not information_schema: planning a query on information_schema's
