@@ -954,6 +954,50 @@ async fn sqlite_table_whose_rebuild_would_lose_columns_is_refused() {
     }
 }
 
+/// A schema named like the user comes first in PostgreSQL's default search_path, so it is
+/// where new tables go, while every unqualified name still finds the inbox in public. The
+/// commands look the inbox and the bookkeeping up as their statements do: they find them,
+/// and migrate makes no second, empty inbox that would shadow the real one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_schema_named_like_the_user_hides_nothing() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
+         ('c', 'old', now() - interval '40 days'), ('c', 'new', now()); \
+         CREATE SCHEMA postgres",
+    )
+    .await;
+    assert_eq!(
+        db.run(&["inspect", "--format", "json"]).ok().json()["total_rows"],
+        2
+    );
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    assert!(db
+        .run(&["migrate", "run"])
+        .ok()
+        .stdout
+        .starts_with("Nothing to do: "));
+    let pruned = db
+        .run(&["prune", "--older-than", "30d", "--yes", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(pruned["rows_deleted"], 1);
+    // Only prune's record, made where new tables go, is there.
+    assert_eq!(
+        db.scalar(
+            "SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'postgres' \
+             AND tablename <> 'inboxctl_prunes'"
+        )
+        .await,
+        0
+    );
+    assert_eq!(db.count("public.processed_messages").await, 1);
+}
+
 /// SQLite rebuilds the inbox by dropping the old table, and a DROP TABLE there deletes every
 /// row first, which cascades into the tables that reference it. Adopting a classic table and
 /// reverting (to the classic layout, or to nothing) are refused while a foreign key points at
