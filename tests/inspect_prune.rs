@@ -1693,6 +1693,47 @@ async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
     );
 }
 
+/// A trigger that keeps the oldest rows from being deleted leaves every batch of the index
+/// strategy empty: prune gives up after a few, says what may be the cause, and deletes
+/// nothing it should not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_rows_a_trigger_keeps_are_named_as_a_possible_cause() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "CREATE FUNCTION keep_vetoed() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN IF OLD.event_id LIKE 'vetoed%' THEN RETURN NULL; END IF; RETURN OLD; END $$; \
+         CREATE TRIGGER keep_vetoed BEFORE DELETE ON processed_messages \
+         FOR EACH ROW EXECUTE FUNCTION keep_vetoed(); \
+         INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT 'c', 'vetoed-' || n, now() - interval '40 days' - n * interval '1 second' \
+         FROM generate_series(1, 4) AS n",
+    )
+    .await;
+    let run = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--yes",
+            "--strategy",
+            "index",
+            "--batch-size",
+            "3",
+            "--format",
+            "json",
+        ])
+        .ok();
+    assert_eq!(
+        run.stderr,
+        "warning: 3 batches of consumer 'c' in a row deleted nothing although older rows \
+         remain: another session changed or deleted them meanwhile (re-run prune), or a \
+         trigger or rule on processed_messages keeps them from being deleted\n"
+    );
+    assert_eq!(run.json()["rows_deleted"], 0);
+    assert_eq!(db.count("processed_messages").await, 4);
+}
+
 /// A value that no time stands for (PostgreSQL's `-infinity` and `infinity`, a year BC,
 /// MariaDB's zero date, a number in SQLite) is shown as the store shows it, and looked up, in
 /// every format; inspect reports on the other rows all the same.

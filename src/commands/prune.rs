@@ -603,8 +603,9 @@ impl Deleting<'_> {
                     if remain {
                         self.output.warn(format!(
                             "{EMPTY_BATCHES_TRIED} batches of consumer '{consumer}' in a row \
-                             deleted nothing although older rows remain, changed or deleted \
-                             meanwhile by another session; re-run prune to delete them"
+                             deleted nothing although older rows remain: another session \
+                             changed or deleted them meanwhile (re-run prune), or a trigger or \
+                             rule on {INBOX_TABLE} keeps them from being deleted"
                         ));
                     }
                     break;
