@@ -559,26 +559,36 @@ async fn with_migration_lock(store: &Store, work: Work) -> anyhow::Result<Vec<Mi
             released.context("could not release the migration lock")?;
             Ok(steps)
         }
-        MigrationLocking::ExclusiveTransaction { begin } => {
+        MigrationLocking::ExclusiveTransaction {
+            begin,
+            around: (set, undo),
+        } => {
+            connection
+                .execute(*set)
+                .await
+                .context("could not prepare the connection for the migrations")?;
             connection
                 .execute(*begin)
                 .await
                 .context("could not start the migration transaction (is another process holding a write lock?)")?;
-            match work.run(store, &mut connection).await {
-                Ok(steps) => {
-                    connection
-                        .execute("COMMIT")
-                        .await
-                        .context("could not commit the migrations")?;
-                    Ok(steps)
-                }
+            let result = match work.run(store, &mut connection).await {
+                Ok(steps) => connection
+                    .execute("COMMIT")
+                    .await
+                    .context("could not commit the migrations")
+                    .map(|_| steps),
                 Err(error) => {
                     // Nothing of a failed run stays behind; the ROLLBACK's own failure would
                     // only hide the error that matters.
                     let _ = connection.execute("ROLLBACK").await;
                     Err(error)
                 }
-            }
+            };
+            // The connection goes back to the pool as it came.
+            let reset = connection.execute(*undo).await;
+            let steps = result?;
+            reset.context("could not reset the connection after the migrations")?;
+            Ok(steps)
         }
     }
 }

@@ -954,6 +954,41 @@ async fn sqlite_table_whose_rebuild_would_lose_columns_is_refused() {
     }
 }
 
+/// SQLite rebuilds the inbox under its old name. A view of the inbox, and a trigger of
+/// another table that reads it, name the rebuilt table afterwards, both ways, instead of
+/// failing the rename while the old table is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_views_and_triggers_that_name_the_inbox_survive_its_rebuild() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
+         CREATE VIEW recent AS SELECT consumer, event_id FROM processed_messages; \
+         CREATE TABLE audit (n INTEGER); \
+         CREATE TRIGGER audit_counts AFTER INSERT ON audit BEGIN \
+         UPDATE audit SET n = (SELECT COUNT(*) FROM processed_messages) WHERE rowid = NEW.rowid; \
+         END; \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e2', 'c')",
+    )
+    .await;
+    for (args, layout) in [
+        (&["migrate", "run"][..], InboxLayout::Current),
+        (&["migrate", "revert"], InboxLayout::Classic),
+        (&["migrate", "run"], InboxLayout::Current),
+    ] {
+        db.run(args).ok();
+        assert_eq!(db.store().await.inbox_layout().await.unwrap(), layout);
+        assert_eq!(db.count("recent").await, 2, "{args:?}");
+        db.exec("INSERT INTO audit (n) VALUES (0)").await;
+        assert_eq!(
+            db.scalar("SELECT n FROM audit ORDER BY rowid DESC LIMIT 1")
+                .await,
+            2,
+            "{args:?}"
+        );
+    }
+}
+
 /// A schema named like the user comes first in PostgreSQL's default search_path, so it is
 /// where new tables go, while every unqualified name still finds the inbox in public. The
 /// commands look the inbox and the bookkeeping up as their statements do: they find them,

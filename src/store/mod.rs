@@ -67,7 +67,12 @@ pub enum MigrationLocking {
     },
     /// One write transaction over the whole run (SQLite `BEGIN IMMEDIATE`): a second process
     /// waits on the busy timeout, then finds nothing left to do.
-    ExclusiveTransaction { begin: &'static str },
+    ExclusiveTransaction {
+        begin: &'static str,
+        /// Set on the connection around the run, and then undone: the statements that
+        /// leave a table rebuilt under its old name.
+        around: (&'static str, &'static str),
+    },
 }
 
 /// What differs between backends. Each backend module defines one.

@@ -98,6 +98,14 @@ pub static DIALECT: Dialect = Dialect {
     ),
     migration_locking: MigrationLocking::ExclusiveTransaction {
         begin: "BEGIN IMMEDIATE",
+        // A rebuild drops the inbox and renames the new table to its name. Without the
+        // legacy rename, SQLite checks every view and trigger at the rename, and one that
+        // names the inbox, missing at that moment, fails the migration; with it they are
+        // left as they are, and name the rebuilt table.
+        around: (
+            "PRAGMA legacy_alter_table = ON",
+            "PRAGMA legacy_alter_table = OFF",
+        ),
     },
     migrations_table_ddl: "CREATE TABLE IF NOT EXISTS inboxctl_migrations ( \
                                version INTEGER NOT NULL PRIMARY KEY, \
