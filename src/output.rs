@@ -259,6 +259,14 @@ pub fn or_dash<T: ToString>(value: Option<T>) -> String {
     value.map_or_else(|| "-".to_string(), |value| value.to_string())
 }
 
+/// A count with its noun: `1 row`, `2 rows`.
+pub fn counted(count: u64, one: &str, many: &str) -> String {
+    match count {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}
+
 /// The first `limit` of `names` for a message, comma-separated, and how many more there are
 /// (`a, b, and 3 more`): a long list is given whole in JSON.
 pub fn first_of(names: Vec<String>, limit: usize) -> String {

@@ -151,7 +151,7 @@ async fn inspect_reports_exact_numbers(backend: Backend) {
     );
 }
 
-/// The header counts rows in words: "1 row", "0 rows".
+/// The header counts rows in words: "1 row", "0 rows"; so does prune's dry run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inspect_counts_one_row_in_the_singular() {
     let mut db = TestDb::new(Backend::Sqlite).await;
@@ -168,6 +168,15 @@ async fn inspect_counts_one_row_in_the_singular() {
     assert_eq!(
         one.stdout.lines().next(),
         Some(format!("{endpoint}: 1 row").as_str())
+    );
+    db.insert_rows(&[row("billing", "e0", None, now_ms() - Duration::days(2))])
+        .await;
+    let dry = db.run(&["prune", "--older-than", "1d", "--dry-run"]).ok();
+    assert!(
+        dry.stdout
+            .contains("Dry run: would delete 1 row processed before"),
+        "{}",
+        dry.stdout
     );
 }
 

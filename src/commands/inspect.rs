@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::cli::{Format, InspectArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
-use crate::output::{or_dash, printable, table, Output};
+use crate::output::{counted, or_dash, printable, table, Output};
 use crate::store::{Backend, ConsumerStats, CreateMode, PartitionStats, Store, FUTURE_MARGIN};
 use crate::time::{format_age, StoredTime};
 
@@ -329,10 +329,7 @@ fn estimates_from(backend: Backend) -> &'static str {
 
 /// "1 row", "2 rows".
 fn rows(count: i64) -> String {
-    match count {
-        1 => "1 row".to_string(),
-        n => format!("{n} rows"),
-    }
+    counted(count.max(0) as u64, "row", "rows")
 }
 
 /// Rows dated ahead of the clock: most likely written in local time east of UTC (see

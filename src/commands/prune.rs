@@ -15,7 +15,7 @@ use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
-use crate::output::{confirm, or_dash, table, Answer, Output};
+use crate::output::{confirm, counted, or_dash, table, Answer, Output};
 use crate::store::{
     is_connection_lost, is_deadlock, is_transient, Backend, BatchError, CreateMode, HeapExtent,
     KeepFrom, Store, INBOX_TABLE,
@@ -744,7 +744,8 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
             String::new()
         };
         output.print(format!(
-            "Dry run: would delete {matched} rows{capped} processed before {cutoff}. Nothing was deleted."
+            "Dry run: would delete {}{capped} processed before {cutoff}. Nothing was deleted.",
+            counted(matched, "row", "rows")
         ));
         print_kept(report, output);
         return Ok(());
@@ -780,17 +781,13 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         }
         output.print(t.to_string());
     }
-    let plural = |count: u64, one: &str, many: &str| match count {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
-    };
     output.print(format!(
         "Deleted {} in {} in {:.2}s ({:.0} rows/s); cutoff {cutoff}.",
-        plural(report.rows_deleted, "row", "rows"),
+        counted(report.rows_deleted, "row", "rows"),
         match report.strategy {
             PruneStrategy::Blocks =>
-                plural(report.batches, "page-range batch", "page-range batches"),
-            _ => plural(report.batches, "batch", "batches"),
+                counted(report.batches, "page-range batch", "page-range batches"),
+            _ => counted(report.batches, "batch", "batches"),
         },
         report.elapsed_ms as f64 / 1000.0,
         report.rows_per_second
