@@ -395,12 +395,21 @@ fn verify(store: &Store, applied: &[AppliedMigration]) -> anyhow::Result<()> {
 
 /// The versions recorded as applied whose change is not in place, by their
 /// [`Migration::in_place`] query: a `migrate revert` stopped after undoing the change and
-/// before deleting its record. `migrate run` applies them again.
+/// before deleting its record. On every backend, all of them when the inbox table is gone
+/// (dropped by hand): nothing of theirs is left. `migrate run` applies them again.
 async fn undone_versions(
     store: &Store,
     connection: &mut PoolConnection<Any>,
     applied: &[AppliedMigration],
 ) -> anyhow::Result<Vec<i64>> {
+    let inbox: i64 = sqlx::query_scalar(store.dialect.table_exists)
+        .bind(INBOX_TABLE)
+        .fetch_one(&mut **connection)
+        .await
+        .with_context(|| format!("could not look up table {INBOX_TABLE}"))?;
+    if inbox == 0 {
+        return Ok(applied.iter().map(|a| a.version).collect());
+    }
     let mut undone = Vec::new();
     for migration in store.dialect.migrations {
         if !applied.iter().any(|a| a.version == migration.version) {
@@ -641,6 +650,13 @@ async fn apply_pending(
         let bookkeeping = Bookkeeping {
             forget: recorded.then_some(forget.as_str()),
             record: &record,
+            in_transaction: !matches!(
+                store.dialect.migration_locking,
+                MigrationLocking::SessionLock {
+                    transactional_ddl: false,
+                    ..
+                }
+            ),
         };
         let started = Instant::now();
         // Judged inside the run's lock, on the table as migration 1 left it.
@@ -724,9 +740,13 @@ async fn revert_applied(
     // down steps are only forgotten, not run. (Migration 2's down step cannot run on a table
     // where one event id belongs to several consumers, and need not when the table goes.)
     let drops_table = plan.iter().any(|m| m.version == 1);
+    // A change not in place (the table dropped by hand, say) has nothing to undo: only its
+    // record is forgotten.
+    let undone = undone_versions(store, connection, &applied).await?;
     for migration in plan {
         let started = Instant::now();
-        let run_sql = !drops_table || migration.version == 1;
+        let run_sql =
+            (!drops_table || migration.version == 1) && !undone.contains(&migration.version);
         if let (true, Some(rebuild)) = (run_sql, &migration.rebuild) {
             rebuild.check_revert(connection, migration).await?;
         }
@@ -854,6 +874,8 @@ struct Bookkeeping<'a> {
     /// Deletes the migration's stale record first, when it has one (it was undone).
     forget: Option<&'a str>,
     record: &'a str,
+    /// Whether the migration runs in a transaction, which then holds its record too.
+    in_transaction: bool,
 }
 
 async fn apply_one(
@@ -877,9 +899,16 @@ async fn apply_one(
         None => {
             record.execute(&mut *connection).await?;
         }
-        // Only where DDL commits on its own, outside any transaction. One transaction
-        // replaces the record whole: a run stopped before its commit leaves the old record,
-        // which agrees with the change now in place.
+        Some(forget) if bookkeeping.in_transaction => {
+            sqlx::query(forget)
+                .bind(migration.version)
+                .execute(&mut *connection)
+                .await?;
+            record.execute(&mut *connection).await?;
+        }
+        // Where DDL commits on its own, outside any transaction, one transaction replaces
+        // the record whole: a run stopped before its commit leaves the old record, which
+        // agrees with the change now in place.
         Some(forget) => {
             let mut transaction = connection.begin().await?;
             sqlx::query(forget)

@@ -644,7 +644,7 @@ async fn mysql_revert_cut_before_its_record_is_deleted_is_applied_again_by_the_n
     assert_eq!(
         table.stderr,
         "warning: a recorded migration's change is not in place (a revert stopped before its \
-         bookkeeping); `migrate run` applies it again\n"
+         bookkeeping, or the table was dropped by hand); `migrate run` applies it again\n"
     );
     // A revert of it would run nothing, and its dry run says so.
     let dry_revert = db
@@ -1204,7 +1204,38 @@ async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
     }
 }
 
+/// An inbox table dropped by hand leaves its migrations recorded: they are undone, as
+/// `migrate status` says, `migrate run` makes the table again, and `migrate revert` only
+/// forgets them, instead of each failing on the missing table.
+async fn an_inbox_dropped_by_hand_is_made_again(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec("DROP TABLE processed_messages").await;
+    assert_eq!(
+        migration_states(&db),
+        [(1, "undone".into()), (2, "undone".into())]
+    );
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(
+        db.store().await.inbox_layout().await.unwrap(),
+        InboxLayout::Current
+    );
+    db.exec("DROP TABLE processed_messages").await;
+    db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();
+    assert_eq!(db.count("inboxctl_migrations").await, 0);
+    assert_eq!(
+        migration_states(&db),
+        [(1, "pending".into()), (2, "pending".into())]
+    );
+}
+
 each_backend!(
+    an_inbox_dropped_by_hand_is_made_again,
     a_view_of_the_inbox_name_is_refused_by_migrate,
     classic_columns_spelled_in_capitals,
     a_foreign_table_of_the_inbox_name_is_left_alone,

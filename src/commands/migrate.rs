@@ -225,7 +225,7 @@ async fn status(store: &Store, output: &Output) -> anyhow::Result<ExitStatus> {
                 output.warn("a migration changed after it was applied; `migrate run` will refuse to continue");
             }
             if states.iter().any(|s| s.state == "undone") {
-                output.warn("a recorded migration's change is not in place (a revert stopped before its bookkeeping); `migrate run` applies it again");
+                output.warn("a recorded migration's change is not in place (a revert stopped before its bookkeeping, or the table was dropped by hand); `migrate run` applies it again");
             }
         }
     }
