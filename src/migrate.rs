@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, Connection, Executor, Row};
 
-use crate::store::{MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE};
+use crate::store::{MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE};
 use crate::time::parse_stored_timestamp;
 
 /// One schema change, with the SQL that undoes it.
@@ -402,12 +402,7 @@ async fn undone_versions(
     connection: &mut PoolConnection<Any>,
     applied: &[AppliedMigration],
 ) -> anyhow::Result<Vec<i64>> {
-    let inbox: i64 = sqlx::query_scalar(store.dialect.table_exists)
-        .bind(INBOX_TABLE)
-        .fetch_one(&mut **connection)
-        .await
-        .with_context(|| format!("could not look up table {INBOX_TABLE}"))?;
-    if inbox == 0 {
+    if !store.table_exists_on(connection, INBOX_TABLE).await? {
         return Ok(applied.iter().map(|a| a.version).collect());
     }
     let mut undone = Vec::new();
@@ -428,6 +423,30 @@ async fn undone_versions(
         }
     }
     Ok(undone)
+}
+
+/// The prune records describe the rows of the inbox table. With the table gone (dropped by
+/// hand, or by a MySQL revert stopped between migration 1's two DROPs, each committed on its
+/// own) they describe nothing, and kept, they would tell compare that the missing offsets
+/// of the next table were pruned. Revert drops them with the table; this finishes that.
+async fn drop_prunes_of_a_dropped_inbox(
+    store: &Store,
+    connection: &mut PoolConnection<Any>,
+) -> anyhow::Result<()> {
+    if store.table_exists_on(connection, INBOX_TABLE).await?
+        || !store.table_exists_on(connection, PRUNES_TABLE).await?
+    {
+        return Ok(());
+    }
+    sqlx::raw_sql(&format!("DROP TABLE {PRUNES_TABLE}"))
+        .execute(&mut **connection)
+        .await
+        .with_context(|| {
+            format!(
+                "could not drop {PRUNES_TABLE}, which is about the rows of a dropped {INBOX_TABLE}"
+            )
+        })?;
+    Ok(())
 }
 
 /// [`undone_versions`] on a connection of its own; none when nothing is recorded.
@@ -618,12 +637,7 @@ async fn apply_pending(
 ) -> anyhow::Result<Vec<MigrationStep>> {
     // Made only when missing: PostgreSQL and MySQL check the right to create tables even for
     // a CREATE TABLE IF NOT EXISTS of one that exists, which a deploying role may lack.
-    let exists: i64 = sqlx::query_scalar(store.dialect.table_exists)
-        .bind(MIGRATIONS_TABLE)
-        .fetch_one(&mut **connection)
-        .await
-        .with_context(|| format!("could not look up table {MIGRATIONS_TABLE}"))?;
-    if exists == 0 {
+    if !store.table_exists_on(connection, MIGRATIONS_TABLE).await? {
         sqlx::raw_sql(store.dialect.migrations_table_ddl)
             .execute(&mut **connection)
             .await
@@ -632,6 +646,7 @@ async fn apply_pending(
     let applied = read_applied(store, connection).await?;
     verify(store, &applied)?;
     let undone = undone_versions(store, connection, &applied).await?;
+    drop_prunes_of_a_dropped_inbox(store, connection).await?;
     let record = format!(
         "INSERT INTO {MIGRATIONS_TABLE} (version, description, checksum, duration_ms) VALUES ({})",
         placeholders(store, 4)
@@ -743,6 +758,7 @@ async fn revert_applied(
     // A change not in place (the table dropped by hand, say) has nothing to undo: only its
     // record is forgotten.
     let undone = undone_versions(store, connection, &applied).await?;
+    drop_prunes_of_a_dropped_inbox(store, connection).await?;
     for migration in plan {
         let started = Instant::now();
         let run_sql =

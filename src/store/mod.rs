@@ -891,9 +891,19 @@ impl Store {
     }
 
     pub async fn table_exists(&self, table: &str) -> anyhow::Result<bool> {
+        self.table_exists_on(&mut *self.acquire().await?, table)
+            .await
+    }
+
+    /// [`Store::table_exists`] on a connection of the caller's (one holding a lock, say).
+    pub async fn table_exists_on(
+        &self,
+        connection: &mut AnyConnection,
+        table: &str,
+    ) -> anyhow::Result<bool> {
         let count: i64 = sqlx::query_scalar(self.dialect.table_exists)
             .bind(table)
-            .fetch_one(&self.pool)
+            .fetch_one(connection)
             .await
             .with_context(|| format!("could not look up table {table}"))?;
         Ok(count > 0)
