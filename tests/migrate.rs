@@ -268,8 +268,8 @@ async fn concurrent_runs_apply_each_version_once(backend: Backend) {
              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
         ),
         Backend::Mysql => (
-            "SELECT GET_LOCK('inboxctl_migrate', 10)",
-            "SELECT RELEASE_LOCK('inboxctl_migrate')",
+            "SELECT GET_LOCK(CONCAT('inboxctl_migrate:', SHA1(DATABASE())), 10)",
+            "SELECT RELEASE_LOCK(CONCAT('inboxctl_migrate:', SHA1(DATABASE())))",
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
              WHERE STATE = 'User lock' AND DB = DATABASE()",
         ),
@@ -457,6 +457,57 @@ async fn migrate_run_needs_no_create_right_when_up_to_date_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_run_needs_no_create_right_when_up_to_date_on_mysql() {
     migrate_run_needs_no_create_right_when_up_to_date(Backend::Mysql).await;
+}
+
+/// MySQL's user locks belong to the server, not to a database: a migrate run on one
+/// database must not wait for one on another. Here the run on `a` holds its lock while its
+/// ALTER waits for a table the application has open, and the run on `b` goes ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_migrate_on_another_database_does_not_wait() {
+    let mut a = TestDb::new(Backend::Mysql).await;
+    let b = TestDb::new(Backend::Mysql).await;
+    a.exec(
+        "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, \
+         consumer VARCHAR(255) NOT NULL, processed_at DATETIME NOT NULL)",
+    )
+    .await;
+    let pool = a.pool().await;
+    let mut application = pool.begin().await.unwrap();
+    sqlx::query("SELECT COUNT(*) FROM processed_messages")
+        .execute(&mut *application)
+        .await
+        .unwrap();
+    let mut on_a = a.spawn(&["migrate", "run"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE STATE = 'Waiting for table metadata lock' AND DB = DATABASE()",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "a's run never waited");
+        assert!(on_a.try_wait().unwrap().is_none(), "a's run ended");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let on_b = Run::from(
+        b.cmd()
+            .args(["migrate", "run"])
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap(),
+    );
+    on_b.ok();
+    application.commit().await.unwrap();
+    assert!(on_a.wait().unwrap().success());
+    assert_eq!(
+        migration_states(&a),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
 }
 
 /// On a terminal, revert asks before it drops a table holding rows. Ctrl-C at the question

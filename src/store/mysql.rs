@@ -63,8 +63,11 @@ pub static DIALECT: Dialect = Dialect {
     insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
     tables_referencing_inbox: None,
     migration_locking: MigrationLocking::SessionLock {
-        lock: "SELECT CAST(GET_LOCK('inboxctl_migrate', 600) AS SIGNED)",
-        unlock: "SELECT CAST(RELEASE_LOCK('inboxctl_migrate') AS SIGNED)",
+        // A user lock is the server's, not the database's: the name holds the database, so
+        // that migrate on one database does not wait for migrate on another. Hashed, as a
+        // name may be 64 characters at most.
+        lock: "SELECT CAST(GET_LOCK(CONCAT('inboxctl_migrate:', SHA1(COALESCE(DATABASE(), ''))), 600) AS SIGNED)",
+        unlock: "SELECT CAST(RELEASE_LOCK(CONCAT('inboxctl_migrate:', SHA1(COALESCE(DATABASE(), '')))) AS SIGNED)",
         transactional_ddl: false,
     },
     migrations_table_ddl: "CREATE TABLE IF NOT EXISTS inboxctl_migrations ( \
