@@ -1743,6 +1743,90 @@ async fn postgres_rows_a_trigger_keeps_are_named_as_a_possible_cause() {
     assert_eq!(db.count("processed_messages").await, 4);
 }
 
+/// Another session (another prune, most often) deleting the rows each batch selected, batch
+/// after batch, leaves those batches empty, but the oldest row left is another each time:
+/// prune goes on and deletes the rest, rather than giving up with a warning of rows kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_batches_emptied_by_another_session_in_a_row_do_not_end_the_prune() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         SELECT 'c', 'e' || lpad(n::text, 2, '0'), now() - interval '40 days' + n * interval '1 second' \
+         FROM generate_series(1, 15) AS n",
+    )
+    .await;
+    let pool = db.pool().await;
+    // Each holder in turn locks the next three oldest rows, which prune's batch then waits
+    // for, and deletes them once the batch waits.
+    let lock_next = async |from: usize| {
+        let mut holder = pool.begin().await.unwrap();
+        let ids: Vec<String> = (from..from + 3).map(|n| format!("'e{n:02}'")).collect();
+        sqlx::query(&format!(
+            "SELECT 1 FROM processed_messages WHERE event_id IN ({}) FOR UPDATE",
+            ids.join(", ")
+        ))
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+        (holder, ids.join(", "))
+    };
+    let mut held = lock_next(1).await;
+    let prune = db.spawn(&[
+        "prune",
+        "--older-than",
+        "30d",
+        "--yes",
+        "--strategy",
+        "index",
+        "--batch-size",
+        "3",
+        "--format",
+        "json",
+    ]);
+    for round in 1..=3 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND application_name = 'inboxctl' AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            if waiting > 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: prune never waited"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let next = match round {
+            3 => None,
+            _ => Some(lock_next(1 + 3 * round).await),
+        };
+        let (mut holder, ids) = held;
+        sqlx::query(&format!(
+            "DELETE FROM processed_messages WHERE event_id IN ({ids})"
+        ))
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+        holder.commit().await.unwrap();
+        match next {
+            Some(next) => held = next,
+            None => break,
+        }
+    }
+    let output = prune.wait_with_output().unwrap();
+    let run = Run::from(output).ok();
+    assert_eq!(run.stderr, "");
+    assert_eq!(run.json()["rows_deleted"], 6);
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 /// A value that no time stands for (PostgreSQL's `-infinity` and `infinity`, a year BC,
 /// MariaDB's zero date, a number in SQLite) is shown as the store shows it, and looked up, in
 /// every format; inspect reports on the other rows all the same.

@@ -556,6 +556,7 @@ impl Deleting<'_> {
             let keep = std::mem::take(&mut report.consumers[index].keep);
             let mut from = self.store.dialect.earliest_prunable.map(String::from);
             let mut empty_in_a_row = 0;
+            let mut stuck_at: Option<String> = None;
             let mut recorded = false;
             while remaining > 0 {
                 if self.stop_before_batch(report).await {
@@ -584,11 +585,12 @@ impl Deleting<'_> {
                 recorded |= deleted > 0;
                 if deleted == 0 {
                     // Empty although rows remain: another session deleted or changed the rows
-                    // this batch had selected (PostgreSQL then skips them). A new statement
-                    // selects again; a few empty ones in a row are given up on, and said.
-                    let remain = self
+                    // this batch had selected (PostgreSQL then skips them), another prune
+                    // most often. A new statement selects again. Only when the same oldest
+                    // row stays, batch after batch, is it given up on, and said.
+                    let oldest = self
                         .store
-                        .has_prunable(
+                        .oldest_prunable(
                             &mut connection,
                             &consumer,
                             from.as_deref(),
@@ -596,7 +598,12 @@ impl Deleting<'_> {
                             &keep,
                         )
                         .await?;
-                    empty_in_a_row += 1;
+                    let remain = oldest.is_some();
+                    empty_in_a_row = match oldest == stuck_at {
+                        true => empty_in_a_row + 1,
+                        false => 1,
+                    };
+                    stuck_at = oldest;
                     if remain && empty_in_a_row < EMPTY_BATCHES_TRIED {
                         continue;
                     }
@@ -610,7 +617,7 @@ impl Deleting<'_> {
                     }
                     break;
                 }
-                empty_in_a_row = 0;
+                (empty_in_a_row, stuck_at) = (0, None);
                 if next_from.is_some() {
                     from = next_from;
                 }

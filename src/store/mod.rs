@@ -97,6 +97,9 @@ pub struct Dialect {
     pub timestamp_text: fn(&str) -> String,
     /// Casts an integer expression to a 64-bit integer, so every backend decodes it as `i64`.
     pub bigint: fn(&str) -> String,
+    /// Casts an expression to text, so every backend decodes it as a string (an
+    /// application's `uuid` event id, say).
+    pub text: fn(&str) -> String,
     /// Returns 1 when the table named by the one parameter exists.
     pub table_exists: &'static str,
     /// The names of the columns of the table named by the one parameter.
@@ -1376,35 +1379,36 @@ impl Store {
     pub async fn has_older(&self, consumer: &str, cutoff: DateTime<Utc>) -> anyhow::Result<bool> {
         let mut connection = self.acquire().await?;
         let from = self.dialect.earliest_prunable;
-        self.has_prunable(&mut connection, consumer, from, cutoff, &[])
-            .await
+        let oldest = self
+            .oldest_prunable(&mut connection, consumer, from, cutoff, &[])
+            .await?;
+        Ok(oldest.is_some())
     }
 
-    /// Whether one consumer has a prunable row processed at or after `from` (the store's own
-    /// text, as a batch returns it), strictly before `cutoff`, not protected by `keep`: one
-    /// index probe, in processed_at order (see [`Store::has_older`]).
-    pub async fn has_prunable(
+    /// The event id of one consumer's oldest prunable row processed at or after `from` (the
+    /// store's own text, as a batch returns it), strictly before `cutoff`, not protected by
+    /// `keep`: one index probe, in processed_at order (see [`Store::has_older`]).
+    pub async fn oldest_prunable(
         &self,
         connection: &mut AnyConnection,
         consumer: &str,
         from: Option<&str>,
         cutoff: DateTime<Utc>,
         keep: &[KeepFrom],
-    ) -> anyhow::Result<bool> {
+    ) -> anyhow::Result<Option<String>> {
         let mut sql = self.sql();
-        sql.push(&format!("SELECT 1 FROM {INBOX_TABLE} WHERE "));
+        sql.push(&format!(
+            "SELECT {} FROM {INBOX_TABLE} WHERE ",
+            (self.dialect.text)("event_id")
+        ));
         self.push_prune_condition(&mut sql, from, keep);
         sql.push(" ORDER BY processed_at LIMIT 1");
         let text = sql.build();
-        let query = sqlx::query_scalar::<_, i32>(&text);
-        let found = self
-            .bind_prune_condition(query, consumer, from, cutoff, keep)
+        let query = sqlx::query_scalar::<_, String>(&text);
+        self.bind_prune_condition(query, consumer, from, cutoff, keep)
             .fetch_optional(connection)
             .await
-            .with_context(|| {
-                format!("could not look for rows of consumer '{consumer}' to prune")
-            })?;
-        Ok(found.is_some())
+            .with_context(|| format!("could not look for rows of consumer '{consumer}' to prune"))
     }
 
     /// The `processed_at` of the consumer's `limit`-th oldest prunable row at or after `from`,

@@ -30,6 +30,7 @@ pub static DIALECT: Dialect = Dialect {
     earliest_prunable: None,
     timestamp_text: |expression| format!("DATE_FORMAT({expression}, '%Y-%m-%d %H:%i:%s.%f')"),
     bigint: |expression| format!("CAST({expression} AS SIGNED)"),
+    text: |expression| format!("CAST({expression} AS CHAR)"),
     table_exists: "SELECT COUNT(*) FROM information_schema.tables \
                    WHERE table_schema = DATABASE() AND table_name = ?",
     columns: "SELECT column_name FROM information_schema.columns \

@@ -59,6 +59,7 @@ pub static DIALECT: Dialect = Dialect {
         )
     },
     bigint: |expression| format!("CAST({expression} AS bigint)"),
+    text: |expression| format!("CAST({expression} AS text)"),
     // The catalog itself, not information_schema: planning a query on information_schema's
     // views took 1-3 ms each, before a command's first statement, CPU time taken from the
     // application's own backends. The same relation kinds. The name is looked up along the

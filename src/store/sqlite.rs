@@ -74,6 +74,7 @@ pub static DIALECT: Dialect = Dialect {
     earliest_prunable: Some("0000-01-01 00:00:00"),
     timestamp_text: |expression| format!("CAST({expression} AS TEXT)"),
     bigint: |expression| expression.to_string(),
+    text: |expression| format!("CAST({expression} AS TEXT)"),
     table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
     columns: "SELECT name FROM pragma_table_info(?)",
     column_names_case_sensitive: false,
