@@ -621,6 +621,17 @@ async fn with_migration_lock(store: &Store, work: Work) -> anyhow::Result<Vec<Mi
     }
 }
 
+/// Where each DDL statement commits on its own (MySQL), outside any transaction of the run.
+fn ddl_commits_on_its_own(store: &Store) -> bool {
+    matches!(
+        store.dialect.migration_locking,
+        MigrationLocking::SessionLock {
+            transactional_ddl: false,
+            ..
+        }
+    )
+}
+
 fn per_migration_transaction(store: &Store) -> bool {
     matches!(
         store.dialect.migration_locking,
@@ -665,13 +676,7 @@ async fn apply_pending(
         let bookkeeping = Bookkeeping {
             forget: recorded.then_some(forget.as_str()),
             record: &record,
-            in_transaction: !matches!(
-                store.dialect.migration_locking,
-                MigrationLocking::SessionLock {
-                    transactional_ddl: false,
-                    ..
-                }
-            ),
+            in_transaction: !ddl_commits_on_its_own(store),
         };
         let started = Instant::now();
         // Judged inside the run's lock, on the table as migration 1 left it.
