@@ -1238,6 +1238,8 @@ async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
         );
     }
     assert!(!db.table_exists("inboxctl_migrations").await);
+    let inspected = db.run(&["inspect", "--format", "json"]).ok().json();
+    assert_eq!(inspected["total_rows"], 2);
     if backend != Backend::Sqlite {
         let json = db
             .run(&[
@@ -1253,6 +1255,19 @@ async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
         assert_eq!(json["rows_deleted"], 1);
         assert_eq!(db.count("real_inbox").await, 1);
     }
+
+    // A migrated inbox moved behind a view of its name is there, not dropped: its
+    // migrations stay applied.
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec("ALTER TABLE processed_messages RENAME TO real_inbox")
+        .await;
+    db.exec("CREATE VIEW processed_messages AS SELECT * FROM real_inbox")
+        .await;
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
 }
 
 /// An inbox table dropped by hand leaves its migrations recorded: they are undone, as

@@ -75,7 +75,8 @@ pub static DIALECT: Dialect = Dialect {
     timestamp_text: |expression| format!("CAST({expression} AS TEXT)"),
     bigint: |expression| expression.to_string(),
     text: |expression| format!("CAST({expression} AS TEXT)"),
-    table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+    // Views too, as PostgreSQL's and MySQL's catalogs list them: an inbox may be one.
+    table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?",
     columns: "SELECT name FROM pragma_table_info(?)",
     column_names_case_sensitive: false,
     consumers: "WITH RECURSIVE c(consumer) AS ( \
