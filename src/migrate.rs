@@ -198,8 +198,10 @@ async fn up_sql(
     }
 }
 
-/// Refuses to drop the inbox table (`doing` says why it would be dropped) while other tables
-/// reference it by foreign key, before anything is written.
+/// Refuses to drop the inbox table (`doing` says why it would be dropped) while it holds
+/// rows and other tables reference it by foreign key, before anything is written. An empty
+/// one, as migration 1 has just made it for an application that declared its keys first,
+/// takes nothing with it.
 async fn refuse_when_referenced(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -212,7 +214,15 @@ async fn refuse_when_referenced(
         .fetch_all(&mut *connection)
         .await
         .with_context(|| format!("could not list the foreign keys that reference {INBOX_TABLE}"))?;
-    if tables.is_empty() {
+    // Not made yet (a dry run before migration 1), or empty.
+    if tables.is_empty() || !store.table_exists_on(connection, INBOX_TABLE).await? {
+        return Ok(());
+    }
+    let row: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM {INBOX_TABLE} LIMIT 1"))
+        .fetch_optional(&mut *connection)
+        .await
+        .with_context(|| format!("could not read {INBOX_TABLE}"))?;
+    if row.is_none() {
         return Ok(());
     }
     bail!(

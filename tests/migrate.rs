@@ -1169,6 +1169,23 @@ async fn sqlite_refuses_to_drop_an_inbox_that_other_tables_reference() {
         ),
         (1, 1)
     );
+
+    // An application that declared its key before the inbox existed: migration 2 rebuilds
+    // the empty table migration 1 has just made, which takes nothing with it.
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.exec(
+        "CREATE TABLE invoices (id INTEGER PRIMARY KEY, consumer TEXT, event_id TEXT, \
+         FOREIGN KEY (consumer, event_id) REFERENCES processed_messages (consumer, event_id))",
+    )
+    .await;
+    db.run(&["migrate", "run", "--dry-run"]).ok();
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 'e1'); \
+         INSERT INTO invoices (consumer, event_id) VALUES ('c', 'e1')",
+    )
+    .await;
+    assert_eq!(db.count("invoices").await, 1);
 }
 
 /// Column names are matched as the backend's SQL matches the unquoted names inboxctl writes:
