@@ -179,6 +179,26 @@ async fn up_sql(
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
 ) -> anyhow::Result<&'static str> {
+    // Migration 1 creates the inbox where it is missing.
+    if let (1, Some(query)) = (
+        migration.version,
+        store.dialect.inbox_outside_creation_schema,
+    ) {
+        let elsewhere: Option<(String, String)> = sqlx::query_as(query)
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| format!("could not look up the schema of {INBOX_TABLE}"))?;
+        if let Some((schema, first)) = elsewhere {
+            bail!(
+                "{INBOX_TABLE} is in schema {schema}, but new tables go to schema {first}, the \
+                 first on this session's search_path: migration {} would make a second, empty \
+                 inbox there, which would hide this one. Nothing was changed. Run migrate with \
+                 the search_path the application has (ALTER ROLE … SET search_path = {schema}, \
+                 say)",
+                migration.version
+            );
+        }
+    }
     let Some(rebuild) = &migration.rebuild else {
         return Ok(migration.up);
     };

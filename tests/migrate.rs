@@ -1082,6 +1082,38 @@ async fn postgres_a_schema_named_like_the_user_hides_nothing() {
         0
     );
     assert_eq!(db.count("public.processed_messages").await, 1);
+
+    // A classic table in public, not migrated yet: migration 1 would create a second,
+    // empty inbox in the user's schema, so migrate refuses, and its dry run says the same.
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+         processed_at TIMESTAMPTZ NOT NULL DEFAULT now()); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('a', 'c'), ('b', 'c'); \
+         CREATE SCHEMA postgres",
+    )
+    .await;
+    for args in [&["migrate", "run"][..], &["migrate", "run", "--dry-run"]] {
+        let refused = db.run(args).code(1);
+        assert_eq!(
+            refused.stderr,
+            "error: processed_messages is in schema public, but new tables go to schema \
+             postgres, the first on this session's search_path: migration 1 would make a \
+             second, empty inbox there, which would hide this one. Nothing was changed. Run \
+             migrate with the search_path the application has (ALTER ROLE … SET search_path \
+             = public, say)\n",
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        db.scalar(
+            "SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'postgres' \
+             AND tablename = 'processed_messages'"
+        )
+        .await,
+        0
+    );
+    assert_eq!(db.count("public.processed_messages").await, 2);
 }
 
 /// SQLite rebuilds the inbox by dropping the old table, and a DROP TABLE there deletes every

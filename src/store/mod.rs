@@ -136,6 +136,11 @@ pub struct Dialect {
     /// (ON DELETE CASCADE) or leave their keys pointing at nothing. PostgreSQL and MySQL
     /// refuse such a change by themselves.
     pub tables_referencing_inbox: Option<&'static str>,
+    /// Where names are looked up along a search path while new tables go to its first
+    /// schema (PostgreSQL): the schema that holds the inbox and the one new tables go to,
+    /// when they differ. Migration 1's `CREATE TABLE IF NOT EXISTS` would then make a second
+    /// inbox that hides the first.
+    pub inbox_outside_creation_schema: Option<&'static str>,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
     pub migrations: &'static [Migration],

@@ -63,6 +63,7 @@ pub static DIALECT: Dialect = Dialect {
     begin_write: "BEGIN",
     insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
     tables_referencing_inbox: None,
+    inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::SessionLock {
         // A user lock is the server's, not the database's: the name holds the database, so
         // that migrate on one database does not wait for migrate on another. Hashed, as a

@@ -103,6 +103,12 @@ pub static DIALECT: Dialect = Dialect {
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     tables_referencing_inbox: None,
+    inbox_outside_creation_schema: Some(
+        "SELECT CAST(n.nspname AS text), CAST(current_schema() AS text) \
+         FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.oid = to_regclass('processed_messages') \
+         AND n.nspname IS DISTINCT FROM current_schema()",
+    ),
     migration_locking: MigrationLocking::SessionLock {
         lock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_lock(7597117852321281132)) AS l",
         unlock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_unlock(7597117852321281132)) AS l",

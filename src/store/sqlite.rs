@@ -98,6 +98,7 @@ pub static DIALECT: Dialect = Dialect {
          WHERE m.type = 'table' AND m.name <> 'processed_messages' \
          AND f.\"table\" = 'processed_messages' COLLATE NOCASE ORDER BY m.name",
     ),
+    inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::ExclusiveTransaction {
         begin: "BEGIN IMMEDIATE",
         // A rebuild drops the inbox and renames the new table to its name. Without the
