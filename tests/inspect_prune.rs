@@ -1666,9 +1666,9 @@ async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
     )
     .await;
     let warning = "warning: 4 row(s) of 2 consumers ('a': 3, 'b': 1) have a number in \
-                   processed_at, or text that does not start with a year, not a time in the \
-                   form YYYY-MM-DD HH:MM:SS.fff; SQLite sorts them before every time, so prune \
-                   cannot date them and keeps them\n";
+                   processed_at, or text before 0000-01-01 (an empty one, a zero date), not a \
+                   time in the form YYYY-MM-DD HH:MM:SS.fff; SQLite sorts them before every \
+                   time, so prune cannot date them and keeps them\n";
     let dry = db
         .run(&[
             "prune",

@@ -176,9 +176,9 @@ async fn prune(
             ),
         };
         output.warn(format!(
-            "{total} row(s) {whose} have a number in processed_at, or text that does not \
-             start with a year, not a time in the form YYYY-MM-DD HH:MM:SS.fff; SQLite sorts \
-             them before every time, so prune cannot date them and keeps them"
+            "{total} row(s) {whose} have a number in processed_at, or text before 0000-01-01 \
+             (an empty one, a zero date), not a time in the form YYYY-MM-DD HH:MM:SS.fff; \
+             SQLite sorts them before every time, so prune cannot date them and keeps them"
         ));
     }
     // The exact count is for what is read before anything goes: the dry run, the

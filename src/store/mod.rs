@@ -1355,7 +1355,7 @@ impl Store {
     }
 
     /// SQLite: how many of the consumer's rows have no time in processed_at: a number
-    /// (seconds since 1970, say), or text that does not start with a year (the empty text).
+    /// (seconds since 1970, say), or text before 0000-01-01 (the empty text, a zero date).
     /// They sort before every time there, below the dialect's `earliest_prunable`, so no
     /// cutoff ever takes them. One index range; 0 on the other backends, whose column holds
     /// times only.
