@@ -540,6 +540,49 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     Ok(steps)
 }
 
+/// Refuses, before anything is written, a down step that would lose columns of the table's
+/// own or drop a table others reference (SQLite, whose down steps drop the table to rebuild
+/// it or not).
+async fn refuse_revert(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<()> {
+    if let Some(rebuild) = &migration.rebuild {
+        rebuild.check_revert(connection, migration).await?;
+    }
+    let doing = format!(
+        "reverting migration {} ({}) drops table {INBOX_TABLE}",
+        migration.version, migration.description
+    );
+    refuse_when_referenced(store, connection, &doing).await
+}
+
+/// What `migrate revert --dry-run` shows for each step of `plan`: the down SQL, or why none
+/// runs. Refuses, as the run would, a step it would refuse.
+pub async fn revert_sql(
+    store: &Store,
+    plan: &[&'static Migration],
+) -> anyhow::Result<Vec<&'static str>> {
+    // As the real run: when version 1 goes, its DROP TABLE undoes the rest, and a change
+    // that is not in place is only forgotten.
+    let drops_table = plan.iter().any(|m| m.version == 1);
+    let undone = undone(store).await?;
+    let mut connection = store.acquire().await?;
+    let mut sql = Vec::new();
+    for migration in plan {
+        sql.push(if drops_table && migration.version != 1 {
+            "-- nothing to run: migration 1 drops the table"
+        } else if undone.contains(&migration.version) {
+            "-- nothing to run: its change is not in place, so only its record is forgotten"
+        } else {
+            refuse_revert(store, &mut connection, migration).await?;
+            migration.down
+        });
+    }
+    Ok(sql)
+}
+
 /// Which migrations `migrate revert --to` would undo, newest first.
 pub async fn revert_plan(
     store: &Store,
@@ -803,16 +846,8 @@ async fn revert_applied(
         let started = Instant::now();
         let run_sql =
             (!drops_table || migration.version == 1) && !undone.contains(&migration.version);
-        if let (true, Some(rebuild)) = (run_sql, &migration.rebuild) {
-            rebuild.check_revert(connection, migration).await?;
-        }
         if run_sql {
-            // Every down step of a rebuilding backend drops the table, to rebuild it or not.
-            let doing = format!(
-                "reverting migration {} ({}) drops table {INBOX_TABLE}",
-                migration.version, migration.description
-            );
-            refuse_when_referenced(store, connection, &doing).await?;
+            refuse_revert(store, connection, migration).await?;
         }
         if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;

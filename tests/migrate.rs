@@ -1177,18 +1177,31 @@ async fn sqlite_refuses_to_drop_an_inbox_that_other_tables_reference() {
     )
     .await;
     let schema = db.schema().await;
-    let back_to_classic = db.run(&["migrate", "revert"]).code(1);
-    assert_eq!(
-        back_to_classic.stderr,
-        refusal(&format!("reverting {migration_2} drops"))
-    );
-    let to_nothing = db.run(&["migrate", "revert", "--to", "0", "--yes"]).code(1);
-    assert_eq!(
-        to_nothing.stderr,
-        refusal(
-            "reverting migration 1 (classic processed_messages table (created if missing)) drops"
-        )
-    );
+    for args in [
+        &["migrate", "revert"][..],
+        &["migrate", "revert", "--dry-run"],
+    ] {
+        let back_to_classic = db.run(args).code(1);
+        assert_eq!(
+            back_to_classic.stderr,
+            refusal(&format!("reverting {migration_2} drops")),
+            "{args:?}"
+        );
+    }
+    for args in [
+        &["migrate", "revert", "--to", "0", "--yes"][..],
+        &["migrate", "revert", "--to", "0", "--dry-run"],
+    ] {
+        let to_nothing = db.run(args).code(1);
+        assert_eq!(
+            to_nothing.stderr,
+            refusal(
+                "reverting migration 1 (classic processed_messages table (created if missing)) \
+                 drops"
+            ),
+            "{args:?}"
+        );
+    }
     assert_eq!(db.schema().await, schema);
     assert_eq!(
         migration_states(&db),

@@ -241,23 +241,15 @@ async fn revert(
 ) -> anyhow::Result<ExitStatus> {
     let plan = migrate::revert_plan(store, to).await?;
     if dry_run {
-        // As the real run: when version 1 goes, its DROP TABLE undoes the rest, and a change
-        // that is not in place is only forgotten.
-        let drops_table = plan.iter().any(|m| m.version == 1);
-        let undone = migrate::undone(store).await?;
+        let sql = migrate::revert_sql(store, &plan).await?;
         let steps = plan
             .iter()
-            .map(|m| MigrationStep {
+            .zip(sql)
+            .map(|(m, sql)| MigrationStep {
                 version: m.version,
                 description: m.description,
                 duration_ms: None,
-                sql: Some(if drops_table && m.version != 1 {
-                    "-- nothing to run: migration 1 drops the table"
-                } else if undone.contains(&m.version) {
-                    "-- nothing to run: its change is not in place, so only its record is forgotten"
-                } else {
-                    m.down
-                }),
+                sql: Some(sql),
                 times_read_in: None,
             })
             .collect();
