@@ -564,23 +564,36 @@ pub async fn revert_sql(
     store: &Store,
     plan: &[&'static Migration],
 ) -> anyhow::Result<Vec<&'static str>> {
-    // As the real run: when version 1 goes, its DROP TABLE undoes the rest, and a change
-    // that is not in place is only forgotten.
-    let drops_table = plan.iter().any(|m| m.version == 1);
     let undone = undone(store).await?;
     let mut connection = store.acquire().await?;
     let mut sql = Vec::new();
     for migration in plan {
-        sql.push(if drops_table && migration.version != 1 {
-            "-- nothing to run: migration 1 drops the table"
-        } else if undone.contains(&migration.version) {
-            "-- nothing to run: its change is not in place, so only its record is forgotten"
-        } else {
-            refuse_revert(store, &mut connection, migration).await?;
-            migration.down
+        sql.push(match down_skipped(plan, &undone, migration) {
+            Some(why) => why,
+            None => {
+                refuse_revert(store, &mut connection, migration).await?;
+                migration.down
+            }
         });
     }
     Ok(sql)
+}
+
+/// Why a revert of `plan` runs no SQL for `migration`, only forgets its record: when version
+/// 1 goes, its DROP TABLE undoes the rest, and a change that is not in place (the table
+/// dropped by hand, say) has nothing to undo. `None` when its down SQL runs.
+fn down_skipped(
+    plan: &[&Migration],
+    undone: &[i64],
+    migration: &Migration,
+) -> Option<&'static str> {
+    if migration.version != 1 && plan.iter().any(|m| m.version == 1) {
+        Some("-- nothing to run: migration 1 drops the table")
+    } else if undone.contains(&migration.version) {
+        Some("-- nothing to run: its change is not in place, so only its record is forgotten")
+    } else {
+        None
+    }
 }
 
 /// Which migrations `migrate revert --to` would undo, newest first.
@@ -837,15 +850,11 @@ async fn revert_applied(
     // Reverting version 1 drops the table, which undoes everything above it too: the later
     // down steps are only forgotten, not run. (Migration 2's down step cannot run on a table
     // where one event id belongs to several consumers, and need not when the table goes.)
-    let drops_table = plan.iter().any(|m| m.version == 1);
-    // A change not in place (the table dropped by hand, say) has nothing to undo: only its
-    // record is forgotten.
     let undone = undone_versions(store, connection, &applied).await?;
     drop_prunes_of_a_dropped_inbox(store, connection).await?;
-    for migration in plan {
+    for &migration in &plan {
         let started = Instant::now();
-        let run_sql =
-            (!drops_table || migration.version == 1) && !undone.contains(&migration.version);
+        let run_sql = down_skipped(&plan, &undone, migration).is_none();
         if run_sql {
             refuse_revert(store, connection, migration).await?;
         }

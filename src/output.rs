@@ -292,6 +292,17 @@ pub enum Answer {
     Stopped(ExitStatus),
 }
 
+impl Answer {
+    /// Anything but yes: the status the command, having done nothing, exits with.
+    pub fn declined(self) -> Option<ExitStatus> {
+        match self {
+            Answer::Yes => None,
+            Answer::No => Some(ExitStatus::Success),
+            Answer::Stopped(status) => Some(status),
+        }
+    }
+}
+
 /// Asks `question` on the terminal; anything but yes is no. Without a terminal to ask on,
 /// the usage error `refusal` instead: the operator must say yes some other way.
 pub async fn confirm(question: String, refusal: String) -> anyhow::Result<Answer> {

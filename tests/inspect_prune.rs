@@ -1772,7 +1772,7 @@ async fn postgres_batches_emptied_by_another_session_in_a_row_do_not_end_the_pru
         (holder, ids.join(", "))
     };
     let mut held = lock_next(1).await;
-    let prune = db.spawn(&[
+    let mut prune = db.spawn(&[
         "prune",
         "--older-than",
         "30d",
@@ -1785,24 +1785,7 @@ async fn postgres_batches_emptied_by_another_session_in_a_row_do_not_end_the_pru
         "json",
     ]);
     for round in 1..=3 {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        loop {
-            let waiting: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND application_name = 'inboxctl' AND wait_event_type = 'Lock'",
-            )
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-            if waiting > 0 {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "round {round}: prune never waited"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        until_it_waits_for_a_lock(&mut db, &mut prune).await;
         let next = match round {
             3 => None,
             _ => Some(lock_next(1 + 3 * round).await),

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::cli::{Format, MigrateArgs, MigrateCommand};
 use crate::exit::ExitStatus;
 use crate::migrate::{self, MigrationStep};
-use crate::output::{confirm, or_dash, table, Answer, Output};
+use crate::output::{confirm, or_dash, table, Output};
 use crate::store::{mysql, Backend, CreateMode, InboxLayout, Store, INBOX_TABLE};
 
 pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -266,17 +266,11 @@ async fn revert(
                 ),
             )
             .await?;
-            match answer {
-                Answer::Yes => super::end_at_once_on_signals()?,
-                Answer::No => {
-                    output.note("Nothing reverted.");
-                    return Ok(ExitStatus::Success);
-                }
-                Answer::Stopped(status) => {
-                    output.note("Nothing reverted.");
-                    return Ok(status);
-                }
+            if let Some(status) = answer.declined() {
+                output.note("Nothing reverted.");
+                return Ok(status);
             }
+            super::end_at_once_on_signals()?;
         }
     }
     let steps = migrate::revert(store, to).await?;

@@ -15,7 +15,7 @@ use crate::cli::{Format, PruneArgs, PruneStrategy};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
-use crate::output::{confirm, counted, or_dash, table, Answer, Output};
+use crate::output::{confirm, counted, or_dash, table, Output};
 use crate::store::{
     is_connection_lost, is_deadlock, is_transient, Backend, BatchError, CreateMode, HeapExtent,
     KeepFrom, Store, INBOX_TABLE,
@@ -276,16 +276,9 @@ async fn prune(
             ),
         )
         .await?;
-        match answer {
-            Answer::Yes => {}
-            Answer::No => {
-                output.note("Nothing deleted.");
-                return Ok(ExitStatus::Success);
-            }
-            Answer::Stopped(status) => {
-                output.note("Nothing deleted.");
-                return Ok(status);
-            }
+        if let Some(status) = answer.declined() {
+            output.note("Nothing deleted.");
+            return Ok(status);
         }
     }
 

@@ -1626,10 +1626,9 @@ impl Store {
         Ok((connection, canceller))
     }
 
-    /// `consumer = ? AND processed_at >= ? AND processed_at < ?`, then one exclusion per
-    /// protected partition.
-    /// A consumer's rows processed at or after `from` (when there is a bound), strictly
-    /// before the cutoff, less those `keep` protects.
+    /// `consumer = ? [AND processed_at >= ?] AND processed_at < ?`, then one exclusion per
+    /// partition `keep` protects: a consumer's rows processed at or after `from` (when there
+    /// is a bound), strictly before the cutoff.
     fn push_prune_condition(&self, sql: &mut SqlBuilder, from: Option<&str>, keep: &[KeepFrom]) {
         sql.push("consumer = ").param();
         if from.is_some() {
@@ -2412,11 +2411,23 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
     if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return mysql.number() == 1205;
     }
-    // PostgreSQL's lock_timeout (55P03); SQLite's busy and locked codes, plain and extended.
-    matches!(
-        database.code().as_deref(),
-        Some("55P03" | "5" | "6" | "517" | "261" | "262")
-    )
+    // SQLite's busy and locked codes, plain and extended.
+    database.code().as_deref().is_some_and(|code| {
+        is_transient_sqlstate(code) || matches!(code, "5" | "6" | "517" | "261" | "262")
+    })
+}
+
+/// PostgreSQL's SQLSTATEs of a transaction that may pass when tried again: a deadlock or a
+/// serialization failure ([`is_deadlock_sqlstate`]), or a lock wait that ran out of
+/// `lock_timeout` (55P03).
+pub fn is_transient_sqlstate(code: &str) -> bool {
+    is_deadlock_sqlstate(code) || code == "55P03"
+}
+
+/// PostgreSQL's SQLSTATEs of a transaction rolled back to break a deadlock (40P01) or a
+/// serialization conflict (40001).
+fn is_deadlock_sqlstate(code: &str) -> bool {
+    matches!(code, "40P01" | "40001")
 }
 
 /// Whether the server rolled the transaction back to break a deadlock or a serialization
@@ -2428,7 +2439,7 @@ pub fn is_deadlock(error: &sqlx::Error) -> bool {
     if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return mysql.number() == 1213;
     }
-    matches!(database.code().as_deref(), Some("40P01" | "40001"))
+    database.code().as_deref().is_some_and(is_deadlock_sqlstate)
 }
 
 /// Whether the error says that the database is out of reach or ended the session, rather

@@ -804,14 +804,11 @@ enum Bound<'a> {
 }
 
 /// A database error as a batch failure; a deadlock, a serialization failure or a lock wait
-/// that timed out may pass when the batch is tried again (as [`super::is_transient`] says).
+/// that timed out may pass when the batch is tried again ([`super::is_transient_sqlstate`]).
 fn fail(error: tokio_postgres::Error) -> BatchError {
-    let transient = matches!(
-        error.code(),
-        Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED
-            || *code == SqlState::T_R_SERIALIZATION_FAILURE
-            || *code == SqlState::LOCK_NOT_AVAILABLE
-    );
+    let transient = error
+        .code()
+        .is_some_and(|code| super::is_transient_sqlstate(code.code()));
     // Not the server's answer to a statement: the connection closed or its socket failed.
     let connection_lost = match error.as_db_error() {
         Some(db) => super::is_connection_sqlstate(db.code().code()),
