@@ -326,6 +326,10 @@ pub struct MigrationStep {
     /// Set when the migration converted times without a zone, read in this zone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub times_read_in: Option<ZoneRead>,
+    /// A revert that found the migration's change not in place (its table dropped by
+    /// hand): it only removed the record.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub only_forgotten: bool,
 }
 
 pub async fn applied_migrations(store: &Store) -> anyhow::Result<Vec<AppliedMigration>> {
@@ -528,13 +532,34 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     let mut connection = store.acquire().await?;
     let mut steps = Vec::new();
     for migration in to_apply {
+        // As the run finds it: where DDL commits on its own (MySQL), a run cut short
+        // between a change and its record left the change in place, and the next only
+        // records it.
+        let in_place = match per_migration_transaction(store) {
+            true => None,
+            false => change_in_place(&mut connection, migration)
+                .await
+                .with_context(|| {
+                    format!(
+                        "could not check whether migration {} is in place",
+                        migration.version
+                    )
+                })?,
+        };
+        let sql = match in_place {
+            Some(true) => {
+                "-- nothing to run: its change is already in place, so it is only recorded"
+            }
+            _ => up_sql(store, &mut connection, migration).await?,
+        };
         steps.push(MigrationStep {
             version: migration.version,
             description: migration.description,
             duration_ms: None,
-            sql: Some(up_sql(store, &mut connection, migration).await?),
+            sql: Some(sql),
             // Found, or refused, as the run will.
             times_read_in: zone_of_zoneless_times(&mut connection, migration).await?,
+            only_forgotten: false,
         });
     }
     Ok(steps)
@@ -826,6 +851,7 @@ async fn apply_pending(
             duration_ms: Some(elapsed.as_millis()),
             sql: None,
             times_read_in,
+            only_forgotten: false,
         });
     }
     Ok(steps)
@@ -858,6 +884,7 @@ async fn revert_applied(
         if run_sql {
             refuse_revert(store, connection, migration).await?;
         }
+        let mut not_in_place = undone.contains(&migration.version);
         if per_migration_transaction(store) {
             let mut transaction = connection.begin().await?;
             match undo_one(&mut transaction, migration, &forget, run_sql).await {
@@ -867,6 +894,7 @@ async fn revert_applied(
         } else {
             match change_in_place(connection, migration).await {
                 Ok(in_place) => {
+                    not_in_place |= in_place == Some(false);
                     let run_sql = run_sql && in_place.unwrap_or(true);
                     undo_one(connection, migration, &forget, run_sql).await
                 }
@@ -896,6 +924,7 @@ async fn revert_applied(
             duration_ms: Some(started.elapsed().as_millis()),
             sql: None,
             times_read_in: None,
+            only_forgotten: not_in_place,
         });
     }
     Ok(steps)

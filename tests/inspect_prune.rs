@@ -1868,6 +1868,28 @@ async fn inspect_shows_values_that_are_no_time_as_stored(backend: Backend) {
         .collect();
     assert_eq!(cells[5..], [shown(oldest), "-"], "{table}");
     if backend == Backend::Postgres {
+        // `infinity` is later than every time: dated in the future, estimated or counted.
+        db.exec("ANALYZE processed_messages").await;
+        for (args, warning) in [
+            (
+                &["inspect"][..],
+                "1 row(s) of consumer 'c' are dated in the future (the newest at infinity), \
+                 counted as under 1h old",
+            ),
+            (
+                &["inspect", "--estimate"],
+                "rows of consumer 'c' are dated in the future (the newest at infinity)",
+            ),
+        ] {
+            let run = db.run(args).ok();
+            assert_eq!(
+                run.stderr,
+                format!(
+                    "warning: {warning}; does the application write local time rather than UTC?\n"
+                ),
+                "{args:?}"
+            );
+        }
         let bc = "0044-03-15 00:00:00+00 BC";
         db.exec(&format!(
             "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES ('b', 'bc', '{bc}')"
@@ -3110,4 +3132,79 @@ async fn prune_group_keeps_rows_of_a_without_rowid_inbox() {
         db.event_ids(&group).await,
         ids(&["above", "at-committed", "uncommitted"])
     );
+}
+
+/// inspect's reads are one moment of the database on PostgreSQL and MySQL: a prune record
+/// deleted while inspect waits to read the records (the test holds their table locked)
+/// is still in its report, as the rows counted before are, rather than a report that mixes
+/// two moments.
+async fn inspect_reads_one_moment(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    db.insert_rows(&[
+        row("c", "old1", None, now - Duration::days(40)),
+        row("c", "old2", None, now - Duration::days(40)),
+        row("c", "new", None, now),
+    ])
+    .await;
+    let pruned = db
+        .run(&["prune", "--older-than", "30d", "--yes", "--format", "json"])
+        .ok();
+    let cutoff = pruned.json()["cutoff"].clone();
+    let pool = db.pool().await;
+    let mut holder = pool.acquire().await.unwrap();
+    let lock = match backend {
+        Backend::Postgres => "BEGIN; LOCK TABLE inboxctl_prunes IN ACCESS EXCLUSIVE MODE",
+        _ => "LOCK TABLES inboxctl_prunes WRITE",
+    };
+    sqlx::raw_sql(lock).execute(&mut *holder).await.unwrap();
+    let mut inspect = db.spawn(&["inspect", "--format", "json"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let waiting = match backend {
+        Backend::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        }
+        _ => {
+            "SELECT COUNT(*) FROM information_schema.processlist \
+             WHERE db = DATABASE() AND state LIKE 'Waiting for table%'"
+        }
+    };
+    while db.scalar(waiting).await == 0 {
+        if let Some(status) = inspect.try_wait().unwrap() {
+            panic!("inspect ended ({status}) before it waited on the lock");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "inspect never waited on the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let release = match backend {
+        Backend::Postgres => "DELETE FROM inboxctl_prunes; COMMIT",
+        _ => "DELETE FROM inboxctl_prunes; UNLOCK TABLES",
+    };
+    sqlx::raw_sql(release).execute(&mut *holder).await.unwrap();
+    let run = Run::from(inspect.wait_with_output().unwrap()).ok();
+    assert_eq!(run.stderr, "");
+    let report = run.json();
+    assert_eq!(report["total_rows"], 1);
+    assert_eq!(report["consumers"][0]["pruned_before"], cutoff);
+    // Afterwards the record is gone, as the next inspect says.
+    let after = db.run(&["inspect", "--format", "json"]).ok();
+    assert_eq!(
+        after.json()["consumers"][0]["pruned_before"],
+        serde_json::Value::Null
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_reads_one_moment_on_postgres() {
+    inspect_reads_one_moment(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_reads_one_moment_on_mysql() {
+    inspect_reads_one_moment(Backend::Mysql).await;
 }

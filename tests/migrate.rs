@@ -625,6 +625,12 @@ async fn mysql_runs_cut_between_a_change_and_its_record_are_finished_by_the_next
         .await;
     db.exec("DELETE FROM inboxctl_migrations WHERE version = 2")
         .await;
+    let dry_run = db.run(&["migrate", "run", "--dry-run"]).ok();
+    assert_eq!(
+        dry_run.stdout,
+        "-- dry run: would apply migration 2 (key (consumer, event_id), topic/partition/offset, \
+         indexes)\n-- nothing to run: its change is already in place, so it is only recorded\n"
+    );
     let run = db.run(&["migrate", "run", "--format", "json"]).ok();
     assert_eq!(run.json()["applied"][0]["version"], 2);
     assert_eq!(db.schema().await, expected_schema(Backend::Mysql));
@@ -637,7 +643,9 @@ async fn mysql_runs_cut_between_a_change_and_its_record_are_finished_by_the_next
         "../migrations/mysql/0002_consumer_key_and_coordinates.down.sql"
     ))
     .await;
-    db.run(&["migrate", "revert"]).ok();
+    let reverted = db.run(&["migrate", "revert", "--format", "json"]).ok();
+    assert_eq!(reverted.json()["reverted"][0]["version"], 2);
+    assert_eq!(reverted.json()["reverted"][0]["only_forgotten"], true);
     assert_eq!(db.count("inboxctl_migrations").await, 1);
     assert_eq!(db.count("processed_messages").await, 1);
     // And the same for the table itself.
@@ -1367,7 +1375,20 @@ async fn an_inbox_dropped_by_hand_is_made_again(backend: Backend) {
     let consumer = inspected["consumers"][0].as_object().unwrap();
     assert!(consumer["pruned_before"].is_null(), "{consumer:?}");
     db.exec("DROP TABLE processed_messages").await;
-    db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();
+    let reverted = db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();
+    let lines: Vec<&str> = reverted.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", reverted.stdout);
+    for (line, version) in lines.iter().zip(["2/", "1/"]) {
+        assert!(
+            line.starts_with(&format!("Forgot {version}"))
+                && line.contains(
+                    ": its change was not in place (its table dropped by hand?), \
+                     so only its record was removed ("
+                ),
+            "{}",
+            reverted.stdout
+        );
+    }
     assert_eq!(db.count("inboxctl_migrations").await, 0);
     assert_eq!(
         migration_states(&db),

@@ -81,8 +81,14 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         }
     }
     let now = Utc::now();
-    let consumers = store.consumer_stats(args.consumer.as_deref(), now).await?;
-    let partitions = store.partition_stats(args.consumer.as_deref()).await?;
+    // One moment for all three reads: during a prune, separate statements would show a
+    // consumer's rows in one table and fewer in the next.
+    let mut snapshot = store.read_snapshot().await?;
+    let only = args.consumer.as_deref();
+    let consumers = store.consumer_stats(&mut snapshot, only, now).await?;
+    let partitions = store.partition_stats(&mut snapshot, only).await?;
+    let cutoffs = store.last_prune_cutoffs(&mut snapshot, only).await?;
+    store.end_snapshot(snapshot).await?;
     let total: i64 = consumers.iter().map(|c| c.rows).sum();
     if args.estimate {
         output.note(format!(
@@ -102,7 +108,6 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
             ));
         }
     }
-    let cutoffs = store.last_prune_cutoffs(args.consumer.as_deref()).await?;
     let pruned_before: Vec<Option<chrono::DateTime<Utc>>> = consumers
         .iter()
         .map(|stats| cutoffs.get(&stats.consumer).copied())
@@ -202,7 +207,12 @@ async fn estimated_summary(
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     let now = Utc::now();
-    let cutoffs = store.last_prune_cutoffs(args.consumer.as_deref()).await?;
+    let cutoffs = {
+        let mut connection = store.acquire().await?;
+        store
+            .last_prune_cutoffs(&mut connection, args.consumer.as_deref())
+            .await?
+    };
     let mut consumers = Vec::new();
     for consumer in store.consumers(args.consumer.as_deref()).await? {
         let rows = store.estimated_consumer_rows(&consumer).await?.unwrap_or(0);
@@ -224,10 +234,11 @@ async fn estimated_summary(
     };
     warn_of_an_unknown_consumer(args, &consumers, output);
     for c in &consumers {
-        if let Some(newest) = c.newest.as_ref().filter(|newest| {
-            newest
-                .time()
-                .is_some_and(|newest| newest > now + FUTURE_MARGIN)
+        // PostgreSQL's `infinity` is no time, but later than every one, as plain inspect
+        // counts it.
+        if let Some(newest) = c.newest.as_ref().filter(|newest| match newest {
+            StoredTime::At(newest) => *newest > now + FUTURE_MARGIN,
+            StoredTime::NotATime(text) => text == "infinity",
         }) {
             output.warn(future_warning("rows", &c.consumer, newest, now, false));
         }

@@ -71,6 +71,7 @@ fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
             duration_ms: None,
             sql: Some(m.up),
             times_read_in: None,
+            only_forgotten: false,
         })
         .collect())
 }
@@ -251,6 +252,7 @@ async fn revert(
                 duration_ms: None,
                 sql: Some(sql),
                 times_read_in: None,
+                only_forgotten: false,
             })
             .collect();
         return print_plan(output, steps, "revert");
@@ -283,8 +285,16 @@ async fn revert(
                 output.print("Nothing to revert.");
             }
             for step in &steps {
+                let done = match step.only_forgotten {
+                    true => "Forgot",
+                    false => "Reverted",
+                };
+                let why = match step.only_forgotten {
+                    true => ": its change was not in place (its table dropped by hand?), so only its record was removed",
+                    false => "",
+                };
                 output.print(format!(
-                    "Reverted {}/{} ({} ms)",
+                    "{done} {}/{}{why} ({} ms)",
                     step.version,
                     step.description,
                     step.duration_ms.unwrap_or(0)

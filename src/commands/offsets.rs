@@ -1278,7 +1278,10 @@ async fn inbox_positions(
     args: &OffsetsResetArgs,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
     store.require_inbox().await?;
-    let stats = store.partition_stats(Some(consumer)).await?;
+    let mut connection = store.acquire().await?;
+    let stats = store
+        .partition_stats(&mut connection, Some(consumer))
+        .await?;
     let topics: Vec<&str> = args.topic.iter().map(|t| t.topic.as_str()).collect();
     Ok(stats
         .into_iter()

@@ -137,28 +137,24 @@ async fn prune(
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
     let only = args.consumer.clone().or_else(|| args.group.clone());
-    let mut consumers = Vec::new();
-    for consumer in store.consumers(only.as_deref()).await? {
-        let keep = match &args.group {
-            Some(group) => redeliverable(store, &args.kafka, group, &consumer).await?,
-            None => Vec::new(),
-        };
-        consumers.push(ConsumerPrune {
-            consumer,
-            matched: None,
-            deleted: Some(0),
-            kept_for_redelivery: 0,
-            keep,
-        });
-    }
+    // The exact count is for what is read before anything goes: the dry run, the
+    // confirmation, and with --group the rows kept for redelivery. Under --yes alone
+    // nothing waits for it, and it would be a second pass over every old row before the
+    // first delete (0.1 s against the unbounded DELETE's 0.2-0.4 s in the benchmark), so prune
+    // deletes at once and reports what it deleted, and only asks which consumers have any
+    // old row (one index probe each). Counting on a second connection while the first
+    // deleted was tried: it took the second core from the application's own writes, whose
+    // latency it doubled (see the README's benchmarks).
+    let counting = args.dry_run || !args.yes || args.group.is_some();
+    let prunable = store
+        .prunable_by_consumer(only.as_deref(), cutoff, counting)
+        .await?;
     // Rows no cutoff can take would stay for good, unseen by the counts.
-    let mut undatable = Vec::new();
-    for consumer in &consumers {
-        let count = store.undatable_rows(&consumer.consumer).await?;
-        if count > 0 {
-            undatable.push((consumer.consumer.clone(), count));
-        }
-    }
+    let undatable: Vec<(&str, u64)> = prunable
+        .iter()
+        .filter(|rows| rows.undatable > 0)
+        .map(|rows| (rows.consumer.as_str(), rows.undatable))
+        .collect();
     if !undatable.is_empty() {
         let total: u64 = undatable.iter().map(|(_, count)| count).sum();
         let whose = match undatable.as_slice() {
@@ -181,14 +177,28 @@ async fn prune(
              SQLite sorts them before every time, so prune cannot date them and keeps them"
         ));
     }
-    // The exact count is for what is read before anything goes: the dry run, the
-    // confirmation, and with --group the rows kept for redelivery. Under --yes alone
-    // nothing waits for it, and it would be a second pass over every old row before the
-    // first delete (0.1 s against the unbounded DELETE's 0.2-0.4 s in the benchmark), so prune
-    // deletes at once and reports what it deleted. Counting on a second connection while
-    // the first deleted was tried: it took the second core from the application's own
-    // writes, whose latency it doubled (see the README's benchmarks).
-    let counting = args.dry_run || !args.yes || args.group.is_some();
+    let mut consumers = Vec::new();
+    for rows in prunable.into_iter().filter(|rows| rows.older > 0) {
+        // With --group the rows the group may still redeliver stay: counted apart.
+        let (keep, matched, kept_for_redelivery) = match &args.group {
+            Some(group) => {
+                let keep = redeliverable(store, &args.kafka, group, &rows.consumer).await?;
+                let matched = match keep.is_empty() {
+                    true => rows.older,
+                    false => store.count_older(&rows.consumer, cutoff, &keep).await?,
+                };
+                (keep, matched, rows.older - matched)
+            }
+            None => (Vec::new(), rows.older, 0),
+        };
+        consumers.push(ConsumerPrune {
+            consumer: rows.consumer,
+            matched: counting.then_some(matched),
+            deleted: Some(0),
+            kept_for_redelivery,
+            keep,
+        });
+    }
     // `auto` decides by the planner's estimate, which costs no reading of rows; without a
     // count, page ranges size their first batch by it and the progress bar its total.
     let expected = match extent {
@@ -204,28 +214,13 @@ async fn prune(
 
     let (mut rows_matched, mut rows_planned) = (None, None);
     if counting {
-        let counts = count_prunable(store, cutoff, &consumers).await?;
-        for (consumer, (matched, kept)) in consumers.iter_mut().zip(counts) {
-            consumer.matched = Some(matched);
-            consumer.kept_for_redelivery = kept;
-        }
-        consumers.retain(|c| c.matched.unwrap_or(0) + c.kept_for_redelivery > 0);
         let matched: u64 = consumers.iter().filter_map(|c| c.matched).sum();
         rows_matched = Some(matched);
         rows_planned = Some(args.max_rows.map_or(matched, |max| max.min(matched)));
-    } else {
-        // One index probe a consumer still tells who has nothing to prune, so that a table
-        // pruned already is not read page by page again.
-        let mut with_old_rows = Vec::with_capacity(consumers.len());
-        for consumer in consumers {
-            if store.has_older(&consumer.consumer, cutoff).await? {
-                with_old_rows.push(consumer);
-            }
-        }
-        consumers = with_old_rows;
-        if consumers.is_empty() {
-            (rows_matched, rows_planned) = (Some(0), Some(0));
-        }
+    } else if consumers.is_empty() {
+        // Without a count, the probes still tell that a table pruned already has nothing
+        // to go, so that it is not read page by page again.
+        (rows_matched, rows_planned) = (Some(0), Some(0));
     }
     // A consumer named like none in the inbox (a typo) would prune nothing night after night.
     // Asked only when nothing is to go: one index probe.
@@ -363,25 +358,6 @@ async fn prune(
         return Ok(stop.exit_status());
     }
     Ok(ExitStatus::Success)
-}
-
-/// Each consumer's rows older than the cutoff: (those to delete, with --group those kept).
-async fn count_prunable(
-    store: &Store,
-    cutoff: DateTime<Utc>,
-    consumers: &[ConsumerPrune],
-) -> anyhow::Result<Vec<(u64, u64)>> {
-    let mut counts = Vec::with_capacity(consumers.len());
-    for ConsumerPrune { consumer, keep, .. } in consumers {
-        let older = store.count_older(consumer, cutoff, &[]).await?;
-        let matched = if keep.is_empty() {
-            older
-        } else {
-            store.count_older(consumer, cutoff, keep).await?
-        };
-        counts.push((matched, older - matched));
-    }
-    Ok(counts)
 }
 
 /// Index when the caller asked for it, the backend has no block addressing, --max-rows needs
@@ -804,8 +780,9 @@ async fn redeliverable(
     group: &str,
     consumer: &str,
 ) -> anyhow::Result<Vec<KeepFrom>> {
+    let mut connection = store.acquire().await?;
     let partitions: Vec<(String, i32)> = store
-        .partition_stats(Some(consumer))
+        .partition_stats(&mut connection, Some(consumer))
         .await?
         .into_iter()
         .filter_map(|s| Some((s.topic?, i32::try_from(s.partition?).ok()?)))

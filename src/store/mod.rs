@@ -120,6 +120,10 @@ pub struct Dialect {
     /// Starts a transaction that will write (SQLite takes the write lock at once, so two
     /// writers queue on the busy timeout instead of failing on upgrade).
     pub begin_write: &'static str,
+    /// Start a read-only transaction whose statements all read one moment of the database,
+    /// for a report made of several queries. Empty where that would hold writers back
+    /// (SQLite: a reader in rollback-journal mode keeps every writer out until it ends).
+    pub begin_snapshot: &'static [&'static str],
     /// Wraps a multi-row `INSERT … VALUES` into the inbox so that rows already there are
     /// skipped and the statement returns the event ids it did insert.
     pub insert_new: (&'static str, &'static str),
@@ -614,6 +618,14 @@ pub struct InboxRow {
     pub processed_at: StoredTime,
 }
 
+/// One consumer's rows a prune would take: see [`Store::prunable_by_consumer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrunableRows {
+    pub consumer: String,
+    pub older: u64,
+    pub undatable: u64,
+}
+
 /// Rows of one consumer, with their age spread. `newer_than[i]` counts rows processed after
 /// `now - AGE_BUCKETS[i]`.
 #[derive(Debug, Clone, Serialize)]
@@ -864,6 +876,30 @@ impl Store {
             .acquire()
             .await
             .with_context(|| format!("could not get a connection to {}", self.url.endpoint))
+    }
+
+    /// A connection in a read-only transaction that sees one moment of the database (see
+    /// [`Dialect::begin_snapshot`]; on SQLite a plain connection, each statement its own
+    /// moment). [`Store::end_snapshot`] ends it.
+    pub async fn read_snapshot(&self) -> anyhow::Result<PoolConnection<Any>> {
+        let mut connection = self.acquire().await?;
+        for statement in self.dialect.begin_snapshot {
+            connection
+                .execute(*statement)
+                .await
+                .context("could not start a read-only transaction")?;
+        }
+        Ok(connection)
+    }
+
+    pub async fn end_snapshot(&self, mut connection: PoolConnection<Any>) -> anyhow::Result<()> {
+        if !self.dialect.begin_snapshot.is_empty() {
+            connection
+                .execute("ROLLBACK")
+                .await
+                .context("could not end the read-only transaction")?;
+        }
+        Ok(())
     }
 
     pub fn pool(&self) -> &AnyPool {
@@ -1191,6 +1227,7 @@ impl Store {
 
     pub async fn consumer_stats(
         &self,
+        connection: &mut AnyConnection,
         only: Option<&str>,
         now: DateTime<Utc>,
     ) -> anyhow::Result<Vec<ConsumerStats>> {
@@ -1224,7 +1261,7 @@ impl Store {
             query = query.bind(consumer);
         }
         let rows = query
-            .fetch_all(&self.pool)
+            .fetch_all(connection)
             .await
             .context("could not read rows per consumer")?;
         rows.iter()
@@ -1245,7 +1282,11 @@ impl Store {
             .collect()
     }
 
-    pub async fn partition_stats(&self, only: Option<&str>) -> anyhow::Result<Vec<PartitionStats>> {
+    pub async fn partition_stats(
+        &self,
+        connection: &mut AnyConnection,
+        only: Option<&str>,
+    ) -> anyhow::Result<Vec<PartitionStats>> {
         let d = self.dialect;
         let (partition, offset) = (d.quote("partition"), d.quote("offset"));
         let mut sql = self.sql();
@@ -1269,7 +1310,7 @@ impl Store {
             query = query.bind(consumer);
         }
         let rows = query
-            .fetch_all(&self.pool)
+            .fetch_all(connection)
             .await
             .context("could not read offset ranges per partition")?;
         rows.iter()
@@ -1354,24 +1395,94 @@ impl Store {
         Ok(count as u64)
     }
 
-    /// SQLite: how many of the consumer's rows have no time in processed_at: a number
-    /// (seconds since 1970, say), or text before 0000-01-01 (the empty text, a zero date).
-    /// They sort before every time there, below the dialect's `earliest_prunable`, so no
-    /// cutoff ever takes them. One index range; 0 on the other backends, whose column holds
-    /// times only.
-    pub async fn undatable_rows(&self, consumer: &str) -> anyhow::Result<u64> {
-        let Some(earliest) = self.dialect.earliest_prunable else {
-            return Ok(0);
+    /// Every consumer's rows processed strictly before `cutoff` (or only those of `only`),
+    /// and, on SQLite, its rows that have no time in processed_at (a number, seconds since
+    /// 1970 say, or text before 0000-01-01: the empty text, a zero date; they sort before
+    /// every time there, below the dialect's `earliest_prunable`, so no cutoff takes them).
+    /// One statement, so that an inbox of many consumers costs no round trip per consumer;
+    /// each count is still its own range of the `(consumer, processed_at)` index. Unless
+    /// `exact`, `older` is only 0 or 1: whether there is any such row, one index probe.
+    pub async fn prunable_by_consumer(
+        &self,
+        only: Option<&str>,
+        cutoff: DateTime<Utc>,
+        exact: bool,
+    ) -> anyhow::Result<Vec<PrunableRows>> {
+        let from = self.dialect.earliest_prunable;
+        let mut sql = self.sql();
+        sql.push("SELECT listed.consumer, ");
+        let older = |sql: &mut SqlBuilder| {
+            sql.push(&format!(
+                "FROM {INBOX_TABLE} WHERE consumer = listed.consumer"
+            ));
+            if from.is_some() {
+                sql.push(" AND processed_at >= ").timestamp_param();
+            }
+            sql.push(" AND processed_at < ").timestamp_param();
         };
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM processed_messages WHERE consumer = ? AND processed_at < ?",
-        )
-        .bind(consumer)
-        .bind(earliest)
-        .fetch_one(&self.pool)
-        .await
-        .with_context(|| format!("could not count rows of consumer '{consumer}' without a date"))?;
-        Ok(count as u64)
+        // Read in processed_at order on PostgreSQL, as in [`Store::count_older`] (in EXISTS
+        // it would drop the ORDER BY). MariaDB allows no outer column in a derived table; it
+        // and SQLite choose by the condition.
+        match (self.backend, exact) {
+            (Backend::Postgres, _) => {
+                sql.push("(SELECT COUNT(*) FROM (SELECT 1 AS one ");
+                older(&mut sql);
+                sql.push(match exact {
+                    true => " ORDER BY processed_at) AS older)",
+                    false => " ORDER BY processed_at LIMIT 1) AS older)",
+                });
+            }
+            (_, true) => {
+                sql.push("(SELECT COUNT(*) ");
+                older(&mut sql);
+                sql.push(")");
+            }
+            (_, false) => {
+                sql.push("CASE WHEN EXISTS (SELECT 1 ");
+                older(&mut sql);
+                sql.push(") THEN 1 ELSE 0 END");
+            }
+        }
+        sql.push(", ");
+        if from.is_some() {
+            sql.push(&format!(
+                "(SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer = listed.consumer AND processed_at < "
+            ))
+            .param()
+            .push(")");
+        } else {
+            sql.push("0");
+        }
+        sql.push(" FROM (");
+        match only {
+            Some(_) => sql.push("SELECT ").param().push(" AS consumer"),
+            None => sql.push(self.dialect.consumers),
+        };
+        sql.push(") AS listed");
+        let text = sql.build();
+        let mut query = sqlx::query_as::<_, (String, i64, i64)>(&text);
+        if let Some(from) = from {
+            query = query.bind(from);
+        }
+        query = query.bind(self.timestamp_param(cutoff));
+        if let Some(from) = from {
+            query = query.bind(from);
+        }
+        if let Some(consumer) = only {
+            query = query.bind(consumer);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .context("could not count the rows to prune")?;
+        Ok(rows
+            .into_iter()
+            .map(|(consumer, older, undatable)| PrunableRows {
+                consumer,
+                older: older as u64,
+                undatable: undatable as u64,
+            })
+            .collect())
     }
 
     /// Whether one consumer has any row processed strictly before `cutoff`: one index probe,
@@ -2054,8 +2165,9 @@ impl Store {
     /// The latest cutoff a prune of the consumer's rows recorded: rows processed before it
     /// may be gone. `None` when none was recorded.
     pub async fn last_prune_cutoff(&self, consumer: &str) -> anyhow::Result<Option<DateTime<Utc>>> {
+        let mut connection = self.acquire().await?;
         Ok(self
-            .last_prune_cutoffs(Some(consumer))
+            .last_prune_cutoffs(&mut connection, Some(consumer))
             .await?
             .remove(consumer))
     }
@@ -2064,9 +2176,10 @@ impl Store {
     /// in one query.
     pub async fn last_prune_cutoffs(
         &self,
+        connection: &mut AnyConnection,
         only: Option<&str>,
     ) -> anyhow::Result<HashMap<String, DateTime<Utc>>> {
-        if !self.table_exists(PRUNES_TABLE).await? {
+        if !self.table_exists_on(&mut *connection, PRUNES_TABLE).await? {
             return Ok(HashMap::new());
         }
         let mut sql = self.sql();
@@ -2081,7 +2194,7 @@ impl Store {
             query = query.bind(consumer);
         }
         let rows = query
-            .fetch_all(&self.pool)
+            .fetch_all(connection)
             .await
             .with_context(|| format!("could not read the prunes recorded in {PRUNES_TABLE}"))?;
         rows.into_iter()

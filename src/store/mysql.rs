@@ -61,6 +61,11 @@ pub static DIALECT: Dialect = Dialect {
     delete_returning: false,
     heap_extent: None,
     begin_write: "BEGIN",
+    // The level first: under READ COMMITTED a consistent snapshot lasts one statement.
+    begin_snapshot: &[
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+        "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
+    ],
     insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
     tables_referencing_inbox: None,
     inbox_outside_creation_schema: None,

@@ -100,6 +100,7 @@ pub static DIALECT: Dialect = Dialect {
          AND NOT relhassubclass",
     ),
     begin_write: "BEGIN",
+    begin_snapshot: &["BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"],
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     tables_referencing_inbox: None,

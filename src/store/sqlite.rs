@@ -91,6 +91,7 @@ pub static DIALECT: Dialect = Dialect {
     delete_returning: false,
     heap_extent: None,
     begin_write: "BEGIN IMMEDIATE",
+    begin_snapshot: &[],
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     tables_referencing_inbox: Some(
         "SELECT DISTINCT m.name FROM sqlite_master AS m \
