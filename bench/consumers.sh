@@ -56,13 +56,13 @@ postgres)
     URL="$base/$DB"
     admin() { psql -qAt "$BENCH_PG_ADMIN" -c "$1"; }
     fresh() {
-        admin "DROP DATABASE IF EXISTS $DB" >/dev/null
+        admin "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1
         admin "CREATE DATABASE $DB" >/dev/null
-        "$INBOXCTL" migrate run --database-url "$URL" -q
+        "$INBOXCTL" migrate run --database-url "$URL" -q >/dev/null
         psql -qAt "$URL" -c "$(seed_sql 'now()' "generate_series(0, $ROWS - 1) AS n")" >/dev/null
         psql -qAt "$URL" -c "VACUUM ANALYZE processed_messages" >/dev/null
     }
-    drop() { admin "DROP DATABASE IF EXISTS $DB" >/dev/null; }
+    drop() { admin "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1; }
     ;;
 mysql)
     base=${BENCH_MYSQL_ADMIN%/*}
@@ -73,7 +73,7 @@ mysql)
     mysql_cli() { mysql -u "$user" -h "${hostport%:*}" -P "${hostport#*:}" "$@"; }
     fresh() {
         mysql_cli -e "DROP DATABASE IF EXISTS $DB; CREATE DATABASE $DB"
-        "$INBOXCTL" migrate run --database-url "$URL" -q
+        "$INBOXCTL" migrate run --database-url "$URL" -q >/dev/null
         mysql_cli "$DB" -e "SET SESSION cte_max_recursion_depth = $ROWS;
             INSERT INTO processed_messages (consumer, event_id, topic, \`partition\`, \`offset\`, processed_at)
             WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM s WHERE n + 1 < $ROWS)
@@ -89,7 +89,7 @@ sqlite)
     URL="sqlite://$work/inbox.db"
     fresh() {
         rm -f "$work"/inbox.db*
-        "$INBOXCTL" migrate run --database-url "$URL" -q
+        "$INBOXCTL" migrate run --database-url "$URL" -q >/dev/null
         python3 - "$work/inbox.db" "$ROWS" "$ROWS_EACH" <<'PY'
 import sqlite3, sys, datetime
 path, rows, each = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -3208,3 +3208,52 @@ async fn inspect_reads_one_moment_on_postgres() {
 async fn inspect_reads_one_moment_on_mysql() {
     inspect_reads_one_moment(Backend::Mysql).await;
 }
+
+/// An inbox of many consumers: prune counts and probes them in one statement and records
+/// each one's prune (page ranges all of them at once, in statements of many rows); with `--yes` alone (no count) it deletes
+/// the old rows of every consumer that has any, and of none that has none.
+async fn prune_of_many_consumers_deletes_and_records_each(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    // 650 consumers with an old row (three statements of records: 300, 300, 50), and every
+    // tenth of them a new row too; one more consumer with only a new row.
+    let mut rows = Vec::new();
+    for n in 0..650 {
+        let consumer = format!("c{n:03}");
+        rows.push(row(&consumer, "old", None, now - Duration::days(40)));
+        if n % 10 == 0 {
+            rows.push(row(&consumer, "new", None, now));
+        }
+    }
+    rows.push(row("young", "new", None, now));
+    db.insert_rows(&rows).await;
+    let prune = ["prune", "--older-than", "30d", "--format", "json"];
+    let dry = db.run(&[&prune[..], &["--dry-run"]].concat()).ok().json();
+    assert_eq!(dry["rows_matched"], 650);
+    assert_eq!(dry["consumers"].as_array().unwrap().len(), 650);
+    // Page ranges record every consumer in their first batch; the index, each in its own.
+    let strategy = match backend {
+        Backend::Postgres => "blocks",
+        _ => "index",
+    };
+    let run = db
+        .run(&[&prune[..], &["--yes", "--strategy", strategy]].concat())
+        .ok()
+        .json();
+    assert_eq!(run["rows_deleted"], 650);
+    assert_eq!(db.count("processed_messages").await, 66);
+    assert_eq!(
+        db.scalar("SELECT COUNT(DISTINCT consumer) FROM inboxctl_prunes")
+            .await,
+        650
+    );
+    assert_eq!(db.count("inboxctl_prunes").await, 650);
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM inboxctl_prunes WHERE consumer = 'young'")
+            .await,
+        0
+    );
+}
+
+each_backend!(prune_of_many_consumers_deletes_and_records_each);

@@ -2143,18 +2143,30 @@ impl Store {
         cutoff: DateTime<Utc>,
     ) -> anyhow::Result<()> {
         let stamp = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        let mut sql = self.sql();
-        sql.push(&format!(
-            "INSERT INTO {PRUNES_TABLE} (consumer, cutoff, pruned_at) VALUES ("
-        ))
-        .params(3)
-        .push(")");
-        let text = sql.build();
-        for consumer in consumers {
-            sqlx::query(&text)
-                .bind(*consumer)
-                .bind(stamp(cutoff))
-                .bind(stamp(Utc::now()))
+        let (cutoff, pruned_at) = (stamp(cutoff), stamp(Utc::now()));
+        // Many rows a statement: a prune of every consumer of a large inbox records them all
+        // in its first batch's transaction, which one INSERT each would hold open for
+        // seconds. 300 rows of 3 keep under SQLite's oldest limit of 999 parameters.
+        for chunk in consumers.chunks(300) {
+            let mut sql = self.sql();
+            sql.push(&format!(
+                "INSERT INTO {PRUNES_TABLE} (consumer, cutoff, pruned_at) VALUES "
+            ));
+            for index in 0..chunk.len() {
+                if index > 0 {
+                    sql.push(", ");
+                }
+                sql.push("(").params(3).push(")");
+            }
+            let text = sql.build();
+            let mut query = sqlx::query(&text);
+            for consumer in chunk {
+                query = query
+                    .bind(*consumer)
+                    .bind(cutoff.as_str())
+                    .bind(pruned_at.as_str());
+            }
+            query
                 .execute(&mut *connection)
                 .await
                 .with_context(record_error)?;
