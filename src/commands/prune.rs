@@ -597,6 +597,24 @@ impl Deleting<'_> {
                     "batch {}: deleted {deleted} rows of consumer '{consumer}'",
                     report.batches
                 ));
+                // Fewer rows than asked for: most often the consumer's last old ones. One
+                // probe tells, where another batch would cost a transaction that finds
+                // nothing (for an inbox of many consumers, one per consumer).
+                if deleted < limit
+                    && self
+                        .store
+                        .oldest_prunable(
+                            &mut connection,
+                            &consumer,
+                            from.as_deref(),
+                            self.cutoff,
+                            &keep,
+                        )
+                        .await?
+                        .is_none()
+                {
+                    break;
+                }
             }
         }
         Ok(())
