@@ -521,14 +521,7 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     if to_apply.is_empty() {
         return Ok(Vec::new());
     }
-    if let Some(kind) = store.inbox_not_a_table().await? {
-        bail!(
-            "{INBOX_TABLE} in {} is {kind}, not a table: the migrations create and alter the \
-             inbox table itself; run migrate on the database that holds the table. Nothing \
-             was changed",
-            store.url.endpoint
-        );
-    }
+    refuse_unless_a_table(store).await?;
     let mut connection = store.acquire().await?;
     let mut steps = Vec::new();
     for migration in to_apply {
@@ -621,14 +614,33 @@ fn down_skipped(
     }
 }
 
-/// Which migrations `migrate revert --to` would undo, newest first.
+/// Which migrations `migrate revert --to` would undo, newest first. Refused, as `migrate
+/// run` is, where the inbox is not a table.
 pub async fn revert_plan(
     store: &Store,
     to: Option<i64>,
 ) -> anyhow::Result<Vec<&'static Migration>> {
     let applied = applied_migrations(store).await?;
     verify(store, &applied)?;
-    plan_revert(store, &applied, to)
+    let plan = plan_revert(store, &applied, to)?;
+    if !plan.is_empty() {
+        refuse_unless_a_table(store).await?;
+    }
+    Ok(plan)
+}
+
+/// The migrations create, alter and drop the inbox table itself: a view of its name (of a
+/// table elsewhere) is refused before anything is written.
+async fn refuse_unless_a_table(store: &Store) -> anyhow::Result<()> {
+    if let Some(kind) = store.inbox_not_a_table().await? {
+        bail!(
+            "{INBOX_TABLE} in {} is {kind}, not a table: the migrations create and alter the \
+             inbox table itself; run migrate on the database that holds the table. Nothing \
+             was changed",
+            store.url.endpoint
+        );
+    }
+    Ok(())
 }
 
 fn plan_revert(

@@ -3257,3 +3257,121 @@ async fn prune_of_many_consumers_deletes_and_records_each(backend: Backend) {
 }
 
 each_backend!(prune_of_many_consumers_deletes_and_records_each);
+
+/// MySQL: a table made after inspect's snapshot began (the first prune making its record
+/// table, here while inspect waits for the inbox) cannot be read in that snapshot ("Table
+/// definition has changed, please retry transaction"): inspect reads again, in a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_inspect_reads_again_when_a_table_is_made_under_it() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    db.insert_rows(&[
+        row("c", "old", None, now - Duration::days(40)),
+        row("c", "new", None, now),
+    ])
+    .await;
+    // The record table as prune makes it, then gone again.
+    db.run(&["prune", "--older-than", "30d", "--yes"]).ok();
+    let pool = db.pool().await;
+    let ddl: String = sqlx::query("SHOW CREATE TABLE inboxctl_prunes")
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+        .get(1);
+    db.exec("DROP TABLE inboxctl_prunes").await;
+
+    let mut holder = pool.acquire().await.unwrap();
+    sqlx::raw_sql("LOCK TABLES processed_messages WRITE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let mut inspect = db.spawn(&["inspect", "--format", "json"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db
+        .scalar(
+            "SELECT COUNT(*) FROM information_schema.processlist \
+             WHERE db = DATABASE() AND state LIKE 'Waiting for table%'",
+        )
+        .await
+        == 0
+    {
+        if let Some(status) = inspect.try_wait().unwrap() {
+            panic!("inspect ended ({status}) before it waited on the lock");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "inspect never waited on the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    db.exec(&ddl).await;
+    db.exec(
+        "INSERT INTO inboxctl_prunes (consumer, cutoff, pruned_at) \
+         VALUES ('c', '2026-11-06T00:00:00.000Z', '2026-12-06T00:00:00.000Z')",
+    )
+    .await;
+    sqlx::raw_sql("UNLOCK TABLES")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let run = Run::from(inspect.wait_with_output().unwrap()).ok();
+    assert_eq!(run.stderr, "");
+    let report = run.json();
+    assert_eq!(report["total_rows"], 1);
+    assert_eq!(
+        report["consumers"][0]["pruned_before"],
+        "2026-11-06T00:00:00Z"
+    );
+}
+
+/// PostgreSQL: the count before a dry run or a confirmation is one statement for every
+/// consumer; one that runs past the role's `statement_timeout` (here: waiting for a lock
+/// the test holds) says how to get under it, and deletes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    db.insert_rows(&[row("c", "old", None, now - Duration::days(40))])
+        .await;
+    let role = db.role("").await;
+    db.exec(&format!(
+        "GRANT SELECT, DELETE ON processed_messages TO {role}; \
+         ALTER ROLE {role} SET statement_timeout = '200ms'"
+    ))
+    .await;
+    let pool = db.pool().await;
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::raw_sql("LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let url = db.url.replacen("postgres@", &format!("{role}@"), 1);
+    let run = Run::from(
+        db.cmd()
+            .env("DATABASE_URL", &url)
+            // The index strategy: page ranges would first read the table's size, which
+            // waits for the lock too.
+            .args([
+                "prune",
+                "--older-than",
+                "30d",
+                "--dry-run",
+                "--strategy",
+                "index",
+            ])
+            .output()
+            .unwrap(),
+    )
+    .code(1);
+    holder.rollback().await.unwrap();
+    assert_eq!(
+        run.stderr,
+        "error: counting the old rows of every consumer is one statement, and it ran past \
+         this session's statement time limit; count fewer with --consumer, or raise the limit \
+         for this role (nothing was deleted): could not count the rows to prune: error \
+         returned from database: canceling statement due to statement timeout\n"
+    );
+    assert_eq!(db.count("processed_messages").await, 1);
+}

@@ -1338,6 +1338,30 @@ async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
         migration_states(&db),
         [(1, "applied".into()), (2, "applied".into())]
     );
+    // Nor is it reverted: its migrations would alter or drop the view, or be forgotten.
+    for args in [
+        &["migrate", "revert", "--dry-run"][..],
+        &["migrate", "revert"],
+        &["migrate", "revert", "--to", "0", "--yes"],
+    ] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.starts_with("error: processed_messages in ")
+                && refused.stderr.ends_with(
+                    "is a view, not a table: the migrations create and alter the inbox table \
+                     itself; run migrate on the database that holds the table. Nothing was \
+                     changed\n"
+                ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    assert_eq!(db.count("real_inbox").await, 0);
+    assert!(db.table_exists("real_inbox").await);
 }
 
 /// An inbox table dropped by hand leaves its migrations recorded: they are undone, as

@@ -1,5 +1,7 @@
 //! `inspect`: what the inbox holds, or where one event went.
 
+use std::collections::HashMap;
+
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::json;
@@ -8,7 +10,9 @@ use crate::cli::{Format, InspectArgs};
 use crate::error::usage;
 use crate::exit::ExitStatus;
 use crate::output::{counted, or_dash, printable, table, Output};
-use crate::store::{Backend, ConsumerStats, CreateMode, PartitionStats, Store, FUTURE_MARGIN};
+use crate::store::{
+    is_outdated_snapshot, Backend, ConsumerStats, CreateMode, PartitionStats, Store, FUTURE_MARGIN,
+};
 use crate::time::{format_age, StoredTime};
 
 /// Labels of the age histogram's five buckets, as shown in tables and as JSON keys.
@@ -86,6 +90,36 @@ fn warn_of_an_unknown_consumer<T>(args: &InspectArgs, consumers: &[T], output: &
     }
 }
 
+/// How many times inspect reads again when MySQL's snapshot saw a table change under it
+/// (the first prune creating its record table, say).
+const SNAPSHOT_ATTEMPTS: u32 = 3;
+
+/// The consumers, the partitions and the last prunes, all as of one moment: during a prune,
+/// separate statements would show a consumer's rows in one table and fewer in the next.
+async fn read_one_moment(
+    store: &Store,
+    only: Option<&str>,
+    now: chrono::DateTime<Utc>,
+) -> anyhow::Result<(
+    Vec<ConsumerStats>,
+    Vec<PartitionStats>,
+    HashMap<String, chrono::DateTime<Utc>>,
+)> {
+    let mut snapshot = store.read_snapshot().await?;
+    let read = async {
+        let consumers = store.consumer_stats(&mut snapshot, only, now).await?;
+        let partitions = store.partition_stats(&mut snapshot, only).await?;
+        let cutoffs = store.last_prune_cutoffs(&mut snapshot, only).await?;
+        anyhow::Ok((consumers, partitions, cutoffs))
+    }
+    .await;
+    // Ended either way, so that a second attempt starts a transaction of its own.
+    let ended = store.end_snapshot(snapshot).await;
+    let read = read?;
+    ended?;
+    Ok(read)
+}
+
 async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
     if args.estimate && output.format == Format::Csv {
@@ -99,14 +133,17 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
         }
     }
     let now = Utc::now();
-    // One moment for all three reads: during a prune, separate statements would show a
-    // consumer's rows in one table and fewer in the next.
-    let mut snapshot = store.read_snapshot().await?;
     let only = args.consumer.as_deref();
-    let consumers = store.consumer_stats(&mut snapshot, only, now).await?;
-    let partitions = store.partition_stats(&mut snapshot, only).await?;
-    let cutoffs = store.last_prune_cutoffs(&mut snapshot, only).await?;
-    store.end_snapshot(snapshot).await?;
+    let mut attempt = 1;
+    let (consumers, partitions, cutoffs) = loop {
+        match read_one_moment(store, only, now).await {
+            Err(error) if attempt < SNAPSHOT_ATTEMPTS && is_outdated_snapshot(&error) => {
+                output.debug(format!("inspect: reading again ({error:#})"));
+                attempt += 1;
+            }
+            result => break result?,
+        }
+    };
     let total: i64 = consumers.iter().map(|c| c.rows).sum();
     if args.estimate {
         output.note(format!(

@@ -17,8 +17,8 @@ use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, counted, or_dash, table, Output};
 use crate::store::{
-    is_connection_lost, is_deadlock, is_transient, Backend, BatchError, CreateMode, HeapExtent,
-    KeepFrom, Store, INBOX_TABLE,
+    is_connection_lost, is_deadlock, is_statement_timeout, is_transient, Backend, BatchError,
+    CreateMode, HeapExtent, KeepFrom, Store, INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -148,7 +148,15 @@ async fn prune(
     let counting = args.dry_run || !args.yes || args.group.is_some();
     let prunable = store
         .prunable_by_consumer(only.as_deref(), cutoff, counting)
-        .await?;
+        .await
+        .map_err(|error| match is_statement_timeout(&error) && counting {
+            true => error.context(
+                "counting the old rows of every consumer is one statement, and it ran past \
+                 this session's statement time limit; count fewer with --consumer, or raise \
+                 the limit for this role (nothing was deleted)",
+            ),
+            false => error,
+        })?;
     // Rows no cutoff can take would stay for good, unseen by the counts.
     let undatable: Vec<(&str, u64)> = prunable
         .iter()

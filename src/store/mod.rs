@@ -2523,6 +2523,34 @@ impl BatchError {
     }
 }
 
+/// Whether a read-only transaction of [`Store::read_snapshot`] failed because a table it
+/// reads was created or changed after it began (MySQL's 1412, "Table definition has
+/// changed, please retry transaction"): a new one will see the table.
+pub fn is_outdated_snapshot(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+        .filter_map(|error| error.as_database_error())
+        .filter_map(|database| database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+        .any(|mysql| mysql.number() == 1412)
+}
+
+/// Whether a statement ran past the session's time limit: PostgreSQL's `statement_timeout`
+/// (57014, which a cancel shares), MariaDB's `max_statement_time` (1969), MySQL's
+/// `max_execution_time` (3024).
+pub fn is_statement_timeout(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+        .filter_map(|error| error.as_database_error())
+        .any(
+            |database| match database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                Some(mysql) => matches!(mysql.number(), 1969 | 3024),
+                None => database.code().as_deref() == Some("57014"),
+            },
+        )
+}
+
 /// Whether trying the same transaction again may pass: a deadlock, a serialization failure,
 /// a lock wait that timed out, a busy SQLite file.
 pub fn is_transient(error: &sqlx::Error) -> bool {
