@@ -976,14 +976,41 @@ async fn a_batch_that_hits_a_deadlock_is_tried_again(backend: Backend) {
 
 /// Waits up to 60 s for `child` (prune) to wait for a row lock of the test's database.
 async fn until_it_waits_for_a_lock(db: &mut TestDb, child: &mut std::process::Child) {
+    until_it_waits(db, child, waits_for_a_lock).await;
+}
+
+/// Waits up to 60 s for `child` to wait for a lock on a whole table of the test's database
+/// (PostgreSQL: any lock; MySQL: a table or metadata lock).
+async fn until_it_waits_for_a_table_lock(db: &mut TestDb, child: &mut std::process::Child) {
+    until_it_waits(db, child, async |db: &mut TestDb| {
+        let waiting = match db.backend {
+            Backend::Postgres => {
+                "SELECT COUNT(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            }
+            _ => {
+                "SELECT COUNT(*) FROM information_schema.processlist \
+                 WHERE db = DATABASE() AND state LIKE 'Waiting for table%'"
+            }
+        };
+        db.scalar(waiting).await > 0
+    })
+    .await;
+}
+
+async fn until_it_waits(
+    db: &mut TestDb,
+    child: &mut std::process::Child,
+    waits: impl AsyncFn(&mut TestDb) -> bool,
+) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !waits_for_a_lock(db).await {
+    while !waits(db).await {
         if let Some(status) = child.try_wait().unwrap() {
-            panic!("prune ended ({status}) before it waited on the lock");
+            panic!("the command ended ({status}) before it waited on the lock");
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "prune never waited on the lock"
+            "the command never waited on the lock"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
@@ -3160,27 +3187,7 @@ async fn inspect_reads_one_moment(backend: Backend) {
     };
     sqlx::raw_sql(lock).execute(&mut *holder).await.unwrap();
     let mut inspect = db.spawn(&["inspect", "--format", "json"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let waiting = match backend {
-        Backend::Postgres => {
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        }
-        _ => {
-            "SELECT COUNT(*) FROM information_schema.processlist \
-             WHERE db = DATABASE() AND state LIKE 'Waiting for table%'"
-        }
-    };
-    while db.scalar(waiting).await == 0 {
-        if let Some(status) = inspect.try_wait().unwrap() {
-            panic!("inspect ended ({status}) before it waited on the lock");
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "inspect never waited on the lock"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_it_waits_for_a_table_lock(&mut db, &mut inspect).await;
     let release = match backend {
         Backend::Postgres => "DELETE FROM inboxctl_prunes; COMMIT",
         _ => "DELETE FROM inboxctl_prunes; UNLOCK TABLES",
@@ -3287,24 +3294,7 @@ async fn mysql_inspect_reads_again_when_a_table_is_made_under_it() {
         .await
         .unwrap();
     let mut inspect = db.spawn(&["inspect", "--format", "json"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while db
-        .scalar(
-            "SELECT COUNT(*) FROM information_schema.processlist \
-             WHERE db = DATABASE() AND state LIKE 'Waiting for table%'",
-        )
-        .await
-        == 0
-    {
-        if let Some(status) = inspect.try_wait().unwrap() {
-            panic!("inspect ended ({status}) before it waited on the lock");
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "inspect never waited on the lock"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    until_it_waits_for_a_table_lock(&mut db, &mut inspect).await;
     db.exec(&ddl).await;
     db.exec(
         "INSERT INTO inboxctl_prunes (consumer, cutoff, pruned_at) \

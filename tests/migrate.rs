@@ -1267,6 +1267,21 @@ async fn classic_columns_spelled_in_capitals(backend: Backend) {
 /// A view named like the inbox, over a table elsewhere: the migrations would create or alter
 /// a table of that name, so migrate refuses, dry run or not, and records nothing. On
 /// PostgreSQL and MySQL prune deletes through such a view (by key) all the same.
+/// Runs `args`, which must refuse the inbox as a view before changing anything.
+fn refused_as_a_view(db: &TestDb, args: &[&str]) {
+    let refused = db.run(args).code(1);
+    assert!(
+        refused.stderr.starts_with("error: processed_messages in ")
+            && refused.stderr.ends_with(
+                "is a view, not a table: the migrations create and alter the inbox table \
+                 itself; run migrate on the database that holds the table. Nothing was \
+                 changed\n"
+            ),
+        "{args:?}: {}",
+        refused.stderr
+    );
+}
+
 async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let time = match backend {
@@ -1295,17 +1310,7 @@ async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
     )
     .await;
     for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.starts_with("error: processed_messages in ")
-                && refused.stderr.ends_with(
-                    "is a view, not a table: the migrations create and alter the inbox table \
-                     itself; run migrate on the database that holds the table. Nothing was \
-                     changed\n"
-                ),
-            "{args:?}: {}",
-            refused.stderr
-        );
+        refused_as_a_view(&db, args);
     }
     assert!(!db.table_exists("inboxctl_migrations").await);
     let inspected = db.run(&["inspect", "--format", "json"]).ok().json();
@@ -1344,17 +1349,7 @@ async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
         &["migrate", "revert"],
         &["migrate", "revert", "--to", "0", "--yes"],
     ] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.starts_with("error: processed_messages in ")
-                && refused.stderr.ends_with(
-                    "is a view, not a table: the migrations create and alter the inbox table \
-                     itself; run migrate on the database that holds the table. Nothing was \
-                     changed\n"
-                ),
-            "{args:?}: {}",
-            refused.stderr
-        );
+        refused_as_a_view(&db, args);
     }
     assert_eq!(
         migration_states(&db),

@@ -523,6 +523,19 @@ impl Deleting<'_> {
         ))
     }
 
+    /// The consumer's oldest row still to prune from `from` on, if any: one index probe.
+    async fn oldest_left(
+        &self,
+        connection: &mut AnyConnection,
+        consumer: &str,
+        from: Option<&str>,
+        keep: &[KeepFrom],
+    ) -> anyhow::Result<Option<String>> {
+        self.store
+            .oldest_prunable(connection, consumer, from, self.cutoff, keep)
+            .await
+    }
+
     /// Consumer by consumer, the oldest rows first, each batch an index range scan from where
     /// the last one stopped.
     async fn by_index(&self, report: &mut PruneReport) -> anyhow::Result<()> {
@@ -566,14 +579,7 @@ impl Deleting<'_> {
                     // most often. A new statement selects again. Only when the same oldest
                     // row stays, batch after batch, is it given up on, and said.
                     let oldest = self
-                        .store
-                        .oldest_prunable(
-                            &mut connection,
-                            &consumer,
-                            from.as_deref(),
-                            self.cutoff,
-                            &keep,
-                        )
+                        .oldest_left(&mut connection, &consumer, from.as_deref(), &keep)
                         .await?;
                     let remain = oldest.is_some();
                     empty_in_a_row = match oldest == stuck_at {
@@ -610,14 +616,7 @@ impl Deleting<'_> {
                 // nothing (for an inbox of many consumers, one per consumer).
                 if deleted < limit
                     && self
-                        .store
-                        .oldest_prunable(
-                            &mut connection,
-                            &consumer,
-                            from.as_deref(),
-                            self.cutoff,
-                            &keep,
-                        )
+                        .oldest_left(&mut connection, &consumer, from.as_deref(), &keep)
                         .await?
                         .is_none()
                 {
