@@ -3315,9 +3315,10 @@ async fn mysql_inspect_reads_again_when_a_table_is_made_under_it() {
     );
 }
 
-/// PostgreSQL: the count before a dry run or a confirmation is one statement for every
-/// consumer; one that runs past the role's `statement_timeout` (here: waiting for a lock
-/// the test holds) says how to get under it, and deletes nothing.
+/// PostgreSQL: the count before a dry run or a confirmation, or the lookup before a prune
+/// under --yes, is one statement for every consumer; one that runs past the role's
+/// `statement_timeout` (here: waiting for a lock the test holds) says how to get under it,
+/// and deletes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
     let mut db = TestDb::new(Backend::Postgres).await;
@@ -3338,30 +3339,51 @@ async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
         .await
         .unwrap();
     let url = db.url.replacen("postgres@", &format!("{role}@"), 1);
-    let run = Run::from(
-        db.cmd()
-            .env("DATABASE_URL", &url)
-            // The index strategy: page ranges would first read the table's size, which
-            // waits for the lock too.
-            .args([
-                "prune",
-                "--older-than",
-                "30d",
-                "--dry-run",
-                "--strategy",
-                "index",
-            ])
-            .output()
-            .unwrap(),
-    )
-    .code(1);
+    let limit = "ran past the session's statement time limit";
+    for (more, hint, failed) in [
+        (
+            &["--dry-run"][..],
+            format!(
+                "counting the old rows of every consumer is one statement, and it {limit}; \
+                 name fewer consumers with --consumer, or raise the limit"
+            ),
+            "count",
+        ),
+        (
+            &["--yes"],
+            format!(
+                "looking up the old rows of every consumer is one statement, and it {limit}; \
+                 name fewer consumers with --consumer, or raise the limit"
+            ),
+            "look up",
+        ),
+        (
+            &["--dry-run", "--consumer", "c"],
+            format!("counting the old rows of consumer 'c' {limit}; raise the limit"),
+            "count",
+        ),
+    ] {
+        // The index strategy: page ranges would first read the table's size, which waits
+        // for the lock too.
+        let mut args = vec!["prune", "--older-than", "30d", "--strategy", "index"];
+        args.extend_from_slice(more);
+        let run = Run::from(
+            db.cmd()
+                .env("DATABASE_URL", &url)
+                .args(&args)
+                .output()
+                .unwrap(),
+        )
+        .code(1);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: {hint} (nothing was deleted): could not {failed} the rows to prune: \
+                 error returned from database: canceling statement due to statement timeout\n"
+            ),
+            "{args:?}"
+        );
+    }
     holder.rollback().await.unwrap();
-    assert_eq!(
-        run.stderr,
-        "error: counting the old rows of every consumer is one statement, and it ran past \
-         this session's statement time limit; count fewer with --consumer, or raise the limit \
-         for this role (nothing was deleted): could not count the rows to prune: error \
-         returned from database: canceling statement due to statement timeout\n"
-    );
     assert_eq!(db.count("processed_messages").await, 1);
 }

@@ -1264,9 +1264,6 @@ async fn classic_columns_spelled_in_capitals(backend: Backend) {
     assert!(refused.stderr.contains(expected), "{}", refused.stderr);
 }
 
-/// A view named like the inbox, over a table elsewhere: the migrations would create or alter
-/// a table of that name, so migrate refuses, dry run or not, and records nothing. On
-/// PostgreSQL and MySQL prune deletes through such a view (by key) all the same.
 /// Runs `args`, which must refuse the inbox as a view before changing anything.
 fn refused_as_a_view(db: &TestDb, args: &[&str]) {
     let refused = db.run(args).code(1);
@@ -1282,6 +1279,9 @@ fn refused_as_a_view(db: &TestDb, args: &[&str]) {
     );
 }
 
+/// A view named like the inbox, over a table elsewhere: the migrations would create or alter
+/// a table of that name, so migrate refuses, dry run or not, and records nothing. On
+/// PostgreSQL and MySQL prune deletes through such a view (by key) all the same.
 async fn a_view_of_the_inbox_name_is_refused_by_migrate(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let time = match backend {

@@ -149,13 +149,25 @@ async fn prune(
     let prunable = store
         .prunable_by_consumer(only.as_deref(), cutoff, counting)
         .await
-        .map_err(|error| match is_statement_timeout(&error) && counting {
-            true => error.context(
-                "counting the old rows of every consumer is one statement, and it ran past \
-                 this session's statement time limit; count fewer with --consumer, or raise \
-                 the limit for this role (nothing was deleted)",
-            ),
-            false => error,
+        .map_err(|error| {
+            if !is_statement_timeout(&error) {
+                return error;
+            }
+            let reading = match counting {
+                true => "counting",
+                false => "looking up",
+            };
+            error.context(match &only {
+                None => format!(
+                    "{reading} the old rows of every consumer is one statement, and it ran \
+                     past the session's statement time limit; name fewer consumers with \
+                     --consumer, or raise the limit (nothing was deleted)"
+                ),
+                Some(consumer) => format!(
+                    "{reading} the old rows of consumer '{consumer}' ran past the session's \
+                     statement time limit; raise the limit (nothing was deleted)"
+                ),
+            })
         })?;
     // Rows no cutoff can take would stay for good, unseen by the counts.
     let undatable: Vec<(&str, u64)> = prunable

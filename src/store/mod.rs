@@ -1471,10 +1471,10 @@ impl Store {
         if let Some(consumer) = only {
             query = query.bind(consumer);
         }
-        let rows = query
-            .fetch_all(&self.pool)
-            .await
-            .context("could not count the rows to prune")?;
+        let rows = query.fetch_all(&self.pool).await.context(match exact {
+            true => "could not count the rows to prune",
+            false => "could not look up the rows to prune",
+        })?;
         Ok(rows
             .into_iter()
             .map(|(consumer, older, undatable)| PrunableRows {
@@ -2525,14 +2525,15 @@ impl BatchError {
 
 /// Whether a read-only transaction of [`Store::read_snapshot`] failed because a table it
 /// reads was created or changed after it began (MySQL's 1412, "Table definition has
-/// changed, please retry transaction"): a new one will see the table.
+/// changed, please retry transaction"), or between a statement's prepare and its execute
+/// (1615, "Prepared statement needs to be re-prepared"): a new one will see the table.
 pub fn is_outdated_snapshot(error: &anyhow::Error) -> bool {
     error
         .chain()
         .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
         .filter_map(|error| error.as_database_error())
         .filter_map(|database| database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
-        .any(|mysql| mysql.number() == 1412)
+        .any(|mysql| matches!(mysql.number(), 1412 | 1615))
 }
 
 /// Whether a statement ran past the session's time limit: PostgreSQL's `statement_timeout`
