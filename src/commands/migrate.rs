@@ -285,13 +285,9 @@ async fn revert(
                 output.print("Nothing to revert.");
             }
             for step in &steps {
-                let done = match step.only_forgotten {
-                    true => "Forgot",
-                    false => "Reverted",
-                };
-                let why = match step.only_forgotten {
-                    true => ": its change was not in place (its table dropped by hand?), so only its record was removed",
-                    false => "",
+                let (done, why) = match step.only_forgotten {
+                    true => ("Forgot", ": its change was not in place (its table dropped by hand?), so only its record was removed"),
+                    false => ("Reverted", ""),
                 };
                 output.print(format!(
                     "{done} {}/{}{why} ({} ms)",

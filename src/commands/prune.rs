@@ -149,26 +149,7 @@ async fn prune(
     let prunable = store
         .prunable_by_consumer(only.as_deref(), cutoff, counting)
         .await
-        .map_err(|error| {
-            if !is_statement_timeout(&error) {
-                return error;
-            }
-            let reading = match counting {
-                true => "counting",
-                false => "looking up",
-            };
-            error.context(match &only {
-                None => format!(
-                    "{reading} the old rows of every consumer is one statement, and it ran \
-                     past the session's statement time limit; name fewer consumers with \
-                     --consumer, or raise the limit (nothing was deleted)"
-                ),
-                Some(consumer) => format!(
-                    "{reading} the old rows of consumer '{consumer}' ran past the session's \
-                     statement time limit; raise the limit (nothing was deleted)"
-                ),
-            })
-        })?;
+        .map_err(|error| with_time_limit_hint(error, counting, only.as_deref()))?;
     // Rows no cutoff can take would stay for good, unseen by the counts.
     let undatable: Vec<(&str, u64)> = prunable
         .iter()
@@ -378,6 +359,29 @@ async fn prune(
         return Ok(stop.exit_status());
     }
     Ok(ExitStatus::Success)
+}
+
+/// What to do when the count (or, under --yes, the lookup) of every consumer's old rows,
+/// one statement, ran past the session's time limit; other errors as they are.
+fn with_time_limit_hint(error: anyhow::Error, counting: bool, only: Option<&str>) -> anyhow::Error {
+    if !is_statement_timeout(&error) {
+        return error;
+    }
+    let reading = match counting {
+        true => "counting",
+        false => "looking up",
+    };
+    error.context(match only {
+        None => format!(
+            "{reading} the old rows of every consumer is one statement, and it ran past the \
+             session's statement time limit; name fewer consumers with --consumer, or raise \
+             the limit (nothing was deleted)"
+        ),
+        Some(consumer) => format!(
+            "{reading} the old rows of consumer '{consumer}' ran past the session's statement \
+             time limit; raise the limit (nothing was deleted)"
+        ),
+    })
 }
 
 /// Index when the caller asked for it, the backend has no block addressing, --max-rows needs

@@ -120,9 +120,9 @@ pub struct Dialect {
     /// Starts a transaction that will write (SQLite takes the write lock at once, so two
     /// writers queue on the busy timeout instead of failing on upgrade).
     pub begin_write: &'static str,
-    /// Start a read-only transaction whose statements all read one moment of the database,
-    /// for a report made of several queries. Empty where that would hold writers back
-    /// (SQLite: a reader in rollback-journal mode keeps every writer out until it ends).
+    /// Statements that start a read-only transaction whose reads all see one moment of the
+    /// database, for a report made of several queries. Empty where that would hold writers
+    /// back (SQLite: a reader in rollback-journal mode keeps every writer out until it ends).
     pub begin_snapshot: &'static [&'static str],
     /// Wraps a multi-row `INSERT … VALUES` into the inbox so that rows already there are
     /// skipped and the statement returns the event ids it did insert.
