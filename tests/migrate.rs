@@ -1676,3 +1676,22 @@ async fn postgres_times_without_a_zone_to_read_them_in_are_refused_before_anythi
         1
     );
 }
+
+/// SQLite finds a table or view in any ASCII case, and so does migrate: a view named
+/// `PROCESSED_MESSAGES` in front of the migrated table is the inbox, not a table dropped by
+/// hand, and is refused as a view.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_names_the_inbox_in_any_case() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec("ALTER TABLE processed_messages RENAME TO real_inbox")
+        .await;
+    db.exec("CREATE VIEW PROCESSED_MESSAGES AS SELECT * FROM real_inbox")
+        .await;
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    refused_as_a_view(&db, &["migrate", "revert"]);
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+}

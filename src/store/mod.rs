@@ -1009,7 +1009,7 @@ impl Store {
             }
             Backend::Sqlite => {
                 "SELECT CASE type WHEN 'view' THEN 'v' ELSE 'r' END FROM sqlite_master \
-                 WHERE name = 'processed_messages' AND type IN ('table', 'view')"
+                 WHERE name = 'processed_messages' COLLATE NOCASE AND type IN ('table', 'view')"
             }
         };
         let kind: Option<String> = sqlx::query_scalar(sql)

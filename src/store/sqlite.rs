@@ -76,7 +76,9 @@ pub static DIALECT: Dialect = Dialect {
     bigint: |expression| expression.to_string(),
     text: |expression| format!("CAST({expression} AS TEXT)"),
     // Views too, as PostgreSQL's and MySQL's catalogs list them: an inbox may be one.
-    table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?",
+    // SQLite matches names in any ASCII case, as its statements find them.
+    table_exists: "SELECT COUNT(*) FROM sqlite_master WHERE type IN ('table', 'view') \
+                   AND name = ? COLLATE NOCASE",
     columns: "SELECT name FROM pragma_table_info(?)",
     column_names_case_sensitive: false,
     consumers: "WITH RECURSIVE c(consumer) AS ( \
@@ -96,7 +98,7 @@ pub static DIALECT: Dialect = Dialect {
     tables_referencing_inbox: Some(
         "SELECT DISTINCT m.name FROM sqlite_master AS m \
          JOIN pragma_foreign_key_list(m.name) AS f \
-         WHERE m.type = 'table' AND m.name <> 'processed_messages' \
+         WHERE m.type = 'table' AND m.name <> 'processed_messages' COLLATE NOCASE \
          AND f.\"table\" = 'processed_messages' COLLATE NOCASE ORDER BY m.name",
     ),
     inbox_outside_creation_schema: None,
