@@ -1458,7 +1458,9 @@ impl Store {
             Some(_) => sql.push("SELECT ").param().push(" AS consumer"),
             None => sql.push(self.dialect.consumers),
         };
-        sql.push(") AS listed");
+        // In order, as the consumers query lists them: a derived table's own ORDER BY may be
+        // dropped (MariaDB does).
+        sql.push(") AS listed ORDER BY listed.consumer");
         let text = sql.build();
         let mut query = sqlx::query_as::<_, (String, i64, i64)>(&text);
         if let Some(from) = from {
