@@ -17,8 +17,8 @@ use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, counted, or_dash, table, Output};
 use crate::store::{
-    is_connection_lost, is_deadlock, is_statement_timeout, is_transient, Backend, BatchError,
-    CreateMode, HeapExtent, KeepFrom, Store, INBOX_TABLE,
+    is_connection_lost, is_deadlock, is_statement_timeout, is_transient, sqlx_causes, Backend,
+    BatchError, CreateMode, HeapExtent, KeepFrom, Store, INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -525,10 +525,8 @@ impl Deleting<'_> {
     /// alone can go on: after a lost connection or a lock held for long it can, while a
     /// missing right or a broken table fails the same way until someone fixes it.
     fn stopped_after(report: &PruneReport, error: anyhow::Error) -> anyhow::Error {
-        let passing = error
-            .chain()
-            .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
-            .any(|cause| is_transient(cause) || is_connection_lost(cause));
+        let passing =
+            sqlx_causes(&error).any(|cause| is_transient(cause) || is_connection_lost(cause));
         let next = match passing {
             true => "re-run to continue",
             false => "re-run to continue once the cause is fixed",

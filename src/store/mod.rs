@@ -2525,14 +2525,19 @@ impl BatchError {
     }
 }
 
+/// The database driver's errors among an error's causes, outermost first.
+pub fn sqlx_causes(error: &anyhow::Error) -> impl Iterator<Item = &sqlx::Error> {
+    error
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+}
+
 /// Whether a read-only transaction of [`Store::read_snapshot`] failed because a table it
 /// reads was created or changed after it began (MySQL's 1412, "Table definition has
 /// changed, please retry transaction"), or between a statement's prepare and its execute
 /// (1615, "Prepared statement needs to be re-prepared"): a new one will see the table.
 pub fn is_outdated_snapshot(error: &anyhow::Error) -> bool {
-    error
-        .chain()
-        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+    sqlx_causes(error)
         .filter_map(|error| error.as_database_error())
         .filter_map(|database| database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
         .any(|mysql| matches!(mysql.number(), 1412 | 1615))
@@ -2542,9 +2547,7 @@ pub fn is_outdated_snapshot(error: &anyhow::Error) -> bool {
 /// (57014, which a cancel shares), MariaDB's `max_statement_time` (1969), MySQL's
 /// `max_execution_time` (3024).
 pub fn is_statement_timeout(error: &anyhow::Error) -> bool {
-    error
-        .chain()
-        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+    sqlx_causes(error)
         .filter_map(|error| error.as_database_error())
         .any(
             |database| match database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
