@@ -3387,3 +3387,83 @@ async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
     holder.rollback().await.unwrap();
     assert_eq!(db.count("processed_messages").await, 1);
 }
+
+/// Nothing is written before prune's first batch, so until then Ctrl-C or SIGTERM end it at
+/// once with "Nothing deleted." and 130 or 143: here while its count (a dry run) or its
+/// lookup (--yes) waits for a lock the test holds, which it would otherwise wait out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_before_the_first_batch_ends_prune_at_once() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.insert_rows(&[row("c", "old", None, now_ms() - Duration::days(40))])
+        .await;
+    let pool = db.pool().await;
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::raw_sql("LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    for (more, signal, code) in [("--dry-run", "INT", 130), ("--yes", "TERM", 143)] {
+        // The session of the run before still waits: the server has yet to see it gone.
+        let before = db.scalar(waiting).await;
+        // The index strategy: page ranges would first read the table's size, under the lock.
+        let mut child = db.spawn(&["prune", "--older-than", "30d", "--strategy", "index", more]);
+        until_it_waits(&mut db, &mut child, async |db: &mut TestDb| {
+            db.scalar(waiting).await > before
+        })
+        .await;
+        send_signal(signal, &child.id().to_string());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        assert_eq!(wait_until(&mut child, deadline), Some(code), "{more}");
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(stderr, "Nothing deleted.\n", "{more}");
+    }
+    holder.rollback().await.unwrap();
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
+/// Ctrl-C after yes to prune's question, while prune makes its record of prunes (here it
+/// waits for another session creating the same table), still ends it: the question caught
+/// the signals while it was asked, and they are not left caught with no one to act on them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_after_the_question_and_before_the_first_batch_deletes_nothing() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.insert_rows(&[row("c", "old", None, now_ms() - Duration::days(40))])
+        .await;
+    let pool = db.pool().await;
+    let mut creating = pool.begin().await.unwrap();
+    sqlx::raw_sql("CREATE TABLE inboxctl_prunes (consumer TEXT)")
+        .execute(&mut *creating)
+        .await
+        .unwrap();
+    let mut command = db.command(&["prune", "--older-than", "30d", "--strategy", "index"]);
+    command.env("TERM", "xterm");
+    let mut asked = terminal::Terminal::spawn(command);
+    asked.expect("Delete 1 rows of processed_messages processed before");
+    asked.send("y");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !waits_for_a_lock(&mut db).await {
+        assert!(
+            !asked.ended(),
+            "prune ended before it waited: {}",
+            asked.screen()
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prune never waited for the table: {}",
+            asked.screen()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The terminal is back in its usual mode after the question: the key is a signal.
+    asked.send("\x03");
+    let (code, screen, _) = asked.wait();
+    assert_eq!(code, 130, "{screen}");
+    assert!(screen.ends_with("Nothing deleted.\r\n"), "{screen:?}");
+    creating.rollback().await.unwrap();
+    assert_eq!(db.count("processed_messages").await, 1);
+}

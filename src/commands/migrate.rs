@@ -272,7 +272,7 @@ async fn revert(
                 output.note("Nothing reverted.");
                 return Ok(status);
             }
-            super::end_at_once_on_signals()?;
+            super::end_at_once_on_signals(*output, None)?;
         }
     }
     let steps = migrate::revert(store, to).await?;

@@ -267,22 +267,29 @@ impl StopRequest {
 }
 
 /// Ends the process at once on Ctrl-C or SIGTERM, with 130 or 143 as a shell reports a
-/// process the signal ended: what they do to a command without batches to stop between,
-/// once a confirmation question (which catches both, to give the terminal back) has been
-/// answered. The server rolls back what was under way when the connection goes.
-pub(crate) fn end_at_once_on_signals() -> anyhow::Result<()> {
+/// process the signal ended, after noting `nothing_done` (as in "Nothing deleted.") when
+/// given: what they do to a command without batches to stop between, or before its first
+/// change. Once a confirmation question has caught either (to give the terminal back), the
+/// process would no longer end by itself. The server rolls back what was under way when the
+/// connection goes. Listens until the returned task is aborted.
+pub(crate) fn end_at_once_on_signals(
+    output: Output,
+    nothing_done: Option<&'static str>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
-    tokio::spawn(async move {
+    Ok(tokio::spawn(async move {
         let status = tokio::select! {
             _ = interrupt.recv() => ExitStatus::Interrupted,
             _ = terminate.recv() => ExitStatus::Terminated,
         };
+        if let Some(note) = nothing_done {
+            output.note(note);
+        }
         std::process::exit(status as i32);
-    });
-    Ok(())
+    }))
 }
 
 /// What a first Ctrl-C or SIGTERM does, and what a second one leaves behind.

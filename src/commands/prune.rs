@@ -107,6 +107,9 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     result
 }
 
+/// What prune says when it ends before its first batch.
+const NOTHING_DELETED: &str = "Nothing deleted.";
+
 /// How many empty batches in a row `by_index` tries while prunable rows remain.
 const EMPTY_BATCHES_TRIED: u32 = 3;
 
@@ -116,6 +119,10 @@ async fn prune(
     output: &Output,
     cutoff: DateTime<Utc>,
 ) -> anyhow::Result<ExitStatus> {
+    // Nothing is written before the first batch: until then Ctrl-C or SIGTERM end prune at
+    // once (the server drops its reads with the connection), and from then on they stop it
+    // after the batch in flight.
+    let mut before_deleting = super::end_at_once_on_signals(*output, Some(NOTHING_DELETED))?;
     store.require_inbox().await?;
     let extent = match args.strategy {
         PruneStrategy::Index => None,
@@ -260,6 +267,8 @@ async fn prune(
         return Ok(ExitStatus::Success);
     }
     if let (false, Some(rows_planned)) = (args.yes, rows_planned) {
+        // The question catches both signals itself, to give the terminal back.
+        before_deleting.abort();
         let answer = confirm(
             format!(
                 "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
@@ -273,9 +282,10 @@ async fn prune(
         )
         .await?;
         if let Some(status) = answer.declined() {
-            output.note("Nothing deleted.");
+            output.note(NOTHING_DELETED);
             return Ok(status);
         }
+        before_deleting = super::end_at_once_on_signals(*output, Some(NOTHING_DELETED))?;
     }
 
     // compare must know that a consumer's offsets from before the cutoff may have no row any
@@ -291,6 +301,7 @@ async fn prune(
     // Ctrl-C or SIGTERM asks to stop; the batch in flight finishes (it is one transaction)
     // and the summary says how far the run got.
     let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch)?;
+    before_deleting.abort();
 
     let started = Instant::now();
     // Without a count, the planner's estimate sizes the bar where there is one.
