@@ -3315,10 +3315,10 @@ async fn mysql_inspect_reads_again_when_a_table_is_made_under_it() {
     );
 }
 
-/// PostgreSQL: the count before a dry run or a confirmation, or the lookup before a prune
-/// under --yes, is one statement for every consumer; one that runs past the role's
-/// `statement_timeout` (here: waiting for a lock the test holds) says how to get under it,
-/// and deletes nothing.
+/// PostgreSQL: a count before a dry run or a confirmation, or a lookup before a prune under
+/// --yes, that runs past the role's `statement_timeout` (here: waiting for a lock the test
+/// holds) says how to get under it, and deletes nothing. For every consumer, it first tries
+/// again one consumer at a time; here their listing waits too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
     let mut db = TestDb::new(Backend::Postgres).await;
@@ -3340,27 +3340,26 @@ async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
         .unwrap();
     let url = db.url.replacen("postgres@", &format!("{role}@"), 1);
     let limit = "ran past the session's statement time limit";
-    for (more, hint, failed) in [
-        (
-            &["--dry-run"][..],
-            format!(
-                "counting the old rows of every consumer is one statement, and it {limit}; \
-                 name fewer consumers with --consumer, or raise the limit"
-            ),
-            "count",
-        ),
-        (
-            &["--yes"],
-            format!(
-                "looking up the old rows of every consumer is one statement, and it {limit}; \
-                 name fewer consumers with --consumer, or raise the limit"
-            ),
-            "look up",
-        ),
+    let listing = format!(
+        "listing the inbox's consumers {limit}; name one with --consumer, or raise the limit \
+         (nothing was deleted): could not list the inbox's consumers"
+    );
+    for (more, hint) in [
+        (&["--dry-run"][..], listing.clone()),
+        (&["--yes"], listing),
         (
             &["--dry-run", "--consumer", "c"],
-            format!("counting the old rows of consumer 'c' {limit}; raise the limit"),
-            "count",
+            format!(
+                "counting the old rows of consumer 'c' {limit}; raise the limit \
+                 (nothing was deleted): could not count the rows to prune"
+            ),
+        ),
+        (
+            &["--yes", "--consumer", "c"],
+            format!(
+                "looking up the old rows of consumer 'c' {limit}; raise the limit \
+                 (nothing was deleted): could not look up the rows to prune"
+            ),
         ),
     ] {
         // The index strategy: page ranges would first read the table's size, which waits
@@ -3378,14 +3377,82 @@ async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
         assert_eq!(
             run.stderr,
             format!(
-                "error: {hint} (nothing was deleted): could not {failed} the rows to prune: \
-                 error returned from database: canceling statement due to statement timeout\n"
+                "error: {hint}: error returned from database: canceling statement due to \
+                 statement timeout\n"
             ),
             "{args:?}"
         );
     }
     holder.rollback().await.unwrap();
     assert_eq!(db.count("processed_messages").await, 1);
+}
+
+/// PostgreSQL: a count of every consumer's old rows that runs past the role's
+/// `statement_timeout` as one statement is made again one statement per consumer, each of
+/// which fits. Here a row-level security policy makes each row named `b` cost 2 ms to read:
+/// 300 of them in one statement take 600 ms, over the limit of 200 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_count_past_the_statement_timeout_is_made_consumer_by_consumer() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = now_ms();
+    // Each consumer's first row in either index is `a`, which the listing of consumers reads.
+    let rows: Vec<_> = (0..300)
+        .flat_map(|n| {
+            let consumer = format!("c{n:03}");
+            [
+                row(&consumer, "a", None, now - Duration::days(50)),
+                row(&consumer, "b", None, now - Duration::days(40)),
+            ]
+        })
+        .collect();
+    db.insert_rows(&rows).await;
+    let role = db.role("").await;
+    db.exec(&format!(
+        "GRANT SELECT ON processed_messages TO {role}; \
+         ALTER ROLE {role} SET statement_timeout = '200ms'; \
+         CREATE FUNCTION slow_row() RETURNS boolean LANGUAGE plpgsql \
+         AS $$ BEGIN PERFORM pg_sleep(0.002); RETURN true; END $$; \
+         ALTER TABLE processed_messages ENABLE ROW LEVEL SECURITY; \
+         CREATE POLICY slow_b ON processed_messages FOR SELECT \
+         USING (event_id <> 'b' OR slow_row())"
+    ))
+    .await;
+    let url = db.url.replacen("postgres@", &format!("{role}@"), 1);
+    let run = Run::from(
+        db.cmd()
+            .env("DATABASE_URL", &url)
+            .args([
+                "prune",
+                "--older-than",
+                "30d",
+                "--strategy",
+                "index",
+                "--dry-run",
+                "--format",
+                "json",
+                "-v",
+            ])
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    assert!(
+        run.stderr.contains(
+            "counting the old rows of every consumer in one statement ran past the session's \
+             statement time limit; one statement per consumer instead"
+        ),
+        "{}",
+        run.stderr
+    );
+    let json = run.json();
+    assert_eq!(json["rows_matched"], 600);
+    let consumers = json["consumers"].as_array().unwrap();
+    assert_eq!(consumers.len(), 300);
+    assert_eq!(consumers[0]["consumer"], "c000");
+    assert_eq!(consumers[299]["consumer"], "c299");
+    assert!(consumers.iter().all(|c| c["matched"] == 2), "{consumers:?}");
+    assert_eq!(db.count("processed_messages").await, 600);
 }
 
 /// Nothing is written before prune's first batch, so until then Ctrl-C or SIGTERM end it at

@@ -18,7 +18,7 @@ use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, counted, or_dash, table, Output};
 use crate::store::{
     is_connection_lost, is_deadlock, is_statement_timeout, is_transient, sqlx_causes, Backend,
-    BatchError, CreateMode, HeapExtent, KeepFrom, Store, INBOX_TABLE,
+    BatchError, CreateMode, HeapExtent, KeepFrom, PrunableRows, Store, INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -153,10 +153,31 @@ async fn prune(
     // deleted was tried: it took the second core from the application's own writes, whose
     // latency it doubled (see the README's benchmarks).
     let counting = args.dry_run || !args.yes || args.group.is_some();
-    let prunable = store
+    let prunable = match store
         .prunable_by_consumer(only.as_deref(), cutoff, counting)
         .await
-        .map_err(|error| with_time_limit_hint(error, counting, only.as_deref()))?;
+    {
+        // Each consumer's own statement may fit in the session's time limit where the one
+        // for all of them did not, as it did before they were one.
+        Err(error) if only.is_none() && is_statement_timeout(&error) => {
+            output.debug(format!(
+                "{} the old rows of every consumer in one statement ran past the session's \
+                 statement time limit; one statement per consumer instead",
+                reading(counting)
+            ));
+            prunable_one_by_one(store, cutoff, counting).await?
+        }
+        // Of one consumer: a time limit it cannot fit in is the only one left.
+        result => result.map_err(|error| {
+            with_time_limit_hint(error, RAISE_THE_LIMIT, || {
+                format!(
+                    "{} the old rows of consumer '{}'",
+                    reading(counting),
+                    only.as_deref().unwrap_or_default()
+                )
+            })
+        })?,
+    };
     // Rows no cutoff can take would stay for good, unseen by the counts.
     let undatable: Vec<(&str, u64)> = prunable
         .iter()
@@ -372,27 +393,64 @@ async fn prune(
     Ok(ExitStatus::Success)
 }
 
-/// What to do when the count (or, under --yes, the lookup) of every consumer's old rows,
-/// one statement, ran past the session's time limit; other errors as they are.
-fn with_time_limit_hint(error: anyhow::Error, counting: bool, only: Option<&str>) -> anyhow::Error {
+/// What prune does before its batches: it counts the old rows, or under --yes only looks
+/// them up.
+fn reading(counting: bool) -> &'static str {
+    match counting {
+        true => "counting",
+        false => "looking up",
+    }
+}
+
+/// [`Store::prunable_by_consumer`] one consumer at a time: a statement each, so that each
+/// fits in the session's statement time limit where the one for all of them did not.
+async fn prunable_one_by_one(
+    store: &Store,
+    cutoff: DateTime<Utc>,
+    counting: bool,
+) -> anyhow::Result<Vec<PrunableRows>> {
+    let consumers = store.consumers(None).await.map_err(|error| {
+        with_time_limit_hint(
+            error,
+            "name one with --consumer, or raise the limit",
+            || "listing the inbox's consumers".to_string(),
+        )
+    })?;
+    let mut prunable = Vec::with_capacity(consumers.len());
+    for consumer in &consumers {
+        let rows = store
+            .prunable_by_consumer(Some(consumer), cutoff, counting)
+            .await
+            .map_err(|error| {
+                with_time_limit_hint(error, RAISE_THE_LIMIT, || {
+                    format!(
+                        "{} the old rows of consumer '{consumer}'",
+                        reading(counting)
+                    )
+                })
+            })?;
+        prunable.extend(rows);
+    }
+    Ok(prunable)
+}
+
+/// The remedy for a statement of one consumer that ran past the session's time limit.
+const RAISE_THE_LIMIT: &str = "raise the limit";
+
+/// What to do (`remedy`) when `doing`, a statement before anything is deleted, ran past the
+/// session's statement time limit; other errors as they are.
+fn with_time_limit_hint(
+    error: anyhow::Error,
+    remedy: &str,
+    doing: impl FnOnce() -> String,
+) -> anyhow::Error {
     if !is_statement_timeout(&error) {
         return error;
     }
-    let reading = match counting {
-        true => "counting",
-        false => "looking up",
-    };
-    error.context(match only {
-        None => format!(
-            "{reading} the old rows of every consumer is one statement, and it ran past the \
-             session's statement time limit; name fewer consumers with --consumer, or raise \
-             the limit (nothing was deleted)"
-        ),
-        Some(consumer) => format!(
-            "{reading} the old rows of consumer '{consumer}' ran past the session's statement \
-             time limit; raise the limit (nothing was deleted)"
-        ),
-    })
+    error.context(format!(
+        "{} ran past the session's statement time limit; {remedy} (nothing was deleted)",
+        doing()
+    ))
 }
 
 /// Index when the caller asked for it, the backend has no block addressing, --max-rows needs
