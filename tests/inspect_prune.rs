@@ -3315,29 +3315,44 @@ async fn mysql_inspect_reads_again_when_a_table_is_made_under_it() {
     );
 }
 
+/// Runs `sql` in a transaction of its own, which holds its locks until it is rolled back.
+async fn in_a_transaction_left_open(
+    db: &mut TestDb,
+    sql: &str,
+) -> sqlx::Transaction<'static, sqlx::Any> {
+    let pool = db.pool().await;
+    let mut transaction = pool.begin().await.unwrap();
+    sqlx::raw_sql(sql).execute(&mut *transaction).await.unwrap();
+    transaction
+}
+
+/// A migrated PostgreSQL inbox of one row, `old` of consumer `c`, processed 40 days ago.
+async fn postgres_inbox_of_one_old_row() -> TestDb {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.insert_rows(&[row("c", "old", None, now_ms() - Duration::days(40))])
+        .await;
+    db
+}
+
 /// PostgreSQL: a count before a dry run or a confirmation, or a lookup before a prune under
 /// --yes, that runs past the role's `statement_timeout` (here: waiting for a lock the test
 /// holds) says how to get under it, and deletes nothing. For every consumer, it first tries
 /// again one consumer at a time; here their listing waits too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_count_past_the_statement_timeout_says_what_to_do() {
-    let mut db = TestDb::new(Backend::Postgres).await;
-    db.run(&["migrate", "run"]).ok();
-    let now = now_ms();
-    db.insert_rows(&[row("c", "old", None, now - Duration::days(40))])
-        .await;
+    let mut db = postgres_inbox_of_one_old_row().await;
     let role = db.role("").await;
     db.exec(&format!(
         "GRANT SELECT, DELETE ON processed_messages TO {role}; \
          ALTER ROLE {role} SET statement_timeout = '200ms'"
     ))
     .await;
-    let pool = db.pool().await;
-    let mut holder = pool.begin().await.unwrap();
-    sqlx::raw_sql("LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE")
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let holder = in_a_transaction_left_open(
+        &mut db,
+        "LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE",
+    )
+    .await;
     let url = db.url.replacen("postgres@", &format!("{role}@"), 1);
     let limit = "ran past the session's statement time limit";
     let listing = format!(
@@ -3460,16 +3475,12 @@ async fn postgres_a_count_past_the_statement_timeout_is_made_consumer_by_consume
 /// lookup (--yes) waits for a lock the test holds, which it would otherwise wait out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_before_the_first_batch_ends_prune_at_once() {
-    let mut db = TestDb::new(Backend::Postgres).await;
-    db.run(&["migrate", "run"]).ok();
-    db.insert_rows(&[row("c", "old", None, now_ms() - Duration::days(40))])
-        .await;
-    let pool = db.pool().await;
-    let mut holder = pool.begin().await.unwrap();
-    sqlx::raw_sql("LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE")
-        .execute(&mut *holder)
-        .await
-        .unwrap();
+    let mut db = postgres_inbox_of_one_old_row().await;
+    let holder = in_a_transaction_left_open(
+        &mut db,
+        "LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE",
+    )
+    .await;
     let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
                    WHERE datname = current_database() AND wait_event_type = 'Lock'";
     for (more, signal, code) in [("--dry-run", "INT", 130), ("--yes", "TERM", 143)] {
@@ -3497,16 +3508,9 @@ async fn a_signal_before_the_first_batch_ends_prune_at_once() {
 /// the signals while it was asked, and they are not left caught with no one to act on them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_after_the_question_and_before_the_first_batch_deletes_nothing() {
-    let mut db = TestDb::new(Backend::Postgres).await;
-    db.run(&["migrate", "run"]).ok();
-    db.insert_rows(&[row("c", "old", None, now_ms() - Duration::days(40))])
-        .await;
-    let pool = db.pool().await;
-    let mut creating = pool.begin().await.unwrap();
-    sqlx::raw_sql("CREATE TABLE inboxctl_prunes (consumer TEXT)")
-        .execute(&mut *creating)
-        .await
-        .unwrap();
+    let mut db = postgres_inbox_of_one_old_row().await;
+    let creating =
+        in_a_transaction_left_open(&mut db, "CREATE TABLE inboxctl_prunes (consumer TEXT)").await;
     let mut command = db.command(&["prune", "--older-than", "30d", "--strategy", "index"]);
     command.env("TERM", "xterm");
     let mut asked = terminal::Terminal::spawn(command);
