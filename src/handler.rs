@@ -69,11 +69,11 @@ pub(crate) fn replace_placeholder(sql: &str, placeholder: &str, with: &str) -> S
     out
 }
 
-/// A placeholder of the backend's own (`$2`, `?`) at `chars[at]`: replay numbers the
-/// placeholders itself, so the value bound there would be another's, or none.
+/// A placeholder of the backend's own (`$2`, `?`, SQLite's `@name`) at `chars[at]`: replay
+/// numbers the placeholders itself, so the value bound there would be another's, or none.
 fn own_placeholder(chars: &[char], at: usize) -> anyhow::Error {
     let end = (at + 1..chars.len())
-        .find(|&i| !chars[i].is_ascii_digit())
+        .find(|&i| !(chars[i].is_alphanumeric() || chars[i] == '_'))
         .unwrap_or(chars.len());
     let placeholder: String = chars[at..end].iter().collect();
     let line = 1 + chars[..at].iter().filter(|c| **c == '\n').count();
@@ -117,6 +117,7 @@ fn dollar_quoted(rest: &str, before: Option<char>) -> Option<usize> {
 /// quote inside a string with a backslash (`'it\'s'`) and starts comments with `#`.
 pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
     let mysql = std::ptr::eq(dialect, Backend::Mysql.dialect());
+    let sqlite = std::ptr::eq(dialect, Backend::Sqlite.dialect());
     let mut statements = Vec::new();
     let mut sql = String::new();
     let mut params: Vec<String> = Vec::new();
@@ -197,6 +198,20 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
             }
             // PostgreSQL's `?` is a jsonb operator; elsewhere it is a placeholder.
             '?' if !dialect.numbered_params => return Err(own_placeholder(&chars, i)),
+            // SQLite's other placeholders: `$1` and `$name` (a `$` inside a name is part of
+            // it), `@name`, and `:1`, which a `:name` of replay's is not.
+            '$' | '@'
+                if sqlite
+                    && chars
+                        .get(i + 1)
+                        .is_some_and(|n| n.is_alphanumeric() || *n == '_')
+                    && !(c == '$' && i.checked_sub(1).is_some_and(|b| in_a_name(chars[b]))) =>
+            {
+                return Err(own_placeholder(&chars, i))
+            }
+            ':' if sqlite && chars.get(i + 1).is_some_and(char::is_ascii_digit) => {
+                return Err(own_placeholder(&chars, i))
+            }
             ':' if chars.get(i + 1) == Some(&':') => {
                 sql.push_str("::");
                 i += 2;
@@ -386,6 +401,25 @@ mod tests {
         );
         assert!(refused("SELECT ? FROM t", Backend::Mysql).contains(" ?, on line 1;"));
         assert!(refused("SELECT ?", Backend::Sqlite).contains(" ?, on line 1;"));
+        // SQLite's own also take a name, or a number after `$` or `:`.
+        for own in ["$1", "$x", "@x", ":1", "?2"] {
+            assert!(
+                refused(
+                    &format!("INSERT INTO t VALUES (:event_id, {own})"),
+                    Backend::Sqlite
+                )
+                .contains(&format!(" {own}, on line 1;")),
+                "{own}"
+            );
+        }
+        // A `$` inside a name, or text: no placeholder.
+        let sqlite = "SELECT a$1, '$1 @x :1' FROM t WHERE x = :x";
+        assert_eq!(
+            parse(sqlite, Backend::Sqlite.dialect()).unwrap()[0].params,
+            ["x"]
+        );
+        // MySQL's user variables are no placeholders.
+        assert!(parse("SELECT @x := :x", Backend::Mysql.dialect()).is_ok());
         // Text, a jsonb operator, a name: none is a placeholder.
         let pg = "SELECT '$1', $$ $2 $$, \"a$1\", a$1, j ? 'k' FROM t WHERE x = :x";
         assert_eq!(

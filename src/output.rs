@@ -318,12 +318,17 @@ pub async fn confirm(question: String, refusal: String) -> anyhow::Result<Answer
     // for a read that a signal left waiting for a key.
     let (answered, answer) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
-        let _ = answered.send(
-            dialoguer::Confirm::new()
-                .with_prompt(question)
-                .default(false)
-                .interact(),
-        );
+        let answer = dialoguer::Confirm::new()
+            .with_prompt(question)
+            .default(false)
+            .interact();
+        let answer = match answer {
+            Ok(true) if interrupt_typed_ahead() => {
+                Err(dialoguer::Error::IO(std::io::ErrorKind::Interrupted.into()))
+            }
+            answer => answer,
+        };
+        let _ = answered.send(answer);
     });
     let answer = tokio::select! {
         answer = answer => answer.context("could not read the answer")?,
@@ -343,6 +348,42 @@ pub async fn confirm(question: String, refusal: String) -> anyhow::Result<Answer
             Err(error).context("could not read the answer")
         }
     }
+}
+
+/// Whether the keys typed after the answer and not read yet hold the terminal's interrupt
+/// key (Ctrl-C). Typed in the same burst as the answer, while the terminal was raw, it came
+/// as a key, which no one would read once the terminal is given back: the operator's Ctrl-C
+/// would be lost. Reads the keys, which nothing else would take either.
+fn interrupt_typed_ahead() -> bool {
+    let fd = libc::STDIN_FILENO;
+    let mut mode = std::mem::MaybeUninit::<libc::termios>::uninit();
+    // SAFETY: tcgetattr fills `mode` when it returns 0, and only then is it read.
+    if unsafe { libc::tcgetattr(fd, mode.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    let usual = unsafe { mode.assume_init() };
+    // Keys as they come, without waiting for one: a read returns what is there, or nothing.
+    let mut at_once = usual;
+    at_once.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
+    at_once.c_cc[libc::VMIN] = 0;
+    at_once.c_cc[libc::VTIME] = 0;
+    // SAFETY: termios values set on the descriptor they were read from.
+    if unsafe { libc::tcsetattr(fd, libc::TCSANOW, &at_once) } != 0 {
+        return false;
+    }
+    let interrupt = usual.c_cc[libc::VINTR];
+    let mut typed = false;
+    let mut keys = [0u8; 64];
+    loop {
+        // SAFETY: reads at most keys.len() bytes into keys.
+        let read = unsafe { libc::read(fd, keys.as_mut_ptr().cast(), keys.len()) };
+        if read <= 0 {
+            break;
+        }
+        typed |= keys[..read as usize].contains(&interrupt);
+    }
+    unsafe { libc::tcsetattr(fd, libc::TCSANOW, &usual) };
+    typed
 }
 
 /// The question left unanswered: the terminal given back and the line ended.

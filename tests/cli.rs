@@ -152,6 +152,40 @@ fn a_server_that_never_answers_fails_within_the_connect_timeout() {
     }
 }
 
+/// Ctrl-C while prune connects (to a server that never answers) ends it at once, saying that
+/// nothing was deleted, as it does anywhere before its first batch.
+#[test]
+fn ctrl_c_while_prune_connects_deletes_nothing_and_says_so() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env_remove("DATABASE_URL")
+        .current_dir(dir.path())
+        .args([
+            "prune",
+            "--older-than",
+            "30d",
+            "--yes",
+            "--connect-timeout",
+            "60s",
+        ])
+        .arg("--database-url")
+        .arg(format!("postgres://app@127.0.0.1:{port}/inbox"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Accepted: prune is connecting, and waits for the server's first word.
+    let (_connection, _) = silent.accept().unwrap();
+    send_signal("INT", &child.id().to_string());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    assert_eq!(wait_until(&mut child, deadline), Some(130));
+    let run = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(run.stderr, "Nothing deleted.\n");
+    assert_eq!(run.stdout, "");
+}
+
 /// A TCP forwarder to `target` that counts the connections it accepts: its port and the count.
 fn counting_forwarder(target: SocketAddr) -> (u16, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

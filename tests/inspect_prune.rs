@@ -741,8 +741,9 @@ async fn prune_on_a_terminal_asks_first() {
         None => true,
     };
 
-    // No, Ctrl-C (a key on a raw terminal) and SIGTERM: each leaves every row.
-    for (answer, exit_code) in [("n", 0), ("\x03", 130), ("TERM", 143)] {
+    // No, Ctrl-C (a key on a raw terminal), SIGTERM, and yes with Ctrl-C in the same burst
+    // of keys: each leaves every row.
+    for (answer, exit_code) in [("n", 0), ("\x03", 130), ("TERM", 143), ("y\x03", 130)] {
         let mut asked = prune(&db);
         asked.expect(question);
         match answer {

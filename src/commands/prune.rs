@@ -97,12 +97,16 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
              use --strategy index (oldest rows first) with --max-rows",
         ));
     }
+    // Nothing is written before the first batch: until then Ctrl-C or SIGTERM end prune at
+    // once (the server drops its reads with the connection), and from then on they stop it
+    // after the batch in flight.
+    let before_deleting = super::end_at_once_on_signals(output, Some(NOTHING_DELETED))?;
     // One connection for the rest: prune's queries follow one another, and its batches hold
     // the one connection they run on until the end.
     let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
     // Closed on every path, an error's too: a connection dropped at exit is a lost client to
     // the server.
-    let result = prune(&store, &args, &output, cutoff).await;
+    let result = prune(&store, &args, &output, cutoff, before_deleting).await;
     store.close().await;
     result
 }
@@ -118,11 +122,8 @@ async fn prune(
     args: &PruneArgs,
     output: &Output,
     cutoff: DateTime<Utc>,
+    mut before_deleting: tokio::task::JoinHandle<()>,
 ) -> anyhow::Result<ExitStatus> {
-    // Nothing is written before the first batch: until then Ctrl-C or SIGTERM end prune at
-    // once (the server drops its reads with the connection), and from then on they stop it
-    // after the batch in flight.
-    let mut before_deleting = super::end_at_once_on_signals(*output, Some(NOTHING_DELETED))?;
     store.require_inbox().await?;
     let extent = match args.strategy {
         PruneStrategy::Index => None,
@@ -318,10 +319,15 @@ async fn prune(
         .prepare_prune_record()
         .await
         .context("nothing was deleted")?;
+    let (connection, canceller) = store
+        .bulk_delete_connection()
+        .await
+        .context("nothing was deleted")?;
 
-    // Ctrl-C or SIGTERM asks to stop; the batch in flight finishes (it is one transaction)
-    // and the summary says how far the run got.
+    // From the first batch on, Ctrl-C or SIGTERM asks to stop; the batch in flight finishes
+    // (it is one transaction) and the summary says how far the run got.
     let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch)?;
+    stop.cancel_with_a_stop_at_once(canceller);
     before_deleting.abort();
 
     let started = Instant::now();
@@ -343,10 +349,10 @@ async fn prune(
     let deleted = match (strategy, extent) {
         (PruneStrategy::Blocks, Some(extent)) => {
             deleting
-                .by_blocks(&mut report, only.as_deref(), extent)
+                .by_blocks(connection, &mut report, only.as_deref(), extent)
                 .await
         }
-        _ => deleting.by_index(&mut report).await,
+        _ => deleting.by_index(connection, &mut report).await,
     };
     progress.finish_and_clear();
     signal.abort();
@@ -537,13 +543,6 @@ impl Deleting<'_> {
         }
     }
 
-    /// The connection the batches run on, whose batch in flight a stop at once cancels.
-    async fn deleting_connection(&self) -> anyhow::Result<PoolConnection<Any>> {
-        let (connection, canceller) = self.store.bulk_delete_connection().await?;
-        self.stop.cancel_with_a_stop_at_once(canceller);
-        Ok(connection)
-    }
-
     /// One batch, its own transaction, tried again when it was rolled back to break a
     /// deadlock (another prune, or the application, locking the same rows in another order):
     /// the server undid it whole, so trying again deletes nothing twice. A lock wait that
@@ -621,8 +620,11 @@ impl Deleting<'_> {
 
     /// Consumer by consumer, the oldest rows first, each batch an index range scan from where
     /// the last one stopped.
-    async fn by_index(&self, report: &mut PruneReport) -> anyhow::Result<()> {
-        let mut connection = self.deleting_connection().await?;
+    async fn by_index(
+        &self,
+        mut connection: PoolConnection<Any>,
+        report: &mut PruneReport,
+    ) -> anyhow::Result<()> {
         let mut remaining = report.rows_planned.or(self.max_rows).unwrap_or(u64::MAX);
         for index in 0..report.consumers.len() {
             let consumer = report.consumers[index].consumer.clone();
@@ -715,6 +717,7 @@ impl Deleting<'_> {
     /// than `MAX_ROWS_READ_PER_BATCH` batches' worth of rows, so every transaction stays short.
     async fn by_blocks(
         &self,
+        mut connection: PoolConnection<Any>,
         report: &mut PruneReport,
         only: Option<&str>,
         extent: HeapExtent,
@@ -747,7 +750,6 @@ impl Deleting<'_> {
             .map(|c| c.consumer.clone())
             .collect();
         let mut recorded = false;
-        let mut connection = self.deleting_connection().await?;
         let mut block = 0;
         while block < extent.pages {
             if self.stop_before_batch(report).await {
