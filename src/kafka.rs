@@ -154,7 +154,7 @@ impl log::Log for ClientLogPrinter {
 
     fn log(&self, record: &log::Record) {
         if self.enabled(record.metadata()) {
-            eprintln!(
+            crate::stderr_line!(
                 "{}",
                 crate::output::redact_secrets(&record.args().to_string())
             );
@@ -612,9 +612,14 @@ impl Kafka {
 
     /// Commits offsets for the group without joining it. Kafka refuses this while the group
     /// has members (UNKNOWN_MEMBER_ID), which is the protection we want.
+    ///
+    /// librdkafka's synchronous commit has no limit of its own: it tries again after a
+    /// timeout, and where no coordinator answers at all (one seen right after the group was
+    /// deleted) it waited for good. A commit with no outcome after [`COMMIT_TRIES`] times
+    /// --kafka-timeout counts as not answered; its thread is left to the process's end.
     pub fn commit(
         &self,
-        client: &BaseConsumer,
+        client: &std::sync::Arc<KafkaClient>,
         offsets: &[(String, i32, i64)],
     ) -> anyhow::Result<()> {
         let mut list = TopicPartitionList::new();
@@ -622,18 +627,26 @@ impl Kafka {
             list.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
         }
         let started = Instant::now();
-        client
-            .commit(&list, CommitMode::Sync)
-            .map_err(|error| match error {
-                KafkaError::ConsumerCommit(code) if is_unanswered(code) => {
-                    anyhow::Error::new(CommitNotAnswered {
-                        waited: started.elapsed(),
-                        timeout: self.timeout(),
-                    })
-                }
-                error => anyhow::Error::new(error)
-                    .context("the group coordinator refused the new offsets"),
+        let not_answered = || {
+            anyhow::Error::new(CommitNotAnswered {
+                waited: started.elapsed(),
+                timeout: self.timeout(),
             })
+        };
+        let (answered, answer) = std::sync::mpsc::channel();
+        let committing = std::sync::Arc::clone(client);
+        std::thread::spawn(move || {
+            let _ = answered.send(committing.commit(&list, CommitMode::Sync));
+        });
+        match answer.recv_timeout(self.timeout() * COMMIT_TRIES) {
+            Err(_) => Err(not_answered()),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(KafkaError::ConsumerCommit(code))) if is_unanswered(code) => Err(not_answered()),
+            Ok(Err(error)) => {
+                Err(anyhow::Error::new(error)
+                    .context("the group coordinator refused the new offsets"))
+            }
+        }
     }
 
     /// Deletes an empty group with everything it committed (Kafka's DeleteGroups): the one
@@ -658,6 +671,10 @@ impl Kafka {
         Ok(())
     }
 }
+
+/// How many times --kafka-timeout a commit may go without an outcome: librdkafka's own tries
+/// of one that no coordinator answers ended after about four (8.2 s with `2s`).
+const COMMIT_TRIES: u32 = 5;
 
 /// A commit that no coordinator answered (not found, timed out, connection lost), as opposed
 /// to one it refused: the offsets may or may not have been committed.

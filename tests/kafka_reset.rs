@@ -2156,29 +2156,66 @@ async fn a_commit_that_fails_after_the_group_was_deleted_says_how_to_commit_agai
     commit_again(&db, broker, &command, (&topic, &other, &group));
 }
 
+/// The broker stops answering anything once the reset, its group deleted, sends the commit:
+/// librdkafka then waited for a coordinator without end. The reset gives up after a few
+/// times --kafka-timeout, and its error says how to commit the offsets again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_hangs_after_the_group_was_deleted_does_not_hang_the_reset() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, other, group, reset) =
+        a_reset_that_deleted_its_group(&holding, &db, &["--kafka-timeout", "2s"]).await;
+    holding.hold_everything();
+    let run = reset.finish().code(1);
+    holding.drop_held();
+    let command =
+        format!("inboxctl offsets reset --group {group} --from-file undo.recommit.csv --execute");
+    let error = run.stderr.lines().last().unwrap();
+    assert!(
+        error.starts_with(&format!(
+            "error: group '{group}' was deleted, and its offsets could not be committed again; \
+             commit them with: {command}: the group coordinator did not answer the commit in "
+        )),
+        "{error}"
+    );
+    assert_has_no_offsets(broker, (&topic, &other, &group));
+    commit_again(&db, broker, &command, (&topic, &other, &group));
+}
+
+/// A group at offsets 5 and 7 of a new topic of 2 partitions, and its reset `--to-earliest
+/// --execute MORE`, held at its commit. Returns (topic, group, the reset).
+async fn a_reset_to_the_earliest_held_at_its_commit(
+    holding: &HoldingBroker,
+    db: &TestDb,
+    more_args: &[&str],
+) -> (String, String, ResetUnderWay) {
+    let broker = &holding.broker;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[6, 9]).await;
+    broker.commit(&group, &topic, &[(0, 5), (1, 7)]);
+    let mut args = vec![
+        "--group",
+        &group,
+        "--topic",
+        &topic,
+        "--to-earliest",
+        "--execute",
+    ];
+    args.extend_from_slice(more_args);
+    let reset = ResetUnderWay::held_at_its_commit(db, holding, &args);
+    (topic, group, reset)
+}
+
 /// SIGTERM while a reset's commit is on its way: the reset finishes, then exits 143.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_a_reset_lets_its_commit_finish() {
     let holding = HoldingBroker::start();
     let broker = &holding.broker;
     let db = TestDb::new(Backend::Sqlite).await;
-    let (topic, group) = (unique("orders"), unique("billing"));
-    broker.create_topic(&topic, 2).await;
-    fill(broker, &topic, "e", &[6, 9]).await;
-    broker.commit(&group, &topic, &[(0, 5), (1, 7)]);
-
-    let mut reset = ResetUnderWay::held_at_its_commit(
-        &db,
-        &holding,
-        &[
-            "--group",
-            &group,
-            "--topic",
-            &topic,
-            "--to-earliest",
-            "--execute",
-        ],
-    );
+    let (topic, group, mut reset) =
+        a_reset_to_the_earliest_held_at_its_commit(&holding, &db, &[]).await;
     reset.signal(
         "TERM",
         "SIGTERM: finishing the reset first (SIGTERM again stops at once)",
@@ -2188,6 +2225,30 @@ async fn sigterm_during_a_reset_lets_its_commit_finish() {
     assert_eq!(
         warnings(&run),
         ["warning: stopped by SIGTERM: the reset was finished first"]
+    );
+    assert_eq!(broker.committed(&group, &topic, 2), at(&[0, 0]));
+}
+
+/// The broker answers the commit, then not the read of the offsets back: the error says that
+/// the reset was applied, and how to look at the group, not that the reset failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_whose_offsets_cannot_be_read_back_says_it_was_applied() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group, reset) =
+        a_reset_to_the_earliest_held_at_its_commit(&holding, &db, &["--kafka-timeout", "2s"]).await;
+    // The commit goes through; the reads after it wait.
+    holding.hold(OFFSET_FETCH);
+    let run = reset.finish().code(1);
+    holding.release();
+    let error = run.stderr.lines().last().unwrap();
+    assert!(
+        error.starts_with(&format!(
+            "error: the reset of group '{group}' was applied, but its offsets could not be read \
+             back to check it; check with `inboxctl offsets show --group {group}`: "
+        )),
+        "{error}"
     );
     assert_eq!(broker.committed(&group, &topic, 2), at(&[0, 0]));
 }

@@ -1035,7 +1035,7 @@ impl Reset<'_> {
     /// Blocks on the broker.
     fn apply(&self) -> anyhow::Result<OffsetsByPartition> {
         let (kafka, group) = (self.kafka, self.group);
-        let client = kafka.group_client(group)?;
+        let client = std::sync::Arc::new(kafka.group_client(group)?);
         let reached = |step: ResetStep| {
             self.step
                 .store(step as u8, std::sync::atomic::Ordering::SeqCst)
@@ -1075,6 +1075,13 @@ impl Reset<'_> {
             }
         }
         reached(ResetStep::Committed);
+        let applied = || {
+            format!(
+                "the reset of group '{group}' was applied, but its offsets could not be read \
+                 back to check it; check with `{}`",
+                inboxctl_command(&["offsets", "show", "--group", group])
+            )
+        };
         let keys: Vec<(String, i32)> = self
             .plan
             .iter()
@@ -1086,7 +1093,7 @@ impl Reset<'_> {
                     .map(|(topic, partition, _)| (topic.clone(), *partition)),
             )
             .collect();
-        kafka.committed(&client, &keys)
+        kafka.committed(&client, &keys).with_context(applied)
     }
 }
 

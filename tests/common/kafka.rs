@@ -163,6 +163,8 @@ struct Hold {
 struct HoldState {
     /// The API key whose requests wait, if any.
     api_key: Option<i16>,
+    /// Whether every request waits, as at a broker that stopped answering.
+    everything: bool,
     /// Requests waiting now.
     waiting: usize,
     /// What waiting requests do once no longer held: go on to the broker, or be dropped
@@ -173,6 +175,7 @@ struct HoldState {
 /// Kafka API keys (the first field of every request header).
 pub const FETCH: i16 = 1;
 pub const OFFSET_COMMIT: i16 = 8;
+pub const OFFSET_FETCH: i16 = 9;
 pub const DELETE_GROUPS: i16 = 42;
 
 impl HoldingBroker {
@@ -211,6 +214,12 @@ impl HoldingBroker {
         state.waiting > 0
     }
 
+    /// From now on, every request waits, whatever its API key, as at a broker that hangs
+    /// (SIGSTOP): those held already stay held.
+    pub fn hold_everything(&self) {
+        self.hold.state.lock().unwrap().everything = true;
+    }
+
     /// Lets held requests through to the broker, and holds no more.
     pub fn release(&self) {
         self.stop_holding(false);
@@ -225,6 +234,7 @@ impl HoldingBroker {
     fn stop_holding(&self, drop_held: bool) {
         let mut state = self.hold.state.lock().unwrap();
         state.api_key = None;
+        state.everything = false;
         state.drop_held = drop_held;
         self.hold.changed.notify_all();
     }
@@ -255,13 +265,11 @@ fn proxy_connection(mut client: std::net::TcpStream, broker_port: u16, hold: Arc
         }
         let api_key = i16::from_be_bytes([request[0], request[1]]);
         let mut state = hold.state.lock().unwrap();
-        if state.api_key == Some(api_key) {
+        let held = |state: &mut HoldState| state.everything || state.api_key == Some(api_key);
+        if held(&mut state) {
             state.waiting += 1;
             hold.changed.notify_all();
-            state = hold
-                .changed
-                .wait_while(state, |state| state.api_key == Some(api_key))
-                .unwrap();
+            state = hold.changed.wait_while(state, held).unwrap();
             state.waiting -= 1;
             if state.drop_held {
                 break;
