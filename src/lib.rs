@@ -68,7 +68,7 @@ fn read_dot_env() {
                     "" => "a line".to_string(),
                     key => format!("the line setting {key}"),
                 };
-                eprintln!(
+                crate::stderr_line!(
                     "warning: {}{number}: {setting} cannot be read (a value with spaces \
                      needs quotes); {} are not read from it or the lines after it",
                     path.display(),
@@ -77,7 +77,7 @@ fn read_dot_env() {
                 return;
             }
             Err(error) => {
-                eprintln!("warning: could not read {}: {error}", path.display());
+                crate::stderr_line!("warning: could not read {}: {error}", path.display());
                 return;
             }
         }
@@ -95,7 +95,7 @@ pub fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            crate::stderr_line!("error: cannot start the async runtime: {error}");
             return ExitStatus::Error.into();
         }
     };
@@ -107,6 +107,14 @@ pub fn main() -> ExitCode {
         runtime.shutdown_background();
     }
     match result {
+        // The result, or part of it, never reached stdout.
+        Ok(_) if output::stdout_error().is_some() => {
+            crate::stderr_line!(
+                "error: could not write to standard output: {}",
+                output::stdout_error().unwrap_or_default()
+            );
+            ExitStatus::Error.into()
+        }
         Ok(status) => status.into(),
         Err(error) => {
             let status = if error::is_usage(&error) {
@@ -114,7 +122,7 @@ pub fn main() -> ExitCode {
             } else {
                 ExitStatus::Error
             };
-            eprintln!("error: {}", shown_error(&error));
+            crate::stderr_line!("error: {}", shown_error(&error));
             status.into()
         }
     }

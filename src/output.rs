@@ -94,6 +94,26 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// How a command should talk to the person or script that ran it.
+/// The first failed write to stdout other than to a closed pipe, for the exit code: a command
+/// whose result was lost did not succeed, whatever it did.
+static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Why stdout could not be written, if it could not (see [`Output::print`]).
+pub fn stdout_error() -> Option<&'static str> {
+    STDOUT_ERROR.get().map(String::as_str)
+}
+
+/// `eprintln!` that does not panic when stderr cannot be written (full, or a closed pipe):
+/// the line is lost, and the command goes on to finish what it changes, and to its exit
+/// code.
+#[macro_export]
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
     pub format: Format,
@@ -113,32 +133,44 @@ impl Output {
     /// A note for a person on stderr; silenced by `-q`.
     pub fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
-            eprintln!("{}", redact_secrets(message.as_ref()));
+            crate::stderr_line!("{}", redact_secrets(message.as_ref()));
         }
     }
 
     /// A warning on stderr; shown even with `-q`, because it changes what the result means.
     pub fn warn(&self, message: impl AsRef<str>) {
-        eprintln!("warning: {}", redact_secrets(message.as_ref()));
+        crate::stderr_line!("warning: {}", redact_secrets(message.as_ref()));
     }
 
     /// Detail for `-v`.
     pub fn debug(&self, message: impl AsRef<str>) {
         if self.verbose > 0 && !self.quiet {
-            eprintln!("{}", redact_secrets(message.as_ref()));
+            crate::stderr_line!("{}", redact_secrets(message.as_ref()));
         }
     }
 
-    /// Stdout, scrubbed. Every command's result goes through this.
+    /// Stdout, scrubbed. Every command's result goes through this. A write that fails for
+    /// another reason than a closed pipe (a full disk) is kept for [`stdout_error`].
     pub fn print(&self, text: impl AsRef<str>) {
+        let _ = self.print_checked(text.as_ref());
+    }
+
+    /// [`Output::print`], failing as well where the write did.
+    fn print_checked(&self, text: &str) -> anyhow::Result<()> {
         let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`inboxctl inspect | head`) is not an error worth reporting.
-        let _ = writeln!(stdout, "{}", redact_secrets(text.as_ref()));
+        let written = writeln!(stdout, "{}", redact_secrets(text)).and_then(|()| stdout.flush());
+        match written {
+            // A closed pipe (`inboxctl inspect | head`) is the reader's choice.
+            Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+                let _ = STDOUT_ERROR.set(error.to_string());
+                Err(error).context("could not write to standard output")
+            }
+            _ => Ok(()),
+        }
     }
 
     pub fn print_json<T: Serialize>(&self, value: &T) -> anyhow::Result<()> {
-        self.print(serde_json::to_string_pretty(value)?);
-        Ok(())
+        self.print_checked(&serde_json::to_string_pretty(value)?)
     }
 
     /// CSV with a header row; `rows` are already strings in header order.
@@ -149,8 +181,7 @@ impl Output {
             writer.write_record(row)?;
         }
         let bytes = writer.into_inner().map_err(|error| error.into_error())?;
-        self.print(String::from_utf8(bytes)?.trim_end());
-        Ok(())
+        self.print_checked(String::from_utf8(bytes)?.trim_end())
     }
 
     /// A progress bar on stderr when stderr is a terminal and `-q` is not given; hidden otherwise,
@@ -389,7 +420,7 @@ fn interrupt_typed_ahead() -> bool {
 /// The question left unanswered: the terminal given back and the line ended.
 fn stopped(terminal: TerminalMode, status: ExitStatus) -> Answer {
     terminal.restore();
-    eprintln!();
+    crate::stderr_line!();
     Answer::Stopped(status)
 }
 

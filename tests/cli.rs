@@ -10,11 +10,16 @@ use common::*;
 
 fn inboxctl(args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
+    inboxctl_in(dir.path(), args)
+}
+
+/// inboxctl run in `dir`, with no DATABASE_URL: the default `sqlite://inbox.db` is there.
+fn inboxctl_in(dir: &std::path::Path, args: &[&str]) -> Run {
     Run::from(
         assert_cmd::Command::cargo_bin("inboxctl")
             .unwrap()
             .env_remove("DATABASE_URL")
-            .current_dir(dir.path())
+            .current_dir(dir)
             .args(args)
             .output()
             .unwrap(),
@@ -150,6 +155,83 @@ fn a_server_that_never_answers_fails_within_the_connect_timeout() {
         assert!(run.stderr.contains("within 1s"), "{}", run.stderr);
         assert!(!run.stderr.contains("topsecret"), "{}", run.stderr);
     }
+}
+
+/// A full disk on stdout loses the command's result, which its exit code says (1, with the
+/// error on stderr); on stderr it loses only the messages, never with a panic (101). A closed
+/// pipe on stdout (`| head`) is the reader's choice, and no error.
+#[test]
+fn a_full_stdout_or_stderr_is_an_error_or_ignored_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = || {
+        std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let run = |args: &[&str], stdout: std::process::Stdio, stderr: std::process::Stdio| {
+        let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+            .env_remove("DATABASE_URL")
+            .current_dir(dir.path())
+            .args(args)
+            .stdout(stdout)
+            .stderr(stderr)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let no_room =
+        "error: could not write to standard output: No space left on device (os error 28)\n";
+    let piped = std::process::Stdio::piped;
+    // Through the tool's own table and JSON printing, and the completion script's.
+    assert_eq!(
+        run(&["migrate", "run"], full().into(), piped()),
+        (Some(1), no_room.to_string())
+    );
+    for args in [
+        &["migrate", "status", "--format", "json"][..],
+        &["completions", "bash"],
+    ] {
+        assert_eq!(
+            run(args, full().into(), piped()),
+            (Some(1), no_room.to_string()),
+            "{args:?}"
+        );
+    }
+    // The migrations went in all the same. With stderr full, errors keep their codes.
+    let status = inboxctl_in(dir.path(), &["migrate", "status"]).ok();
+    assert!(status.stdout.contains(" 2 "), "{}", status.stdout);
+    assert_eq!(
+        run(&["prune"], piped(), full().into()),
+        (Some(2), String::new())
+    );
+    let missing = [
+        "prune",
+        "--older-than",
+        "1d",
+        "--database-url",
+        "sqlite://none.db",
+    ];
+    assert_eq!(
+        run(&missing, piped(), full().into()),
+        (Some(1), String::new())
+    );
+    // A reader that goes after one line.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+        .env_remove("DATABASE_URL")
+        .current_dir(dir.path())
+        .args(["completions", "bash"])
+        .stdout(piped())
+        .stderr(piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let closed = child.wait_with_output().unwrap();
+    assert_eq!(closed.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&closed.stderr), "");
 }
 
 /// Ctrl-C while prune connects (to a server that never answers) ends it at once, saying that

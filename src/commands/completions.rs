@@ -1,5 +1,8 @@
 //! `inboxctl completions <shell>`: the scripts under `completions/` are this output.
 
+use std::io::Write;
+
+use anyhow::Context;
 use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionsArgs, Format};
@@ -14,8 +17,17 @@ pub fn run(args: CompletionsArgs, output: Output) -> anyhow::Result<ExitStatus> 
         ));
     }
     let script = script(args.shell);
-    print!("{script}");
-    Ok(ExitStatus::Success)
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(script.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        // A closed pipe is the reader's choice.
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(error).context("could not write to standard output")
+        }
+        _ => Ok(ExitStatus::Success),
+    }
 }
 
 pub fn script(shell: clap_complete::Shell) -> String {

@@ -344,13 +344,13 @@ pub(crate) fn stop_on_signals(
                 received.asked.notify_waiters();
                 match &on_stop {
                     OnStop::AfterTheBatch if waiting => {
-                        eprintln!("{name}: stopping (no batch was in flight)")
+                        crate::stderr_line!("{name}: stopping (no batch was in flight)")
                     }
-                    OnStop::AfterTheBatch => eprintln!(
+                    OnStop::AfterTheBatch => crate::stderr_line!(
                         "{name}: stopping after the batch in flight ({name} again stops at once)"
                     ),
                     OnStop::FinishFirst { finishing, .. } => {
-                        eprintln!("{name}: {finishing} ({name} again stops at once)")
+                        crate::stderr_line!("{name}: {finishing} ({name} again stops at once)")
                     }
                 }
                 continue;
@@ -375,7 +375,7 @@ pub(crate) fn stop_on_signals(
             let cancel_failed = match canceller {
                 None => None,
                 Some(canceller) => {
-                    eprintln!("{again}: cancelling the batch in flight on the server");
+                    crate::stderr_line!("{again}: cancelling the batch in flight on the server");
                     let failed = tokio::select! {
                         outcome = tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()) => {
                             match outcome {
@@ -403,16 +403,16 @@ pub(crate) fn stop_on_signals(
                 false => done,
             };
             match &on_stop {
-                OnStop::AfterTheBatch => eprintln!(
+                OnStop::AfterTheBatch => crate::stderr_line!(
                     "warning: {again}: stopping now ({done}); a batch is done whole or \
                      not at all, and running the same command again does the rest"
                 ),
                 OnStop::FinishFirst { if_stopped_now, .. } => {
-                    eprintln!("warning: {again}: stopping now; {}", if_stopped_now())
+                    crate::stderr_line!("warning: {again}: stopping now; {}", if_stopped_now())
                 }
             }
             if let Some((failed, without_the_cancel)) = cancel_failed {
-                eprintln!(
+                crate::stderr_line!(
                     "{}",
                     crate::output::redact_secrets(&format!(
                         "warning: could not cancel the batch in flight on the server ({failed}); \
