@@ -165,6 +165,14 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
                 }
                 i += 1;
             }
+            // SQLite also quotes a name in brackets: `[@by]` is a column, not a placeholder.
+            '[' if sqlite => {
+                let Some(end) = (i + 1..chars.len()).find(|&end| chars[end] == ']') else {
+                    bail!("the handler SQL has an unterminated […] quote");
+                };
+                sql.extend(&chars[i..=end]);
+                i = end + 1;
+            }
             '-' if chars.get(i + 1) == Some(&'-') => {
                 while i < chars.len() && chars[i] != '\n' {
                     i += 1;
@@ -199,8 +207,8 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
             // PostgreSQL's `?` is a jsonb operator; elsewhere it is a placeholder.
             '?' if !dialect.numbered_params => return Err(own_placeholder(&chars, i)),
             // SQLite's other placeholders: `$1` and `$name` (a `$` inside a name is part of
-            // it), `@name`, and `:1`, which a `:name` of replay's is not.
-            '$' | '@'
+            // it), `@name`, `#name`, and `:1` or `:é`, which a `:name` of replay's is not.
+            '$' | '@' | '#'
                 if sqlite
                     && chars
                         .get(i + 1)
@@ -209,7 +217,11 @@ pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
             {
                 return Err(own_placeholder(&chars, i))
             }
-            ':' if sqlite && chars.get(i + 1).is_some_and(char::is_ascii_digit) => {
+            ':' if sqlite
+                && chars
+                    .get(i + 1)
+                    .is_some_and(|n| n.is_alphanumeric() && !n.is_ascii_alphabetic()) =>
+            {
                 return Err(own_placeholder(&chars, i))
             }
             ':' if chars.get(i + 1) == Some(&':') => {
@@ -402,7 +414,7 @@ mod tests {
         assert!(refused("SELECT ? FROM t", Backend::Mysql).contains(" ?, on line 1;"));
         assert!(refused("SELECT ?", Backend::Sqlite).contains(" ?, on line 1;"));
         // SQLite's own also take a name, or a number after `$` or `:`.
-        for own in ["$1", "$x", "@x", ":1", "?2"] {
+        for own in ["$1", "$x", "@x", "#x", ":1", ":é", "?2"] {
             assert!(
                 refused(
                     &format!("INSERT INTO t VALUES (:event_id, {own})"),
@@ -413,7 +425,7 @@ mod tests {
             );
         }
         // A `$` inside a name, or text: no placeholder.
-        let sqlite = "SELECT a$1, '$1 @x :1' FROM t WHERE x = :x";
+        let sqlite = "SELECT a$1, '$1 @x :1', [@by], [t:1] FROM t WHERE x = :x";
         assert_eq!(
             parse(sqlite, Backend::Sqlite.dialect()).unwrap()[0].params,
             ["x"]

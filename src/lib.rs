@@ -49,28 +49,17 @@ fn read_dot_env() {
                     std::env::set_var(key, value);
                 }
             }
-            Err(dotenvy::Error::LineParse(text, _)) => {
-                // The error holds the rest of the line from the setting's value on: the file
-                // itself gives the line's number and key.
+            Err(dotenvy::Error::LineParse(rest, _)) => {
                 let file = std::fs::read_to_string(&path).unwrap_or_default();
-                let found = file
-                    .lines()
-                    .enumerate()
-                    .find(|(_, line)| !text.is_empty() && line.contains(text.trim()));
-                let (number, key) = match found {
-                    Some((index, line)) => (
-                        format!(":{}", index + 1),
-                        line.split('=').next().unwrap_or_default().trim(),
-                    ),
-                    None => (String::new(), ""),
-                };
-                let setting = match key {
-                    "" => "a line".to_string(),
-                    key => format!("the line setting {key}"),
+                let (number, key) = unreadable_line(&file, &rest);
+                let number = number.map_or_else(String::new, |n| format!(":{n}"));
+                let what = match key {
+                    Some(key) => format!("the line setting {key}"),
+                    None => "a line".to_string(),
                 };
                 crate::stderr_line!(
-                    "warning: {}{number}: {setting} cannot be read (a value with spaces \
-                     needs quotes); {} are not read from it or the lines after it",
+                    "warning: {}{number}: {what} cannot be read (expected KEY=VALUE, a value \
+                     with spaces in quotes); {} are not read from it or the lines after it",
                     path.display(),
                     DOT_ENV_SETTINGS.join(" and ")
                 );
@@ -82,6 +71,32 @@ fn read_dot_env() {
             }
         }
     }
+}
+
+/// Where the `.env` line dotenvy could not read is in `file`, counted from 1, and the key it
+/// sets; `rest` is what its error holds, the line from where reading failed on. Neither
+/// shows the line's value, which may be a secret: a line without `=` has no key to name
+/// (`DB_PASSWORD hunter2`), and a comment that quotes the line is not it.
+fn unreadable_line<'f>(file: &'f str, rest: &str) -> (Option<usize>, Option<&'f str>) {
+    let rest = rest.trim();
+    let Some((index, found)) = file.lines().enumerate().find(|(_, candidate)| {
+        !rest.is_empty()
+            && !candidate.trim_start().starts_with('#')
+            && candidate.trim_end().ends_with(rest)
+    }) else {
+        return (None, None);
+    };
+    let key = found.split_once('=').map(|(key, _)| {
+        let key = key.trim();
+        key.strip_prefix("export ").unwrap_or(key).trim()
+    });
+    let is_a_name = |key: &&str| {
+        !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    };
+    (Some(index + 1), key.filter(is_a_name))
 }
 
 /// Parse the command line, run the command, print any error once with its context chain.
@@ -175,6 +190,30 @@ fn with_details(cause: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line and key of an unreadable `.env` line, never more of it: a line without `=`
+    /// names no key, and a comment that holds the same text is not the line.
+    #[test]
+    fn an_unreadable_dot_env_line_is_named_by_number_and_key() {
+        let file = "# e.g. APP_NAME=my app\nDATABASE_URL=sqlite://a.db\nAPP_NAME=my app\n\
+                    DB_PASSWORD hunter2\nexport TOKEN='open\n";
+        assert_eq!(
+            unreadable_line(file, "APP_NAME=my app"),
+            (Some(3), Some("APP_NAME"))
+        );
+        assert_eq!(
+            unreadable_line(file, "DB_PASSWORD hunter2"),
+            (Some(4), None)
+        );
+        assert_eq!(
+            unreadable_line(file, "export TOKEN='open"),
+            (Some(5), Some("TOKEN"))
+        );
+        assert_eq!(unreadable_line(file, "my app"), (Some(3), Some("APP_NAME")));
+        assert_eq!(unreadable_line(file, " hunter2"), (Some(4), None));
+        assert_eq!(unreadable_line(file, "not in the file"), (None, None));
+        assert_eq!(unreadable_line("a b=c d\n", "a b=c d"), (Some(1), None));
+    }
 
     /// One line, each cause once: a driver's multi-line message (PostgreSQL's DETAIL) joins it.
     #[test]

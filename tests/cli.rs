@@ -838,9 +838,9 @@ fn settings_come_from_a_dot_env_file() {
     assert!(
         warning.starts_with("warning: ")
             && warning.ends_with(
-                ".env:2: the line setting APP_NAME cannot be read (a value with spaces needs \
-                 quotes); DATABASE_URL and KAFKA_BROKERS are not read from it or the lines \
-                 after it"
+                ".env:2: the line setting APP_NAME cannot be read (expected KEY=VALUE, a value \
+                 with spaces in quotes); DATABASE_URL and KAFKA_BROKERS are not read from it or \
+                 the lines after it"
             ),
         "{}",
         unread.stderr
@@ -851,6 +851,20 @@ fn settings_come_from_a_dot_env_file() {
         "{}",
         unread.stderr
     );
+    // A line without `=` names no key: the whole line may be a password.
+    std::fs::write(
+        dir.path().join(".env"),
+        "DATABASE_URL=sqlite://from-dotenv.db\nDB_PASSWORD hunter2pw\n",
+    )
+    .unwrap();
+    let no_key = run(&[], &["inspect"]).code(0);
+    let warning = no_key.stderr.lines().next().unwrap();
+    assert!(
+        warning.ends_with(".env:2: a line cannot be read (expected KEY=VALUE, a value with spaces in quotes); DATABASE_URL and KAFKA_BROKERS are not read from it or the lines after it"),
+        "{}",
+        no_key.stderr
+    );
+    assert!(!no_key.stderr.contains("hunter2pw"), "{}", no_key.stderr);
 }
 
 /// -q keeps notes off stderr, never errors.

@@ -2389,3 +2389,36 @@ async fn negative_offsets_are_named_and_export_dash_is_standard_output() {
     assert!(!db.dir.path().join("-").exists());
     assert_eq!(broker().committed(&group, &topic, 2), at(&[1, 1]));
 }
+
+/// A full disk on stdout: `--export -` fails rather than say it wrote the plan, and
+/// `--execute --format json` still applies the reset, reads it back and cleans up, then
+/// fails naming what was done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_stdout_fails_the_export_and_after_a_reset_says_it_was_applied() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker().create_topic(&topic, 2).await;
+    fill(broker(), &topic, "e", &[3, 4]).await;
+    broker().commit(&group, &topic, &[(0, 1), (1, 1)]);
+    let to_full = |rest: &[&str]| {
+        let mut args = vec!["offsets", "reset", "--group", &group, "--topic", &topic];
+        args.extend_from_slice(rest);
+        let mut command = db.command(&args);
+        command.env("KAFKA_BROKERS", &broker().address).stdout(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        );
+        Run::from(command.output().unwrap())
+    };
+    let no_room = "could not write to standard output: No space left on device (os error 28)";
+    let export = to_full(&["--to-offset", "2", "--export", "-"]).code(1);
+    assert_eq!(export.stderr, format!("error: {no_room}\n"));
+    let reset = to_full(&["--to-offset", "2", "--execute", "--format", "json"]).code(1);
+    assert_eq!(
+        reset.stderr.lines().last().unwrap(),
+        format!("error: the reset was applied, and its offsets read back as planned: {no_room}")
+    );
+    assert_eq!(broker().committed(&group, &topic, 2), at(&[2, 2]));
+}
