@@ -3515,7 +3515,7 @@ async fn ctrl_c_after_the_question_and_before_the_first_batch_deletes_nothing() 
     let mut command = db.command(&["prune", "--older-than", "30d", "--strategy", "index"]);
     command.env("TERM", "xterm");
     let mut asked = terminal::Terminal::spawn(command);
-    asked.expect("Delete 1 rows of processed_messages processed before");
+    asked.expect("Delete 1 row of processed_messages processed before");
     asked.send("y");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !waits_for_a_lock(&mut db).await {

@@ -1615,7 +1615,7 @@ async fn postgres_classic_timestamps_without_zone_are_read_in_the_database_defau
     let run = zoned.run(&["migrate", "run"]).ok();
     assert_eq!(
         run.stderr,
-        "adopted the classic processed_messages table in place, keeping its 1 rows\n"
+        "adopted the classic processed_messages table in place, keeping its 1 row\n"
     );
     let pool = zoned.pool().await;
     let instant: String = sqlx::query_scalar(

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::cli::{Format, MigrateArgs, MigrateCommand};
 use crate::exit::ExitStatus;
 use crate::migrate::{self, MigrationStep};
-use crate::output::{confirm, or_dash, table, Output};
+use crate::output::{confirm, counted, or_dash, table, Output};
 use crate::store::{mysql, Backend, CreateMode, InboxLayout, Store, INBOX_TABLE};
 
 pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -110,7 +110,8 @@ async fn run_migrations(
     // left to do.
     if let (Some(rows), false) = (classic_rows, steps.is_empty()) {
         output.note(format!(
-            "adopted the classic {INBOX_TABLE} table in place, keeping its {rows} rows"
+            "adopted the classic {INBOX_TABLE} table in place, keeping its {}",
+            counted(rows.max(0) as u64, "row", "rows")
         ));
     }
     for read in steps.iter().filter_map(|step| step.times_read_in.as_ref()) {
@@ -262,9 +263,13 @@ async fn revert(
         let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
         if rows > 0 {
             let answer = confirm(
-                format!("Revert drops {INBOX_TABLE} with its {rows} rows. Continue?"),
                 format!(
-                    "refusing to drop {INBOX_TABLE} with {rows} rows without confirmation; pass --yes"
+                    "Revert drops {INBOX_TABLE} with its {}. Continue?",
+                    counted(rows.max(0) as u64, "row", "rows")
+                ),
+                format!(
+                    "refusing to drop {INBOX_TABLE} with {} without confirmation; pass --yes",
+                    counted(rows.max(0) as u64, "row", "rows")
                 ),
             )
             .await?;

@@ -240,7 +240,13 @@ async fn prune(
         _ => None,
     };
     let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
-    output.debug(format!("prune strategy: {strategy:?}"));
+    output.debug(format!(
+        "prune strategy: {}",
+        serde_json::to_value(strategy)
+            .ok()
+            .and_then(|name| name.as_str().map(str::to_string))
+            .unwrap_or_default()
+    ));
 
     let (mut rows_matched, mut rows_planned) = (None, None);
     if counting {
@@ -293,13 +299,15 @@ async fn prune(
         before_deleting.abort();
         let answer = confirm(
             format!(
-                "Delete {rows_planned} rows of {INBOX_TABLE} processed before {} from {}?",
+                "Delete {} of {INBOX_TABLE} processed before {} from {}?",
+                counted(rows_planned, "row", "rows"),
                 crate::time::shown_utc(cutoff),
                 store.url.endpoint
             ),
             format!(
-                "refusing to delete {rows_planned} rows without confirmation: there is no terminal to ask on; \
-                 pass --yes (as cron jobs must) or --dry-run to only count"
+                "refusing to delete {} without confirmation: there is no terminal to ask on; \
+                 pass --yes (as cron jobs must) or --dry-run to only count",
+                counted(rows_planned, "row", "rows")
             ),
         )
         .await?;

@@ -346,6 +346,12 @@ impl DatabaseUrl {
             Backend::Postgres => 5432,
             _ => 3306,
         });
+        // As the server gets them: `app%40corp` is the user app@corp.
+        let decoded = |text: &str| {
+            percent_encoding::percent_decode_str(text)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
         let user = match backend {
             // sqlx's PostgreSQL driver takes the query's user (`?user=app`) over the URL's, as
             // libpq does.
@@ -353,11 +359,14 @@ impl DatabaseUrl {
                 .query_pairs()
                 .find(|(key, _)| key == "user")
                 .map(|(_, user)| user.into_owned())
-                .unwrap_or_else(|| parsed.username().to_string()),
+                .unwrap_or_else(|| decoded(parsed.username())),
             // Its MySQL driver reads no `user` from the query.
-            _ => parsed.username().to_string(),
+            _ => decoded(parsed.username()),
         };
-        let database = match (parsed.path().trim_start_matches('/'), backend) {
+        let database = match (
+            decoded(parsed.path().trim_start_matches('/')).as_str(),
+            backend,
+        ) {
             // PostgreSQL then takes the database named like the user.
             ("", Backend::Postgres) if !user.is_empty() => {
                 format!("database '{user}' by default")
@@ -2848,6 +2857,12 @@ mod tests {
         assert_eq!(
             url.endpoint,
             "PostgreSQL server db.example:5432 (database 'inbox', user 'app')"
+        );
+        // Named as the server gets them, not percent-encoded.
+        let url = DatabaseUrl::parse("postgres://app%40corp:pw@db.example/in%20box").unwrap();
+        assert_eq!(
+            url.endpoint,
+            "PostgreSQL server db.example:5432 (database 'in box', user 'app@corp')"
         );
         // The user the driver connects as: the query's on PostgreSQL, none of it on MySQL.
         let url = DatabaseUrl::parse("postgres://app@db.example/inbox?user=other").unwrap();
