@@ -122,15 +122,14 @@ pub fn main() -> ExitCode {
         runtime.shutdown_background();
     }
     match result {
-        // The result, or part of it, never reached stdout.
-        Ok(_) if output::stdout_error().is_some() => {
-            crate::stderr_line!(
-                "error: could not write to standard output: {}",
-                output::stdout_error().unwrap_or_default()
-            );
-            ExitStatus::Error.into()
-        }
-        Ok(status) => status.into(),
+        Ok(status) => match output::stdout_error() {
+            // The result, or part of it, never reached stdout.
+            Some(error) => {
+                crate::stderr_line!("error: could not write to standard output: {error}");
+                ExitStatus::Error.into()
+            }
+            None => status.into(),
+        },
         Err(error) => {
             let status = if error::is_usage(&error) {
                 ExitStatus::Usage

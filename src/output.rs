@@ -93,7 +93,6 @@ fn percent_decode(text: &str) -> String {
         .unwrap_or_else(|| text.to_string())
 }
 
-/// How a command should talk to the person or script that ran it.
 /// The first failed write to stdout other than to a closed pipe, for the exit code: a command
 /// whose result was lost did not succeed, whatever it did.
 static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -114,6 +113,20 @@ macro_rules! stderr_line {
     }};
 }
 
+/// Writes `bytes` to stdout. A failure other than a closed pipe (`inboxctl inspect | head`,
+/// the reader's choice) is an error, and is kept for [`stdout_error`].
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = STDOUT_ERROR.set(error.to_string());
+            Err(error).context("could not write to standard output")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How a command should talk to the person or script that ran it.
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
     pub format: Format,
@@ -157,16 +170,13 @@ impl Output {
 
     /// [`Output::print`], failing as well where the write did.
     fn print_checked(&self, text: &str) -> anyhow::Result<()> {
-        let mut stdout = std::io::stdout().lock();
-        let written = writeln!(stdout, "{}", redact_secrets(text)).and_then(|()| stdout.flush());
-        match written {
-            // A closed pipe (`inboxctl inspect | head`) is the reader's choice.
-            Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
-                let _ = STDOUT_ERROR.set(error.to_string());
-                Err(error).context("could not write to standard output")
-            }
-            _ => Ok(()),
-        }
+        write_stdout(format!("{}\n", redact_secrets(text)).as_bytes())
+    }
+
+    /// `text` on stdout as it is: no line added, nothing scrubbed (a script the command
+    /// generated). Fails as [`Output::print_json`] does.
+    pub fn print_verbatim(&self, text: &str) -> anyhow::Result<()> {
+        write_stdout(text.as_bytes())
     }
 
     pub fn print_json<T: Serialize>(&self, value: &T) -> anyhow::Result<()> {

@@ -1,8 +1,5 @@
 //! `inboxctl completions <shell>`: the scripts under `completions/` are this output.
 
-use std::io::Write;
-
-use anyhow::Context;
 use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionsArgs, Format};
@@ -16,18 +13,8 @@ pub fn run(args: CompletionsArgs, output: Output) -> anyhow::Result<ExitStatus> 
             "--format does not apply to completions, which prints a shell script",
         ));
     }
-    let script = script(args.shell);
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(script.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        // A closed pipe is the reader's choice.
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(error).context("could not write to standard output")
-        }
-        _ => Ok(ExitStatus::Success),
-    }
+    output.print_verbatim(&script(args.shell))?;
+    Ok(ExitStatus::Success)
 }
 
 pub fn script(shell: clap_complete::Shell) -> String {

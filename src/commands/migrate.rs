@@ -262,14 +262,11 @@ async fn revert(
     if plan.iter().any(|m| m.version == 1) && !yes {
         let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
         if rows > 0 {
+            let rows = counted(rows as u64, "row", "rows");
             let answer = confirm(
+                format!("Revert drops {INBOX_TABLE} with its {rows}. Continue?"),
                 format!(
-                    "Revert drops {INBOX_TABLE} with its {}. Continue?",
-                    counted(rows.max(0) as u64, "row", "rows")
-                ),
-                format!(
-                    "refusing to drop {INBOX_TABLE} with {} without confirmation; pass --yes",
-                    counted(rows.max(0) as u64, "row", "rows")
+                    "refusing to drop {INBOX_TABLE} with {rows} without confirmation; pass --yes"
                 ),
             )
             .await?;

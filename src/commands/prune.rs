@@ -171,11 +171,7 @@ async fn prune(
         // Of one consumer: a time limit it cannot fit in is the only one left.
         result => result.map_err(|error| {
             with_time_limit_hint(error, RAISE_THE_LIMIT, || {
-                format!(
-                    "{} the old rows of consumer '{}'",
-                    reading(counting),
-                    only.as_deref().unwrap_or_default()
-                )
+                reading_one(counting, only.as_deref().unwrap_or_default())
             })
         })?,
     };
@@ -240,13 +236,10 @@ async fn prune(
         _ => None,
     };
     let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
-    output.debug(format!(
-        "prune strategy: {}",
-        serde_json::to_value(strategy)
-            .ok()
-            .and_then(|name| name.as_str().map(str::to_string))
-            .unwrap_or_default()
-    ));
+    // Named as --strategy takes it, and as the JSON report does.
+    if let Some(name) = clap::ValueEnum::to_possible_value(&strategy) {
+        output.debug(format!("prune strategy: {}", name.get_name()));
+    }
 
     let (mut rows_matched, mut rows_planned) = (None, None);
     if counting {
@@ -416,6 +409,14 @@ fn reading(counting: bool) -> &'static str {
     }
 }
 
+/// What prune was doing with one consumer's rows, for [`with_time_limit_hint`].
+fn reading_one(counting: bool, consumer: &str) -> String {
+    format!(
+        "{} the old rows of consumer '{consumer}'",
+        reading(counting)
+    )
+}
+
 /// [`Store::prunable_by_consumer`] one consumer at a time: a statement each, so that each
 /// fits in the session's statement time limit where the one for all of them did not.
 async fn prunable_one_by_one(
@@ -436,12 +437,7 @@ async fn prunable_one_by_one(
             .prunable_by_consumer(Some(consumer), cutoff, counting)
             .await
             .map_err(|error| {
-                with_time_limit_hint(error, RAISE_THE_LIMIT, || {
-                    format!(
-                        "{} the old rows of consumer '{consumer}'",
-                        reading(counting)
-                    )
-                })
+                with_time_limit_hint(error, RAISE_THE_LIMIT, || reading_one(counting, consumer))
             })?;
         prunable.extend(rows);
     }
