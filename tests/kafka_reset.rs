@@ -2362,16 +2362,23 @@ async fn a_reset_of_a_group_the_brokers_do_not_know_warns_that_it_creates_it() {
     assert_eq!(warnings(&again), Vec::<String>::new());
 }
 
+/// A new topic of 2 partitions holding 3 and 4 messages, and a new group committed at offset
+/// 1 of each: (topic, group).
+async fn a_group_at_offset_1_of_two_partitions() -> (String, String) {
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker().create_topic(&topic, 2).await;
+    fill(broker(), &topic, "e", &[3, 4]).await;
+    broker().commit(&group, &topic, &[(0, 1), (1, 1)]);
+    (topic, group)
+}
+
 /// A negative --to-offset gets the tool's own usage error, not clap's "unexpected
 /// argument"; `--export -` writes the plan to standard output, as CSV tools take `-`, and
 /// leaves no file named `-`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn negative_offsets_are_named_and_export_dash_is_standard_output() {
     let db = TestDb::new(Backend::Sqlite).await;
-    let (topic, group) = (unique("orders"), unique("billing"));
-    broker().create_topic(&topic, 2).await;
-    fill(broker(), &topic, "e", &[3, 4]).await;
-    broker().commit(&group, &topic, &[(0, 1), (1, 1)]);
+    let (topic, group) = a_group_at_offset_1_of_two_partitions().await;
     let negative = reset(&db, &group, &topic, &["--to-offset", "-1"]).code(2);
     assert_eq!(
         negative.stderr,
@@ -2396,10 +2403,7 @@ async fn negative_offsets_are_named_and_export_dash_is_standard_output() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_stdout_fails_the_export_and_after_a_reset_says_it_was_applied() {
     let db = TestDb::new(Backend::Sqlite).await;
-    let (topic, group) = (unique("orders"), unique("billing"));
-    broker().create_topic(&topic, 2).await;
-    fill(broker(), &topic, "e", &[3, 4]).await;
-    broker().commit(&group, &topic, &[(0, 1), (1, 1)]);
+    let (topic, group) = a_group_at_offset_1_of_two_partitions().await;
     let to_full = |rest: &[&str]| {
         let mut args = vec!["offsets", "reset", "--group", &group, "--topic", &topic];
         args.extend_from_slice(rest);
