@@ -116,6 +116,15 @@ fn dollar_quoted(rest: &str, before: Option<char>) -> Option<usize> {
 /// alone; a placeholder of the backend's own (`$2`, `?`) is refused. MySQL also escapes a
 /// quote inside a string with a backslash (`'it\'s'`) and starts comments with `#`.
 pub fn parse(text: &str, dialect: &Dialect) -> anyhow::Result<Vec<Statement>> {
+    // No driver sends a NUL in a statement's text: SQLite's refuses it on the client, and the
+    // servers' protocols end the text there. A file saved as UTF-16 is mostly NULs.
+    if let Some(at) = text.find('\0') {
+        let line = 1 + text[..at].matches('\n').count();
+        return Err(crate::error::usage(format!(
+            "the handler SQL holds a NUL byte on line {line}; save it as UTF-8 text (was it \
+             saved as UTF-16?)"
+        )));
+    }
     let mysql = std::ptr::eq(dialect, Backend::Mysql.dialect());
     let sqlite = std::ptr::eq(dialect, Backend::Sqlite.dialect());
     let mut statements = Vec::new();
@@ -397,6 +406,27 @@ mod tests {
             "$$ $1 $$ || X || $q$ $1 $q$ || a$b$1 || X$"
         );
         assert_eq!(replace_placeholder("$$ $1", "$1", "X"), "$$ $1");
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_with_its_line() {
+        let utf16: String = "SELECT 1;\nINSERT INTO t VALUES (:event_id)"
+            .chars()
+            .flat_map(|c| [c, '\0'])
+            .collect();
+        for (text, line) in [(utf16.as_str(), 1), ("SELECT 1;\nSELECT '\0';", 2)] {
+            for backend in [Backend::Sqlite, Backend::Postgres, Backend::Mysql] {
+                let error = parse(text, backend.dialect()).unwrap_err();
+                assert!(crate::error::is_usage(&error), "{error:#}");
+                assert_eq!(
+                    error.to_string(),
+                    format!(
+                        "the handler SQL holds a NUL byte on line {line}; save it as UTF-8 \
+                         text (was it saved as UTF-16?)"
+                    )
+                );
+            }
+        }
     }
 
     #[test]

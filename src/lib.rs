@@ -102,7 +102,10 @@ fn unreadable_line<'f>(file: &'f str, rest: &str) -> (Option<usize>, Option<&'f 
 /// Parse the command line, run the command, print any error once with its context chain.
 pub fn main() -> ExitCode {
     read_dot_env();
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return clap_exit(&error),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -139,6 +142,23 @@ pub fn main() -> ExitCode {
             crate::stderr_line!("error: {}", shown_error(&error));
             status.into()
         }
+    }
+}
+
+/// What clap's own exit does (help or the version on stdout with 0, a usage error on stderr
+/// with 2), except that help or a version that cannot be written is an error, exit 1, as any
+/// other result is; a closed pipe (`| head`) is not.
+fn clap_exit(error: &clap::Error) -> ExitCode {
+    use std::io::Write;
+    let printed = error.print().and_then(|()| std::io::stdout().flush());
+    match printed {
+        Err(failure)
+            if !error.use_stderr() && failure.kind() != std::io::ErrorKind::BrokenPipe =>
+        {
+            crate::stderr_line!("error: could not write to standard output: {failure}");
+            ExitStatus::Error.into()
+        }
+        _ => ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2)),
     }
 }
 

@@ -186,7 +186,8 @@ fn a_full_stdout_or_stderr_is_an_error_or_ignored_never_a_panic() {
     let no_room =
         "error: could not write to standard output: No space left on device (os error 28)\n";
     let piped = std::process::Stdio::piped;
-    // Through the tool's own table and JSON printing, and the completion script's.
+    // Through the tool's own table and JSON printing, the completion script's, and clap's
+    // help and version.
     assert_eq!(
         run(&["migrate", "run"], full().into(), piped()),
         (Some(1), no_room.to_string())
@@ -194,6 +195,10 @@ fn a_full_stdout_or_stderr_is_an_error_or_ignored_never_a_panic() {
     for args in [
         &["migrate", "status", "--format", "json"][..],
         &["completions", "bash"],
+        &["--help"],
+        &["-h"],
+        &["migrate", "--help"],
+        &["--version"],
     ] {
         assert_eq!(
             run(args, full().into(), piped()),
@@ -219,19 +224,29 @@ fn a_full_stdout_or_stderr_is_an_error_or_ignored_never_a_panic() {
         run(&missing, piped(), full().into()),
         (Some(1), String::new())
     );
+    // A usage error still goes to stderr, with its own exit code.
+    let usage = run(&["--no-such-flag"], full().into(), piped());
+    assert_eq!(usage.0, Some(2));
+    assert!(
+        usage.1.starts_with("error: unexpected argument '--no-such-flag'"),
+        "{}",
+        usage.1
+    );
     // A reader that goes after one line.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
-        .env_remove("DATABASE_URL")
-        .current_dir(dir.path())
-        .args(["completions", "bash"])
-        .stdout(piped())
-        .stderr(piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let closed = child.wait_with_output().unwrap();
-    assert_eq!(closed.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&closed.stderr), "");
+    for args in [&["completions", "bash"][..], &["--help"]] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
+            .env_remove("DATABASE_URL")
+            .current_dir(dir.path())
+            .args(args)
+            .stdout(piped())
+            .stderr(piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let closed = child.wait_with_output().unwrap();
+        assert_eq!(closed.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&closed.stderr), "", "{args:?}");
+    }
 }
 
 /// Ctrl-C while prune connects (to a server that never answers) ends it at once, saying that

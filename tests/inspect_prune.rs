@@ -1975,6 +1975,47 @@ async fn the_earliest_times_are_pruned(backend: Backend) {
 
 each_backend!(the_earliest_times_are_pruned);
 
+/// A row exactly at an age bucket's edge (1h, 1d, 7d, 30d old) is in the older bucket: the
+/// labels say `< 1h` and `>= 30d`. Asked of the store with a `now` of the test's choosing.
+async fn a_row_exactly_at_an_age_edge_is_in_the_older_bucket(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now: DateTime<Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
+    let edges = [
+        Duration::hours(1),
+        Duration::days(1),
+        Duration::days(7),
+        Duration::days(30),
+    ];
+    let rows: Vec<_> = edges
+        .iter()
+        .enumerate()
+        .map(|(n, age)| row("c", &format!("e{n}"), None, now - *age))
+        .collect();
+    db.insert_rows(&rows).await;
+    let url = DatabaseUrl::parse(&db.url).unwrap();
+    let timeout = std::time::Duration::from_secs(10);
+    let store = Store::connect_with(&url, timeout, CreateMode::MustExist, 1, false)
+        .await
+        .unwrap();
+    let mut connection = store.acquire().await.unwrap();
+    let stats = store
+        .consumer_stats(&mut connection, None, now)
+        .await
+        .unwrap();
+    assert_eq!(stats.len(), 1);
+    // Rows newer than 1h, 1d, 7d, 30d ago: none, the 1h-old one, and so on.
+    assert_eq!(stats[0].newer_than, [0, 1, 2, 3]);
+    // A millisecond earlier, each row is younger than its edge.
+    let stats = store
+        .consumer_stats(&mut connection, None, now - Duration::milliseconds(1))
+        .await
+        .unwrap();
+    assert_eq!(stats[0].newer_than, [1, 2, 3, 4]);
+}
+
+each_backend!(a_row_exactly_at_an_age_edge_is_in_the_older_bucket);
+
 /// An application's `event_id uuid` column: prune and inspect work, but an id bound as text
 /// cannot be compared with it, so a lookup says what to change instead of failing on the
 /// server's `operator does not exist: uuid = text`.

@@ -628,6 +628,7 @@ impl TopicCheck<'_> {
                     vec![whole],
                     None,
                     source,
+                    store.backend,
                 )
             });
             // The inbox's per-partition figures and the topic scan run side by side.
@@ -1006,6 +1007,7 @@ impl Checking<'_> {
             rounds,
             Some(gaps),
             self.source,
+            self.store.backend,
         );
         let progress = self
             .output
@@ -1102,10 +1104,11 @@ impl ScanChunk {
         }
     }
 
-    fn add(&mut self, partition: i32, offset: i64, event_id: Option<&str>) {
+    /// `backend` says which part of the id its inbox compares (see [`Backend::id_key`]).
+    fn add(&mut self, partition: i32, offset: i64, event_id: Option<&str>, backend: Backend) {
         let event_id = event_id.map(|id| {
             self.ids.push_str(id);
-            (id_hash(id), self.ids.len())
+            (id_hash(backend.id_key(id)), self.ids.len())
         });
         self.messages.push(Scanned {
             partition,
@@ -1176,6 +1179,7 @@ fn start_reader(
     rounds: Vec<Vec<(i32, i64, i64)>>,
     only: Option<BTreeMap<i32, Vec<(i64, i64)>>>,
     source: &EventIdSource,
+    backend: Backend,
 ) -> Reader {
     let (sender, chunks) = tokio::sync::mpsc::channel::<ScanChunk>(READ_AHEAD);
     let total = match &only {
@@ -1220,7 +1224,7 @@ fn start_reader(
                         *last = offset;
                     }
                     let event_id = source.extract(&topic, message);
-                    chunk.add(partition, offset, event_id.as_deref());
+                    chunk.add(partition, offset, event_id.as_deref(), backend);
                 },
             );
             if read.is_err() {
@@ -1259,12 +1263,13 @@ async fn load_inbox_ids(
             .ok(),
         _ => None,
     };
+    let backend = store.backend;
     let count = match fast {
         Some((client, connection)) => {
             let consumer = consumer.to_string();
             tokio::spawn(async move {
                 let client = std::sync::Arc::new(client);
-                let mut batches = IdBatches::new(sender);
+                let mut batches = IdBatches::new(sender, backend);
                 let loaded =
                     pg_pipeline::for_each_event_id(&client, &consumer, |id| batches.add(id)).await;
                 pg_pipeline::end_session(client, connection).await;
@@ -1275,7 +1280,7 @@ async fn load_inbox_ids(
             .context("loading the inbox's ids stopped unexpectedly")??
         }
         None => {
-            let mut batches = IdBatches::new(sender);
+            let mut batches = IdBatches::new(sender, backend);
             store
                 .for_each_event_id(consumer, |id| batches.add(id))
                 .await?;
@@ -1292,21 +1297,23 @@ async fn load_inbox_ids(
 /// Hashes ids into batches and sends each when full.
 struct IdBatches {
     sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>,
+    backend: Backend,
     batch: Vec<u128>,
     count: usize,
 }
 
 impl IdBatches {
-    fn new(sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>) -> IdBatches {
+    fn new(sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>, backend: Backend) -> IdBatches {
         IdBatches {
             sender,
+            backend,
             batch: Vec::with_capacity(ID_BATCH),
             count: 0,
         }
     }
 
     fn add(&mut self, id: &str) {
-        self.batch.push(id_hash(id));
+        self.batch.push(id_hash(self.backend.id_key(id)));
         if self.batch.len() == ID_BATCH {
             self.send();
         }
@@ -1936,11 +1943,13 @@ mod tests {
 
     #[test]
     fn a_chunk_keeps_its_ids_end_to_end() {
-        let mut chunk = ScanChunk::with_capacity(4);
-        chunk.add(0, 10, Some("evt-1"));
-        chunk.add(0, 11, None);
-        chunk.add(1, 12, Some("evt-22 ü"));
-        chunk.add(1, 13, Some("x"));
+        let mut chunk = ScanChunk::with_capacity(5);
+        chunk.add(0, 10, Some("evt-1"), Backend::Postgres);
+        chunk.add(0, 11, None, Backend::Postgres);
+        chunk.add(1, 12, Some("evt-22 ü"), Backend::Sqlite);
+        chunk.add(1, 13, Some("x "), Backend::Postgres);
+        // MariaDB's key takes `x ` for `x`: so does the hash, and the id stays as it was.
+        chunk.add(1, 14, Some("x "), Backend::Mysql);
         type Seen<'a> = (i32, i64, Option<(&'a str, u128)>);
         let seen: Vec<Seen> = chunk
             .iter()
@@ -1952,7 +1961,8 @@ mod tests {
                 (0, 10, Some(("evt-1", id_hash("evt-1")))),
                 (0, 11, None),
                 (1, 12, Some(("evt-22 ü", id_hash("evt-22 ü")))),
-                (1, 13, Some(("x", id_hash("x")))),
+                (1, 13, Some(("x ", id_hash("x ")))),
+                (1, 14, Some(("x ", id_hash("x")))),
             ]
         );
     }
@@ -1998,7 +2008,7 @@ mod tests {
                         9 => Some("e3".to_string()),
                         n => Some(format!("e{n}")),
                     };
-                    chunk.add(0, offset, id.as_deref());
+                    chunk.add(0, offset, id.as_deref(), Backend::Postgres);
                 }
                 chunk_sender.send(chunk).await.unwrap();
             }

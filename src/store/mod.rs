@@ -41,6 +41,17 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The part of an event id the inbox's key compares. MySQL's collation pads with spaces
+    /// (README, Limits): `x ` and `x` are one id there, so a run that tells ids apart in
+    /// memory (a dry run's count, the ids sent to a handler, compare's scan) does so as the
+    /// key does.
+    pub fn id_key(self, id: &str) -> &str {
+        match self {
+            Backend::Mysql => id.trim_end_matches(' '),
+            _ => id,
+        }
+    }
+
     pub fn dialect(self) -> &'static Dialect {
         match self {
             Backend::Sqlite => &sqlite::DIALECT,
@@ -1247,8 +1258,9 @@ impl Store {
             (d.timestamp_text)("MIN(processed_at)"),
             (d.timestamp_text)("MAX(processed_at)")
         ));
+        // Strictly after: a row exactly 1h old is no longer `< 1h`.
         for _ in AGE_BUCKETS {
-            sql.push(", COUNT(CASE WHEN processed_at >= ")
+            sql.push(", COUNT(CASE WHEN processed_at > ")
                 .timestamp_param()
                 .push(" THEN 1 END)");
         }
@@ -2402,22 +2414,12 @@ impl Store {
         }
         // The ids asked for, as the server matched them: a row `x ` answers for `x`.
         let found: std::collections::HashSet<&str> =
-            found.iter().map(|id| self.id_key(id)).collect();
+            found.iter().map(|id| self.backend.id_key(id)).collect();
         Ok(event_ids
             .iter()
-            .filter(|id| found.contains(self.id_key(id)))
+            .filter(|id| found.contains(self.backend.id_key(id)))
             .map(|id| id.to_string())
             .collect())
-    }
-
-    /// The part of an event id the inbox's key compares. MySQL's collation pads with spaces
-    /// (README, Limits): `x ` and `x` are one id there, so a run that tells ids apart in
-    /// memory (a dry run's count, the ids sent to a handler) does so as the key does.
-    pub fn id_key<'a>(&self, id: &'a str) -> &'a str {
-        match self.backend {
-            Backend::Mysql => id.trim_end_matches(' '),
-            _ => id,
-        }
     }
 
     /// Ends every connection as its protocol asks (PostgreSQL's Terminate, MySQL's
