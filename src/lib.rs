@@ -152,9 +152,7 @@ fn clap_exit(error: &clap::Error) -> ExitCode {
     use std::io::Write;
     let printed = error.print().and_then(|()| std::io::stdout().flush());
     match printed {
-        Err(failure)
-            if !error.use_stderr() && failure.kind() != std::io::ErrorKind::BrokenPipe =>
-        {
+        Err(failure) if !error.use_stderr() && failure.kind() != std::io::ErrorKind::BrokenPipe => {
             crate::stderr_line!("error: could not write to standard output: {failure}");
             ExitStatus::Error.into()
         }

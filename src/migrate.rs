@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, Connection, Executor, Row};
 
-use crate::store::{MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE};
+use crate::store::{Backend, MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE};
 use crate::time::parse_stored_timestamp;
 
 /// One schema change, with the SQL that undoes it.
@@ -199,6 +199,9 @@ async fn up_sql(
             );
         }
     }
+    if migration.version == 2 {
+        refuse_unadoptable(store, connection, migration).await?;
+    }
     let Some(rebuild) = &migration.rebuild else {
         return Ok(migration.up);
     };
@@ -216,6 +219,101 @@ async fn up_sql(
         RebuildPlan::AlreadyInTargetLayout => Ok(rebuild.up_in_target_layout),
         RebuildPlan::WouldLose(lost) => Err(rebuild.refusal(migration, &lost)),
     }
+}
+
+/// Refuses, before anything is written, a table that migration 2 would alter in place
+/// (PostgreSQL, MySQL) into something other than the inbox: one whose keys would go on
+/// refusing a second consumer's row for an event, or whose id columns it would narrow.
+async fn refuse_unadoptable(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<()> {
+    let Some(query) = store.dialect.unique_keys else {
+        return Ok(());
+    };
+    if !store.table_exists_on(connection, INBOX_TABLE).await? {
+        return Ok(());
+    }
+    let key_columns: Vec<(String, String, String)> = sqlx::query_as(query)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not list the unique keys of {INBOX_TABLE}"))?;
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for (name, kind, column) in key_columns {
+        match keys.last_mut() {
+            Some((last, _, columns)) if *last == name => {
+                columns.push(',');
+                columns.push_str(&column);
+            }
+            _ => keys.push((name, kind, column)),
+        }
+    }
+    let mut reasons = adoption_refusal(&keys, store.backend == Backend::Mysql);
+    if let Some(query) = store.dialect.key_columns_wider_than_target {
+        let wide: Vec<(String, i64)> = sqlx::query_as(query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+        reasons.extend(wide.iter().map(|(column, length)| {
+            format!(
+                "its {column} column holds up to {length} characters, and migration {} makes \
+                 it VARCHAR(255), which would refuse the application's longer values",
+                migration.version
+            )
+        }));
+    }
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "migration {} ({}) cannot adopt table {INBOX_TABLE}: {}. Nothing was changed. The \
+         inbox is keyed on (consumer, event_id), so that the consumers of one event do not \
+         dedupe each other; change the table first",
+        migration.version,
+        migration.description,
+        reasons.join("; ")
+    )
+}
+
+/// Why a table with these unique keys, each (name, `p` or `u`, its columns), cannot be
+/// adopted: a primary key other than the classic `(event_id)` (or the inbox's own `(consumer,
+/// event_id)`), which migration 2 would drop; on MySQL, none at all, which it cannot drop;
+/// and any other unique key without `consumer`, which would still refuse a second
+/// consumer's row for an event.
+fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) -> Vec<String> {
+    let columns_of = |list: &str| -> Vec<String> {
+        list.split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let mut reasons = Vec::new();
+    let primary = keys.iter().find(|(_, kind, _)| kind == "p");
+    match primary {
+        Some((name, _, list)) => {
+            let mut columns = columns_of(list);
+            columns.sort();
+            if columns != ["event_id"] && columns != ["consumer", "event_id"] {
+                reasons.push(format!(
+                    "its primary key {name} is on ({list}), where the classic table's is on \
+                     (event_id)"
+                ));
+            }
+        }
+        None if needs_primary_key => reasons
+            .push("it has no primary key, where the classic table's is on (event_id)".to_string()),
+        None => {}
+    }
+    for (name, _, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
+        if !columns_of(list).iter().any(|c| c == "consumer") {
+            reasons.push(format!(
+                "its unique key {name} on ({list}) does not hold consumer, so it would go on \
+                 refusing a second consumer's row"
+            ));
+        }
+    }
+    reasons
 }
 
 /// Refuses to drop the inbox table (`doing` says why it would be dropped) while it holds
@@ -883,32 +981,51 @@ async fn revert_applied(
         "DELETE FROM {MIGRATIONS_TABLE} WHERE version = {}",
         placeholders(store, 1)
     );
-    let mut steps = Vec::new();
     let plan = plan_revert(store, &applied, to)?;
     // Reverting version 1 drops the table, which undoes everything above it too: the later
     // down steps are only forgotten, not run. (Migration 2's down step cannot run on a table
     // where one event id belongs to several consumers, and need not when the table goes.)
     let undone = undone_versions(store, connection, &applied).await?;
     drop_prunes_of_a_dropped_inbox(store, connection).await?;
-    for &migration in &plan {
+    if !per_migration_transaction(store) {
+        return undo_plan(store, connection, &plan, &undone, &forget).await;
+    }
+    // PostgreSQL undoes the whole plan in one transaction: a step that fails (a DROP TABLE
+    // that another table's foreign key holds) must not leave the steps before it forgotten
+    // while their change stays, which neither `run` nor `revert` could then go on from.
+    let mut transaction = connection.begin().await?;
+    let steps = undo_plan(store, &mut transaction, &plan, &undone, &forget).await?;
+    transaction
+        .commit()
+        .await
+        .context("could not commit the revert")?;
+    Ok(steps)
+}
+
+/// Undoes each migration of `plan` in turn; on PostgreSQL inside the caller's transaction.
+async fn undo_plan(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    plan: &[&'static Migration],
+    undone: &[i64],
+    forget: &str,
+) -> anyhow::Result<Vec<MigrationStep>> {
+    let mut steps = Vec::new();
+    for &migration in plan {
         let started = Instant::now();
-        let run_sql = down_skipped(&plan, &undone, migration).is_none();
+        let run_sql = down_skipped(plan, undone, migration).is_none();
         if run_sql {
             refuse_revert(store, connection, migration).await?;
         }
         let mut not_in_place = undone.contains(&migration.version);
         if per_migration_transaction(store) {
-            let mut transaction = connection.begin().await?;
-            match undo_one(&mut transaction, migration, &forget, run_sql).await {
-                Ok(()) => transaction.commit().await,
-                Err(error) => Err(error),
-            }
+            undo_one(connection, migration, forget, run_sql).await
         } else {
             match change_in_place(connection, migration).await {
                 Ok(in_place) => {
                     not_in_place |= in_place == Some(false);
                     let run_sql = run_sql && in_place.unwrap_or(true);
-                    undo_one(connection, migration, &forget, run_sql).await
+                    undo_one(connection, migration, forget, run_sql).await
                 }
                 Err(error) => Err(error),
             }
@@ -925,8 +1042,12 @@ async fn revert_applied(
                 true => "; the classic layout keys on event_id alone, so no event id may belong to several consumers",
                 false => "",
             };
+            let whole = match per_migration_transaction(store) {
+                true => "; nothing was reverted",
+                false => "",
+            };
             anyhow::Error::new(error).context(format!(
-                "reverting migration {} ({}) failed{hint}",
+                "reverting migration {} ({}) failed{hint}{whole}",
                 migration.version, migration.description
             ))
         })?;
@@ -1106,8 +1227,52 @@ pub async fn inbox_rows(store: &Store) -> anyhow::Result<Option<i64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::RebuildPlan;
+    use super::{adoption_refusal, RebuildPlan};
     use crate::store::Backend;
+
+    #[test]
+    fn only_keys_that_let_every_consumer_record_an_event_are_adopted() {
+        let key = |name: &str, kind: &str, columns: &str| {
+            (name.to_string(), kind.to_string(), columns.to_string())
+        };
+        let classic = key("pk", "p", "event_id");
+        let current = key("pk", "p", "consumer,event_id");
+        // The classic and the current layout, a key that holds consumer, and (PostgreSQL)
+        // no primary key at all.
+        for keys in [
+            vec![classic.clone()],
+            vec![key("pk", "p", "Event_Id")],
+            vec![current.clone()],
+            vec![key("pk", "p", "event_id,consumer")],
+            vec![
+                classic.clone(),
+                key("u", "u", "topic,partition,offset,consumer"),
+            ],
+        ] {
+            assert_eq!(
+                adoption_refusal(&keys, true),
+                Vec::<String>::new(),
+                "{keys:?}"
+            );
+        }
+        assert_eq!(adoption_refusal(&[], false), Vec::<String>::new());
+        assert_eq!(
+            adoption_refusal(&[], true),
+            ["it has no primary key, where the classic table's is on (event_id)"]
+        );
+        assert_eq!(
+            adoption_refusal(&[key("pk", "p", "id"), key("uq", "u", "event_id")], false),
+            [
+                "its primary key pk is on (id), where the classic table's is on (event_id)",
+                "its unique key uq on (event_id) does not hold consumer, so it would go on \
+                 refusing a second consumer's row"
+            ]
+        );
+        assert_eq!(
+            adoption_refusal(&[current, key("lower", "u", "(expression)")], false).len(),
+            1
+        );
+    }
 
     #[test]
     fn a_rebuild_is_skipped_only_for_the_exact_key_with_the_coordinates() {

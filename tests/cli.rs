@@ -228,7 +228,9 @@ fn a_full_stdout_or_stderr_is_an_error_or_ignored_never_a_panic() {
     let usage = run(&["--no-such-flag"], full().into(), piped());
     assert_eq!(usage.0, Some(2));
     assert!(
-        usage.1.starts_with("error: unexpected argument '--no-such-flag'"),
+        usage
+            .1
+            .starts_with("error: unexpected argument '--no-such-flag'"),
         "{}",
         usage.1
     );

@@ -1241,6 +1241,152 @@ async fn sqlite_refuses_to_drop_an_inbox_that_other_tables_reference() {
     assert_eq!(db.count("invoices").await, 1);
 }
 
+/// A table whose keys would go on refusing a second consumer's row after migration 2 (a
+/// surrogate primary key with a unique event_id, a unique index beside the classic key), or
+/// whose id column migration 2 would narrow (MySQL), is refused before anything is written,
+/// dry run included, and named with what to change.
+async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backend) {
+    let text = match backend {
+        Backend::Mysql => "VARCHAR(255)",
+        _ => "text",
+    };
+    let cases = [
+        (
+            format!(
+                "CREATE TABLE processed_messages (id BIGINT PRIMARY KEY DEFAULT 1, event_id {text} NOT NULL, \
+                 consumer {text} NOT NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+                 CONSTRAINT once UNIQUE (event_id))"
+            ),
+            format!(
+                "its primary key {} is on (id), where the classic table's is on (event_id); its \
+                 unique key once on (event_id) does not hold consumer, so it would go on refusing \
+                 a second consumer's row",
+                match backend {
+                    Backend::Mysql => "PRIMARY",
+                    _ => "processed_messages_pkey",
+                }
+            ),
+        ),
+        (
+            format!(
+                "CREATE TABLE processed_messages (event_id {text} PRIMARY KEY, consumer {text} NOT \
+                 NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
+                 CREATE UNIQUE INDEX pm_event_id ON processed_messages (event_id)"
+            ),
+            "its unique key pm_event_id on (event_id) does not hold consumer, so it would go on \
+             refusing a second consumer's row"
+                .to_string(),
+        ),
+    ];
+    for (table, reasons) in cases {
+        let mut db = TestDb::new(backend).await;
+        db.exec(&table).await;
+        db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')")
+            .await;
+        let schema = db.schema().await;
+        for args in [&["migrate", "run"][..], &["migrate", "run", "--dry-run"]] {
+            let refused = db.run(args).code(1);
+            assert_eq!(
+                refused.stderr,
+                format!(
+                    "error: migration 2 (key (consumer, event_id), topic/partition/offset, \
+                     indexes) cannot adopt table processed_messages: {reasons}. Nothing was \
+                     changed. The inbox is keyed on (consumer, event_id), so that the consumers \
+                     of one event do not dedupe each other; change the table first\n"
+                ),
+                "{table} {args:?}"
+            );
+        }
+        assert_eq!(db.schema().await, schema, "{table}");
+        assert!(!db.table_exists("inboxctl_migrations").await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tables_that_adoption_would_not_make_an_inbox_are_refused() {
+    tables_that_adoption_would_not_make_an_inbox_are_refused(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_tables_that_adoption_would_not_make_an_inbox_are_refused() {
+    tables_that_adoption_would_not_make_an_inbox_are_refused(Backend::Mysql).await;
+}
+
+/// MySQL's migration 2 makes event_id and consumer VARCHAR(255): a wider column is refused
+/// rather than narrowed under the application's feet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_adoption_refuses_to_narrow_a_wider_id_column() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id VARCHAR(512) NOT NULL PRIMARY KEY, \
+         consumer VARCHAR(100) NOT NULL, processed_at DATETIME(3) NOT NULL DEFAULT \
+         CURRENT_TIMESTAMP(3))",
+    )
+    .await;
+    let refused = db.run(&["migrate", "run"]).code(1);
+    assert!(
+        refused.stderr.contains(
+            "cannot adopt table processed_messages: its event_id column holds up to 512 \
+             characters, and migration 2 makes it VARCHAR(255), which would refuse the \
+             application's longer values. Nothing was changed."
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(!db.table_exists("inboxctl_migrations").await);
+}
+
+/// PostgreSQL reverts in one transaction: when `revert --to 0` cannot drop the table (another
+/// table's foreign key holds it), migration 2 is not forgotten either, and `run` and `revert`
+/// both still work from where the database is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_revert_that_fails_reverts_nothing() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 'e1'); \
+         CREATE TABLE invoices (id int, consumer text, event_id text, \
+         FOREIGN KEY (consumer, event_id) REFERENCES processed_messages (consumer, event_id)); \
+         INSERT INTO invoices VALUES (1, 'c', 'e1')",
+    )
+    .await;
+    let schema = db.schema().await;
+    let failed = db.run(&["migrate", "revert", "--to", "0", "--yes"]).code(1);
+    assert!(
+        failed.stderr.starts_with(
+            "error: reverting migration 1 (classic processed_messages table (created if \
+             missing)) failed; nothing was reverted: "
+        ),
+        "{}",
+        failed.stderr
+    );
+    assert!(
+        failed
+            .stderr
+            .contains("cannot drop table processed_messages"),
+        "{}",
+        failed.stderr
+    );
+    assert_eq!(db.schema().await, schema);
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    let again = db.run(&["migrate", "run"]).ok();
+    assert!(
+        again.stdout.starts_with("Nothing to do"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        (
+            db.count("processed_messages").await,
+            db.count("invoices").await
+        ),
+        (1, 1)
+    );
+}
+
 /// Column names are matched as the backend's SQL matches the unquoted names inboxctl writes:
 /// in any case on SQLite and MySQL, where `Consumer` is `consumer`; on PostgreSQL a quoted
 /// `"Consumer"` is another name, and the table is no inbox.

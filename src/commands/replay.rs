@@ -573,7 +573,8 @@ async fn replay(
                 let mut outcome = Outcome::default();
                 for (index, m) in with_id.iter().enumerate() {
                     let id = m.event_id.as_deref().unwrap_or_default();
-                    if done.contains(id) || !would_process.insert(id_hash(store.backend.id_key(id))) {
+                    if done.contains(id) || !would_process.insert(id_hash(store.backend.id_key(id)))
+                    {
                         outcome.duplicates.push(index);
                     } else {
                         outcome.processed.push(index);

@@ -156,6 +156,14 @@ pub struct Dialect {
     /// when they differ. Migration 1's `CREATE TABLE IF NOT EXISTS` would then make a second
     /// inbox that hides the first.
     pub inbox_outside_creation_schema: Option<&'static str>,
+    /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the columns of its
+    /// unique keys, a row each, as (key, `p` for the primary key or `u`, column), in key
+    /// order (an expression as `(expression)`), which `migrate` checks before it alters
+    /// anything.
+    pub unique_keys: Option<&'static str>,
+    /// (column, its length) of `event_id` and `consumer` where they are wider than migration
+    /// 2 makes them (MySQL's VARCHAR(255)), which would cut the application's longer ids off.
+    pub key_columns_wider_than_target: Option<&'static str>,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
     pub migrations: &'static [Migration],
@@ -994,6 +1002,10 @@ impl Store {
             return Ok(InboxLayout::Missing);
         }
         let columns = self.columns(INBOX_TABLE).await?;
+        // Dropped between the two queries (a `migrate revert --to 0` at the same moment).
+        if columns.names.is_empty() {
+            return Ok(InboxLayout::Missing);
+        }
         let missing: Vec<&str> = ["consumer", "event_id", "processed_at"]
             .into_iter()
             .filter(|column| !columns.contains(column))

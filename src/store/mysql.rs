@@ -68,6 +68,21 @@ pub static DIALECT: Dialect = Dialect {
     ],
     insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
     tables_referencing_inbox: None,
+    unique_keys: Some(
+        "SELECT CAST(index_name AS CHAR), CASE WHEN index_name = 'PRIMARY' THEN 'p' ELSE 'u' END, \
+                CAST(COALESCE(column_name, '(expression)') AS CHAR) \
+         FROM information_schema.statistics \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' AND non_unique = 0 \
+         ORDER BY index_name, seq_in_index",
+    ),
+    key_columns_wider_than_target: Some(
+        "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_maximum_length AS SIGNED) \
+         FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND LOWER(column_name) IN ('event_id', 'consumer') \
+         AND character_maximum_length > 255 \
+         ORDER BY 1",
+    ),
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::SessionLock {
         // A user lock is the server's, not the database's: the name holds the database, so

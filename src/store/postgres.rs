@@ -104,6 +104,16 @@ pub static DIALECT: Dialect = Dialect {
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     tables_referencing_inbox: None,
+    unique_keys: Some(
+        "SELECT CAST(c.relname AS text), CASE WHEN i.indisprimary THEN 'p' ELSE 'u' END, \
+                COALESCE(CAST(a.attname AS text), '(expression)') \
+         FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
+         CROSS JOIN unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(n, position) \
+         LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n \
+         WHERE i.indrelid = to_regclass('processed_messages') AND i.indisunique \
+         ORDER BY c.relname, k.position",
+    ),
+    key_columns_wider_than_target: None,
     inbox_outside_creation_schema: Some(
         "SELECT CAST(n.nspname AS text), CAST(current_schema() AS text) \
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \

@@ -101,6 +101,8 @@ pub static DIALECT: Dialect = Dialect {
          WHERE m.type = 'table' AND m.name <> 'processed_messages' COLLATE NOCASE \
          AND f.\"table\" = 'processed_messages' COLLATE NOCASE ORDER BY m.name",
     ),
+    unique_keys: None,
+    key_columns_wider_than_target: None,
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::ExclusiveTransaction {
         begin: "BEGIN IMMEDIATE",
