@@ -38,12 +38,16 @@ fn parse_handler_timeout(text: &str) -> Result<Duration, String> {
 
 /// `--older-than`: a duration, and more than none (`${RETENTION}d` with RETENTION=0, say),
 /// which would delete every row, and with them the deduplication.
+/// Under a millisecond is none: the cutoff is to the millisecond.
 fn parse_retention(text: &str) -> Result<Duration, String> {
-    crate::time::parse_more_than_nothing(
-        text,
-        "every row would be deleted, the ones processed a moment ago too, and with them the \
-         deduplication of any redelivery; expected a retention such as 7d",
-    )
+    match crate::time::parse_duration(text)? {
+        short if short < Duration::from_millis(1) => Err(
+            "every row would be deleted, the ones processed a moment ago too, and with them \
+             the deduplication of any redelivery; expected a retention such as 7d"
+                .to_string(),
+        ),
+        retention => Ok(retention),
+    }
 }
 
 /// prune's batch size: 1 to 10,000,000. Each batch is one transaction, and a larger one is
@@ -508,7 +512,7 @@ pub struct ReplayArgs {
     pub from: crate::commands::replay::Start,
 
     /// Where to stop, exclusive: latest, OFFSET, a timestamp; fixed when the command starts
-    #[arg(long, value_name = "END", default_value = "latest", value_parser = crate::commands::replay::parse_end)]
+    #[arg(long, value_name = "END", default_value = "latest", allow_hyphen_values = true, value_parser = crate::commands::replay::parse_end)]
     pub to: crate::commands::replay::End,
 
     /// The inbox consumer the events are recorded under

@@ -249,7 +249,27 @@ async fn refuse_unadoptable(
             _ => keys.push((name, kind, column)),
         }
     }
-    let mut reasons = adoption_refusal(&keys, store.backend == Backend::Mysql);
+    let mysql = store.backend == Backend::Mysql;
+    let mut reasons = adoption_refusal(&keys, mysql);
+    // PostgreSQL adds the coordinates only where they are missing; MySQL's one statement
+    // would fail on a column the table has of its own.
+    let keyed_by_consumer = keys.iter().any(|(_, kind, columns)| {
+        kind == "p" && columns_of(columns).iter().any(|c| c == "consumer")
+    });
+    if mysql && !keyed_by_consumer {
+        let columns = store.columns(INBOX_TABLE).await?;
+        let present: Vec<&str> = ["topic", "partition", "offset"]
+            .into_iter()
+            .filter(|column| columns.contains(column))
+            .collect();
+        if !present.is_empty() {
+            reasons.push(format!(
+                "it already has the column(s) {} of its own, which migration {} adds",
+                present.join(", "),
+                migration.version
+            ));
+        }
+    }
     if let Some(query) = store.dialect.key_columns_wider_than_target {
         let wide: Vec<(String, i64)> = sqlx::query_as(query)
             .fetch_all(&mut *connection)
@@ -282,12 +302,6 @@ async fn refuse_unadoptable(
 /// and any other unique key without `consumer`, which would still refuse a second
 /// consumer's row for an event.
 fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) -> Vec<String> {
-    let columns_of = |list: &str| -> Vec<String> {
-        list.split(',')
-            .filter(|c| !c.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
     let mut reasons = Vec::new();
     let primary = keys.iter().find(|(_, kind, _)| kind == "p");
     match primary {
@@ -314,6 +328,14 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
         }
     }
     reasons
+}
+
+/// The columns of a key as [`adoption_refusal`] takes it (`event_id,Consumer`), lowercased.
+fn columns_of(list: &str) -> Vec<String> {
+    list.split(',')
+        .filter(|c| !c.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// Refuses to drop the inbox table (`doing` says why it would be dropped) while it holds
@@ -950,8 +972,25 @@ async fn apply_pending(
             }
         }
         .with_context(|| {
+            // The migrations before it stay applied and recorded, except on SQLite, where
+            // the run is one transaction: the error says so, as the run prints nothing else.
+            let kept = matches!(
+                store.dialect.migration_locking,
+                MigrationLocking::SessionLock { .. }
+            );
+            let before = match steps.is_empty() || !kept {
+                true => String::new(),
+                false => format!(
+                    " (this run applied {} before it)",
+                    steps
+                        .iter()
+                        .map(|step: &MigrationStep| step.version.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
             format!(
-                "migration {} ({}) failed",
+                "migration {} ({}) failed{before}",
                 migration.version, migration.description
             )
         })?;

@@ -472,7 +472,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 35] = [
+    let cases: [(&[&str], &str); 36] = [
         (
             &["inspect", "--database-url", "postgres://app:ab#cd@127.0.0.1:1/db"],
             "a user name or password holding # ? / or @ must write it percent-encoded",
@@ -480,6 +480,11 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         (
             &["prune", "--older-than", "0d", "--yes"],
             "invalid value '0d' for '--older-than <DURATION>': every row would be deleted",
+        ),
+        // The cutoff is to the millisecond: less is none.
+        (
+            &["prune", "--older-than", "999us", "--yes"],
+            "invalid value '999us' for '--older-than <DURATION>': every row would be deleted",
         ),
         // Negative numbers as separate words are values, not flags clap does not know.
         (

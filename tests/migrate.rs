@@ -1312,29 +1312,118 @@ async fn mysql_tables_that_adoption_would_not_make_an_inbox_are_refused() {
     tables_that_adoption_would_not_make_an_inbox_are_refused(Backend::Mysql).await;
 }
 
-/// MySQL's migration 2 makes event_id and consumer VARCHAR(255): a wider column is refused
-/// rather than narrowed under the application's feet.
+/// MySQL's migration 2 is one ALTER TABLE that makes event_id and consumer VARCHAR(255) and
+/// adds the coordinates: a wider column is refused rather than narrowed under the
+/// application's feet, and a `topic` of the table's own rather than failed on. Such a table
+/// is still classic to the other commands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mysql_adoption_refuses_to_narrow_a_wider_id_column() {
+async fn mysql_adoption_refuses_what_its_one_statement_cannot_do() {
+    let cases = [
+        (
+            "event_id VARCHAR(512) NOT NULL PRIMARY KEY, consumer VARCHAR(100) NOT NULL",
+            "its event_id column holds up to 512 characters, and migration 2 makes it \
+             VARCHAR(255), which would refuse the application's longer values",
+        ),
+        (
+            "event_id VARCHAR(255) NOT NULL PRIMARY KEY, consumer VARCHAR(100) NOT NULL, \
+             topic VARCHAR(100)",
+            "it already has the column(s) topic of its own, which migration 2 adds",
+        ),
+    ];
+    for (columns, reason) in cases {
+        let mut db = TestDb::new(Backend::Mysql).await;
+        db.exec(&format!(
+            "CREATE TABLE processed_messages ({columns}, processed_at DATETIME(3) NOT NULL \
+             DEFAULT CURRENT_TIMESTAMP(3))"
+        ))
+        .await;
+        let refused = db.run(&["migrate", "run"]).code(1);
+        assert!(
+            refused.stderr.contains(&format!(
+                "cannot adopt table processed_messages: {reason}. Nothing was changed."
+            )),
+            "{}",
+            refused.stderr
+        );
+        assert!(!db.table_exists("inboxctl_migrations").await);
+        let inspect = db.run(&["inspect"]).code(1);
+        assert!(
+            inspect.stderr.contains("has the classic layout"),
+            "{}",
+            inspect.stderr
+        );
+    }
+}
+
+/// MySQL tells that migration 2 is in place by the table's primary key, not by an index a
+/// DBA may rename: after a rename, `status` still says applied and `run` has nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_migration_2_stays_applied_after_its_index_is_renamed() {
     let mut db = TestDb::new(Backend::Mysql).await;
+    db.run(&["migrate", "run"]).ok();
     db.exec(
-        "CREATE TABLE processed_messages (event_id VARCHAR(512) NOT NULL PRIMARY KEY, \
-         consumer VARCHAR(100) NOT NULL, processed_at DATETIME(3) NOT NULL DEFAULT \
-         CURRENT_TIMESTAMP(3))",
+        "ALTER TABLE processed_messages RENAME INDEX \
+         processed_messages_consumer_coordinates_idx TO coordinates",
     )
     .await;
-    let refused = db.run(&["migrate", "run"]).code(1);
-    assert!(
-        refused.stderr.contains(
-            "cannot adopt table processed_messages: its event_id column holds up to 512 \
-             characters, and migration 2 makes it VARCHAR(255), which would refuse the \
-             application's longer values. Nothing was changed."
-        ),
-        "{}",
-        refused.stderr
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
     );
-    assert!(!db.table_exists("inboxctl_migrations").await);
+    let again = db.run(&["migrate", "run"]).ok();
+    assert!(
+        again.stdout.starts_with("Nothing to do"),
+        "{}",
+        again.stdout
+    );
 }
+
+/// A run whose second migration fails says that it applied the first, which stays applied
+/// (on SQLite the run is one transaction, and nothing stays); fixed, the next run goes on.
+async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let text = match backend {
+        Backend::Mysql => "VARCHAR(255)",
+        _ => "TEXT",
+    };
+    // A consumer that is NULL: migration 2 makes the column NOT NULL.
+    db.exec(&format!(
+        "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer {text}, \
+         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
+         INSERT INTO processed_messages (event_id) VALUES ('e1')"
+    ))
+    .await;
+    let failed = db.run(&["migrate", "run"]).code(1);
+    let (applied, states) = match backend {
+        Backend::Sqlite => ("", vec![(1, "pending".into()), (2, "pending".into())]),
+        _ => (
+            " (this run applied 1 before it)",
+            vec![(1, "applied".into()), (2, "pending".into())],
+        ),
+    };
+    assert!(
+        failed.stderr.starts_with(&format!(
+            "error: migration 2 (key (consumer, event_id), topic/partition/offset, indexes) \
+             failed{applied}: "
+        )),
+        "{}",
+        failed.stderr
+    );
+    assert_eq!(migration_states(&db), states);
+    db.exec("UPDATE processed_messages SET consumer = 'c'")
+        .await;
+    let again = db.run(&["migrate", "run"]).ok();
+    assert!(again.stdout.contains("Applied 2/"), "{}", again.stdout);
+    assert_eq!(
+        again.stdout.contains("Applied 1/"),
+        backend == Backend::Sqlite,
+        "{}",
+        again.stdout
+    );
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
+each_backend!(a_run_that_fails_midway_says_what_it_applied);
 
 /// PostgreSQL reverts in one transaction: when `revert --to 0` cannot drop the table (another
 /// table's foreign key holds it), migration 2 is not forgotten either, and `run` and `revert`

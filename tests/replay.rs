@@ -3887,6 +3887,47 @@ async fn odd_ranges_end_cleanly(backend: Backend) {
         "{}",
         run.stderr
     );
+    // As a group's committed offset past the log end is.
+    let group = unique("far-ahead");
+    broker().commit(&group, &topic, &[(0, 1_000_000)]);
+    let from = format!("committed:{group}");
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--from", &from, "-p", "0", "--dry-run"],
+    )
+    .ok();
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: partition 0: group '{group}' committed offset 1000000 is past the log end"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.json()["messages"], 0, "{}", run.stdout);
+    // A negative end is named as one, not taken for a flag.
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "--from",
+            "earliest",
+            "--to",
+            "-1",
+            "--dry-run",
+        ],
+    )
+    .code(2);
+    assert!(
+        run.stderr
+            .contains("invalid value '-1' for '--to <END>': -1 is not an offset"),
+        "{}",
+        run.stderr
+    );
     // Starts per partition and --partition must agree, and a partition has one start.
     for (from, partition, message) in [
         (

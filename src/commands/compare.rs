@@ -1157,6 +1157,8 @@ struct Reader {
     thread: tokio::task::JoinHandle<anyhow::Result<()>>,
     chunks: tokio::sync::mpsc::Receiver<ScanChunk>,
     total: i64,
+    /// Whose key the ids are compared by (see [`Backend::id_key`]).
+    backend: Backend,
 }
 
 impl Reader {
@@ -1240,6 +1242,7 @@ fn start_reader(
         thread,
         chunks,
         total,
+        backend,
     }
 }
 
@@ -1446,8 +1449,9 @@ async fn classify(
                 state.partition = message.partition;
                 state.offset = message.offset;
             } else {
+                // Under the key's spelling: MariaDB's `x` and `x ` are one event.
                 duplicates
-                    .entry(event_id.to_string())
+                    .entry(reader.backend.id_key(event_id).to_string())
                     .or_insert_with(|| vec![(state.partition, state.offset)])
                     .push((message.partition, message.offset));
             }
@@ -1993,6 +1997,7 @@ mod tests {
             thread: tokio::spawn(async { Ok(()) }),
             chunks,
             total: 10,
+            backend: Backend::Postgres,
         };
         let output = Output {
             format: Format::Json,

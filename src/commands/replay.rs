@@ -869,6 +869,9 @@ fn resolve_ranges(
     let all_marks = kafka.watermarks_of(&client, &args.topic, &partitions)?;
     for partition in partitions {
         let marks = all_marks[&partition];
+        let committed_here = committed
+            .as_ref()
+            .and_then(|c| c.get(&(args.topic.clone(), partition)).copied().flatten());
         let from = match &args.from {
             Start::Earliest => marks.log_start,
             Start::Offset(offset) => *offset,
@@ -877,10 +880,7 @@ fn resolve_ranges(
                 .as_ref()
                 .and_then(|t| t.get(&partition).copied().flatten())
                 .unwrap_or(marks.log_end),
-            Start::Committed(_) => committed
-                .as_ref()
-                .and_then(|c| c.get(&(args.topic.clone(), partition)).copied().flatten())
-                .unwrap_or(marks.log_start),
+            Start::Committed(_) => committed_here.unwrap_or(marks.log_start),
         };
         let to = match &args.to {
             End::Latest => marks.log_end,
@@ -899,16 +899,23 @@ fn resolve_ranges(
             }
         }
         // Fixed now, and inside the log: a start past the end is an empty range, not a wait.
-        // An offset typed outside the log is said, as `offsets reset` says it.
-        if let Start::Offset(_) | Start::PerPartition(_) = &args.from {
+        // An offset typed, or committed, outside the log is said, as `offsets reset` says it.
+        let start = match &args.from {
+            Start::Offset(_) | Start::PerPartition(_) => Some(format!("--from {from}")),
+            Start::Committed(group) if committed_here.is_some() => {
+                Some(format!("group '{group}' committed offset {from}"))
+            }
+            _ => None,
+        };
+        if let Some(start) = start {
             if from > marks.log_end {
                 output.warn(format!(
-                    "partition {partition}: --from {from} is past the log end {}; nothing to replay there",
+                    "partition {partition}: {start} is past the log end {}; nothing to replay there",
                     marks.log_end
                 ));
             } else if from < marks.log_start {
                 output.warn(format!(
-                    "partition {partition}: --from {from} is before the log start {} (retention deleted the messages before it); replaying from {}",
+                    "partition {partition}: {start} is before the log start {} (retention deleted the messages before it); replaying from {}",
                     marks.log_start, marks.log_start
                 ));
             }

@@ -1019,11 +1019,17 @@ impl Store {
                 missing.join(", ")
             );
         }
-        Ok(if columns.contains("topic") {
-            InboxLayout::Current
-        } else {
-            InboxLayout::Classic
-        })
+        // All three coordinates: a classic table with a `topic` of its own is still classic.
+        Ok(
+            if ["topic", "partition", "offset"]
+                .iter()
+                .all(|column| columns.contains(column))
+            {
+                InboxLayout::Current
+            } else {
+                InboxLayout::Classic
+            },
+        )
     }
 
     /// What the inbox is when it is not a table of this database's own: "a view", "a

@@ -6,11 +6,12 @@ use crate::migrate::Migration;
 /// Migration 1's change: the inbox table exists.
 const IN_PLACE_1: &str = "SELECT COUNT(*) FROM information_schema.tables \
      WHERE table_schema = DATABASE() AND table_name = 'processed_messages'";
-/// Migration 2's change, one ALTER TABLE that applies whole or not at all: its
-/// coordinates index, whose name is inboxctl's own.
+/// Migration 2's change, one ALTER TABLE that applies whole or not at all: its primary key,
+/// which holds consumer (the classic one is event_id alone). An index of inboxctl's name
+/// would be lost to a DBA's rename, and a column to a table that had one of its own.
 const IN_PLACE_2: &str = "SELECT COUNT(*) FROM information_schema.statistics \
      WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
-     AND index_name = 'processed_messages_consumer_coordinates_idx'";
+     AND index_name = 'PRIMARY' AND LOWER(column_name) = 'consumer'";
 
 /// A count, positive when `processed_at` is a `TIMESTAMP`: MySQL keeps those in UTC and
 /// converts them for each session, where migration 2's `DATETIME(6)` keeps what it is given.
