@@ -473,13 +473,26 @@ async fn read_applied(
         .await
         .with_context(|| format!("could not read {MIGRATIONS_TABLE}"))?;
     rows.iter()
-        .map(|row| {
-            Ok(AppliedMigration {
-                version: row.try_get(0)?,
-                description: row.try_get(1)?,
-                checksum: row.try_get(2)?,
-                applied_at: parse_stored_timestamp(&row.try_get::<String, _>(3)?)?,
-                duration_ms: row.try_get(4)?,
+        .enumerate()
+        .map(|(index, row)| {
+            let read = || -> anyhow::Result<AppliedMigration> {
+                let applied_at = row.try_get::<String, _>(3)?;
+                Ok(AppliedMigration {
+                    version: row.try_get(0)?,
+                    description: row.try_get(1)?,
+                    checksum: row.try_get(2)?,
+                    applied_at: parse_stored_timestamp(&applied_at)
+                        .map_err(|_| anyhow::anyhow!("applied_at '{applied_at}' is no time"))?,
+                    duration_ms: row.try_get(4)?,
+                })
+            };
+            // A table edited by hand is named, with the row, rather than a column number.
+            read().with_context(|| {
+                format!(
+                    "could not read row {} of {MIGRATIONS_TABLE} (version, description, \
+                     checksum, applied_at, duration_ms); was it edited by hand?",
+                    index + 1
+                )
             })
         })
         .collect()
@@ -527,7 +540,15 @@ pub async fn status(store: &Store) -> anyhow::Result<Vec<MigrationState>> {
 /// Refuses a database whose recorded migrations this binary cannot vouch for.
 fn verify(store: &Store, applied: &[AppliedMigration]) -> anyhow::Result<()> {
     for record in applied {
+        let newest = store.dialect.migrations.last().map_or(0, |m| m.version);
         match store.dialect.migrations.iter().find(|m| m.version == record.version) {
+            // No inboxctl made it: no upgrade would know it.
+            None if record.version < 1 || record.version < newest => bail!(
+                "{MIGRATIONS_TABLE} records migration {} ({}), which no inboxctl makes; fix \
+                 {MIGRATIONS_TABLE} by hand",
+                record.version,
+                record.description
+            ),
             None => bail!(
                 "the database has migration {} ({}) applied, which this inboxctl does not know; upgrade inboxctl",
                 record.version,

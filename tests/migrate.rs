@@ -362,6 +362,40 @@ async fn concurrent_runs_apply_each_version_once(backend: Backend) {
     assert_eq!(db.schema().await, expected_schema(backend));
 }
 
+/// A bookkeeping row edited by hand into something unreadable is named by its row, with the
+/// table's columns, not by a column number or another table's column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_bookkeeping_row_edited_by_hand_is_named() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let named = "error: could not read row 2 of inboxctl_migrations (version, description, \
+                 checksum, applied_at, duration_ms); was it edited by hand?: ";
+    db.exec("UPDATE inboxctl_migrations SET applied_at = 'garbage' WHERE version = 2")
+        .await;
+    let status = db.run(&["migrate", "status"]).code(1);
+    assert_eq!(
+        status.stderr,
+        format!("{named}applied_at 'garbage' is no time\n")
+    );
+    db.exec(
+        "UPDATE inboxctl_migrations SET applied_at = '2026-01-01 00:00:00', \
+         duration_ms = 'abc' WHERE version = 2",
+    )
+    .await;
+    let status = db.run(&["migrate", "status"]).code(1);
+    assert!(status.stderr.starts_with(named), "{}", status.stderr);
+    // A version no inboxctl makes is not one a newer inboxctl would know.
+    db.exec("UPDATE inboxctl_migrations SET duration_ms = 1, version = -1 WHERE version = 2")
+        .await;
+    let run = db.run(&["migrate", "run"]).code(1);
+    assert_eq!(
+        run.stderr,
+        "error: inboxctl_migrations records migration -1 (key (consumer, event_id), \
+         topic/partition/offset, indexes), which no inboxctl makes; fix inboxctl_migrations by \
+         hand\n"
+    );
+}
+
 async fn tampered_checksum_is_refused(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     db.run(&["migrate", "run"]).ok();
