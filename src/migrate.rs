@@ -283,6 +283,21 @@ async fn refuse_unadoptable(
             )
         }));
     }
+    if let Some(query) = store.dialect.views_of_processed_at {
+        let views: Vec<String> = sqlx::query_scalar(query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not list the views that read {INBOX_TABLE}"))?;
+        if !views.is_empty() {
+            reasons.push(format!(
+                "view(s) {} read its processed_at, whose type migration {} sets (timestamptz), \
+                 which PostgreSQL refuses while a view reads the column; drop them first and \
+                 make them again afterwards",
+                views.join(", "),
+                migration.version
+            ));
+        }
+    }
     if reasons.is_empty() {
         return Ok(());
     }

@@ -1346,6 +1346,40 @@ async fn mysql_tables_that_adoption_would_not_make_an_inbox_are_refused() {
     tables_that_adoption_would_not_make_an_inbox_are_refused(Backend::Mysql).await;
 }
 
+/// PostgreSQL refuses to set the type of a column a view reads, even to the type it has:
+/// adoption names the views that read processed_at before anything is written, and adopts
+/// a table whose views read other columns only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_adoption_names_the_views_that_read_processed_at() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id text PRIMARY KEY, consumer text NOT NULL, \
+         processed_at timestamptz NOT NULL DEFAULT now()); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'); \
+         CREATE VIEW recent AS SELECT event_id FROM processed_messages \
+         WHERE processed_at > now() - interval '1 day'; \
+         CREATE VIEW ids AS SELECT event_id, consumer FROM processed_messages",
+    )
+    .await;
+    for args in [&["migrate", "run"][..], &["migrate", "run", "--dry-run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(
+                "cannot adopt table processed_messages: view(s) recent read its processed_at, \
+                 whose type migration 2 sets (timestamptz), which PostgreSQL refuses while a \
+                 view reads the column; drop them first and make them again afterwards. \
+                 Nothing was changed."
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    db.exec("DROP VIEW recent").await;
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.count("ids").await, 1);
+}
+
 /// MySQL's migration 2 is one ALTER TABLE that makes event_id and consumer VARCHAR(255) and
 /// adds the coordinates: a wider column is refused rather than narrowed under the
 /// application's feet, and a `topic` of the table's own rather than failed on. Such a table

@@ -164,6 +164,9 @@ pub struct Dialect {
     /// (column, its length) of `event_id` and `consumer` where they are wider than migration
     /// 2 makes them (MySQL's VARCHAR(255)), which would cut the application's longer ids off.
     pub key_columns_wider_than_target: Option<&'static str>,
+    /// Where migration 2 sets `processed_at`'s type and the server refuses that while a view
+    /// reads the column (PostgreSQL): the views that do.
+    pub views_of_processed_at: Option<&'static str>,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
     pub migrations: &'static [Migration],

@@ -76,6 +76,7 @@ pub static DIALECT: Dialect = Dialect {
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' AND non_unique = 0 \
          ORDER BY index_name, seq_in_index",
     ),
+    views_of_processed_at: None,
     key_columns_wider_than_target: Some(
         "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_maximum_length AS SIGNED) \
          FROM information_schema.columns \

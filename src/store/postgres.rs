@@ -114,6 +114,15 @@ pub static DIALECT: Dialect = Dialect {
          ORDER BY c.relname, k.position",
     ),
     key_columns_wider_than_target: None,
+    views_of_processed_at: Some(
+        "SELECT DISTINCT CAST(v.oid AS regclass)::text FROM pg_catalog.pg_depend d \
+         JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
+         JOIN pg_catalog.pg_class v ON v.oid = r.ev_class \
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid \
+         WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass \
+         AND d.refobjid = to_regclass('processed_messages') \
+         AND a.attname = 'processed_at' AND v.oid <> d.refobjid ORDER BY 1",
+    ),
     inbox_outside_creation_schema: Some(
         "SELECT CAST(n.nspname AS text), CAST(current_schema() AS text) \
          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \

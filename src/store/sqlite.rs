@@ -102,6 +102,7 @@ pub static DIALECT: Dialect = Dialect {
          AND f.\"table\" = 'processed_messages' COLLATE NOCASE ORDER BY m.name",
     ),
     unique_keys: None,
+    views_of_processed_at: None,
     key_columns_wider_than_target: None,
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::ExclusiveTransaction {
