@@ -2107,8 +2107,8 @@ Lost in partition 0 (committed, never processed): 2 (no event id)
         no_ids.stderr,
         format!(
             "warning: none of the 4 messages scanned carries an event id where --event-id-from \
-             ({source}) looks, so none could be checked by event id; those below the committed \
-             offset were checked by their offsets\n"
+             ({source}) looks, so none could be checked by event id; they were checked by their \
+             offsets\n"
         )
     );
     // A consumer that records no coordinates leaves a message without an id undecided in
@@ -2139,6 +2139,20 @@ Lost in partition 0 (committed, never processed): 2 (no event id)
         assert_eq!(
             (&p["lost_count"], &p["missing_event_id"]),
             (&serde_json::json!(0), &serde_json::json!(2)),
+            "scan: {scan}: {json}"
+        );
+    } // At or after the committed offset too: a row at a message's offset is pending there,
+      // as without --scan.
+    broker.commit(&group, &topic, &[(0, 1)]);
+    for scan in [false, true] {
+        let mut args = vec!["compare", "-g", &group, "-t", &topic, "--format", "json"];
+        if scan {
+            args.extend(["--scan", "--event-id-from", source]);
+        }
+        let json = inboxctl(&db, broker, &args).code(0).json();
+        assert_eq!(
+            json["partitions"][0]["pending_redelivery"],
+            serde_json::json!([1, 3]),
             "scan: {scan}: {json}"
         );
     }

@@ -338,9 +338,7 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
         let scanned = found.messages_scanned;
         if scanned > 0 && without_id as u64 == scanned {
             let checked = match found.without_id_by_offset {
-                true => {
-                    " by event id; those below the committed offset were checked by their offsets"
-                }
+                true => " by event id; they were checked by their offsets",
                 false => " against the inbox",
             };
             warnings.push(format!(
@@ -745,10 +743,11 @@ impl TopicCheck<'_> {
             || !self.store.consumer_topics(self.consumer).await?.is_empty())
     }
 
-    /// With `--scan`, decides the messages below the committed offset in which no event id
-    /// was found by their coordinates, as compare does without `--scan`: one without an inbox
-    /// row at its offset is lost (or, below where a prune left the partition, not checked).
-    /// A consumer whose rows carry no coordinates leaves them undecided.
+    /// With `--scan`, decides the messages in which no event id was found by their
+    /// coordinates, as compare does without `--scan`: below the committed offset, one without
+    /// an inbox row at its offset is lost (or, below where a prune left the partition, not
+    /// checked); at or after it, one with a row there is pending redelivery. A consumer whose
+    /// rows carry no coordinates leaves them undecided.
     async fn check_without_id(
         &self,
         topic: &str,
@@ -759,7 +758,7 @@ impl TopicCheck<'_> {
         if scan
             .partitions
             .values()
-            .all(|p| p.without_id_below.is_empty())
+            .all(|p| p.without_id_below.is_empty() && p.without_id_after.is_empty())
         {
             return Ok(());
         }
@@ -791,6 +790,15 @@ impl TopicCheck<'_> {
                 }
             }
             found.lost.sort_by_key(|lost| lost.offset);
+            let after = std::mem::take(&mut found.without_id_after);
+            for chunk in after.chunks(SCAN_CHUNK) {
+                let held = self
+                    .store
+                    .offsets_with_rows(self.consumer, topic, *partition, chunk)
+                    .await?;
+                found.pending.extend(held);
+            }
+            found.pending.sort_unstable();
         }
         Ok(())
     }
@@ -1070,6 +1078,9 @@ struct ScannedPartition {
     /// Offsets below the committed one of messages without an event id, ascending: decided
     /// by whether the inbox has a row at their coordinates (kept only when it can).
     without_id_below: Vec<i64>,
+    /// The same at or after the committed offset: pending redelivery where the inbox has a
+    /// row at their coordinates.
+    without_id_after: Vec<i64>,
 }
 
 struct Scan {
@@ -1441,6 +1452,8 @@ async fn classify(
                 slot.found.missing_event_id += 1;
                 if slot.keep_without_id && message.offset < slot.committed {
                     slot.found.without_id_below.push(message.offset);
+                } else if slot.keep_without_id {
+                    slot.found.without_id_after.push(message.offset);
                 }
                 continue;
             };
