@@ -3154,6 +3154,25 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
     );
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1), row(2)]);
 
+    // A failure it answered before it stopped is named with the error, which ends the run
+    // before failures are reported.
+    script(
+        &db,
+        "fails.sh",
+        "#!/bin/sh\nread -r line\necho '{\"ok\":false,\"error\":\"boom\"}'\nread -r line\n\
+         echo '{\"ok\":true}'\nexit 3\n",
+        true,
+    );
+    let failed = replay(&db, &topic, "other", &["--exec", "./fails.sh"]).code(1);
+    assert_eq!(
+        failed.stderr.trim(),
+        format!(
+            "error: the exec handler (./fails.sh) exited with status 3 before answering 0:2; \
+             before that it answered a failure for 0:0 (boom){recorded}"
+        )
+    );
+    assert_eq!(inbox(&mut db, "other").await, vec![row(1)]);
+
     // One that closes its output and goes on running is reported as such, although the wait
     // for its exit (5 s) outlasts --handler-timeout, which bounds only the answer; it is
     // ended with the run.

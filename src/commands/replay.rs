@@ -2023,11 +2023,30 @@ async fn apply_exec(
             )));
         }
     }
+    // The failures it answered before it stopped are not reported as a batch's are (the
+    // run ends here): the error names them.
+    let failures = match outcome.failed.as_slice() {
+        [] => String::new(),
+        failed => format!(
+            "; before that it answered a failure for {}",
+            failed
+                .iter()
+                .take(3)
+                .map(|(index, error)| {
+                    let message = &batch[*index];
+                    format!("{}:{} ({error})", message.partition, message.offset)
+                })
+                .chain((failed.len() > 3).then(|| format!("{} more", failed.len() - 3)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     match stopped {
-        Some(error) if ok.is_empty() => Err(error),
+        Some(error) if ok.is_empty() && failures.is_empty() => Err(error),
+        Some(error) if ok.is_empty() => Err(anyhow!("{}{failures}", crate::error_chain(&error))),
         // The cause first, as every other failure of the handler reads.
         Some(error) => Err(anyhow!(
-            "{}; {} of this batch it had answered ok for {} recorded in the inbox",
+            "{}{failures}; {} of this batch it had answered ok for {} recorded in the inbox",
             crate::error_chain(&error),
             match ok.len() {
                 1 => "the 1 event".to_string(),
