@@ -222,8 +222,10 @@ async fn up_sql(
 }
 
 /// Refuses, before anything is written, a table that migration 2 would alter in place
-/// (PostgreSQL, MySQL) into something other than the inbox: one whose keys would go on
-/// refusing a second consumer's row for an event, or whose id columns it would narrow.
+/// (PostgreSQL, MySQL) into something other than the inbox, or that it would fail on: one
+/// whose keys would go on refusing a second consumer's row for an event, whose id columns
+/// it would narrow or whose coordinates it would add again (MySQL), or whose views read the
+/// column whose type it sets (PostgreSQL).
 async fn refuse_unadoptable(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -252,11 +254,9 @@ async fn refuse_unadoptable(
     let mysql = store.backend == Backend::Mysql;
     let mut reasons = adoption_refusal(&keys, mysql);
     // PostgreSQL adds the coordinates only where they are missing; MySQL's one statement
-    // would fail on a column the table has of its own.
-    let keyed_by_consumer = keys.iter().any(|(_, kind, columns)| {
-        kind == "p" && columns_of(columns).iter().any(|c| c == "consumer")
-    });
-    if mysql && !keyed_by_consumer {
+    // would fail on a column the table has of its own. (Where all of migration 2's change
+    // is in place, MySQL only records it, and nothing here is asked.)
+    if mysql {
         let columns = store.columns(INBOX_TABLE).await?;
         let present: Vec<&str> = ["topic", "partition", "offset"]
             .into_iter()
@@ -554,11 +554,11 @@ pub async fn status(store: &Store) -> anyhow::Result<Vec<MigrationState>> {
 
 /// Refuses a database whose recorded migrations this binary cannot vouch for.
 fn verify(store: &Store, applied: &[AppliedMigration]) -> anyhow::Result<()> {
+    let newest = store.dialect.migrations.last().map_or(0, |m| m.version);
     for record in applied {
-        let newest = store.dialect.migrations.last().map_or(0, |m| m.version);
         match store.dialect.migrations.iter().find(|m| m.version == record.version) {
-            // No inboxctl made it: no upgrade would know it.
-            None if record.version < 1 || record.version < newest => bail!(
+            // Below the newest version this inboxctl knows, no upgrade would know it.
+            None if record.version < newest => bail!(
                 "{MIGRATIONS_TABLE} records migration {} ({}), which no inboxctl makes; fix \
                  {MIGRATIONS_TABLE} by hand",
                 record.version,
@@ -963,8 +963,25 @@ async fn apply_pending(
             in_transaction: !ddl_commits_on_its_own(store),
         };
         let started = Instant::now();
+        // Where DDL commits on its own (MySQL), a run cut short between a change and its
+        // record left the change in place: it is only recorded, and not judged again as a
+        // change to make (its dry run says the same).
+        let in_place = match per_migration_transaction(store) {
+            true => None,
+            false => change_in_place(connection, migration)
+                .await
+                .with_context(|| {
+                    format!(
+                        "could not check whether migration {} is in place",
+                        migration.version
+                    )
+                })?,
+        };
         // Judged inside the run's lock, on the table as migration 1 left it.
-        let up = up_sql(store, connection, migration).await?;
+        let up = match in_place {
+            Some(true) => migration.up,
+            _ => up_sql(store, connection, migration).await?,
+        };
         let mut times_read_in = None;
         let elapsed = if per_migration_transaction(store) {
             // Looked up before the transaction: a refused read of the server's settings
@@ -999,13 +1016,8 @@ async fn apply_pending(
                 Err(error) => Err(error),
             }
         } else {
-            match change_in_place(connection, migration).await {
-                Ok(in_place) => {
-                    let run_sql = !in_place.unwrap_or(false);
-                    apply_one(connection, migration, up, &bookkeeping, started, run_sql).await
-                }
-                Err(error) => Err(error),
-            }
+            let run_sql = !in_place.unwrap_or(false);
+            apply_one(connection, migration, up, &bookkeeping, started, run_sql).await
         }
         .with_context(|| {
             // The migrations before it stay applied and recorded, except on SQLite, where

@@ -1423,6 +1423,83 @@ async fn mysql_adoption_refuses_what_its_one_statement_cannot_do() {
     }
 }
 
+/// A MySQL table keyed (consumer, event_id) without the coordinates is adopted (migration 2
+/// is in place only with both); one where all of migration 2 is in place but not recorded is
+/// only recorded, as its dry run says, however it was changed since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_migration_2_is_in_place_by_its_key_and_its_coordinates() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id VARCHAR(255) NOT NULL, consumer VARCHAR(255) \
+         NOT NULL, processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
+         PRIMARY KEY (consumer, event_id)); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('a', 'c1'), ('a', 'c2')",
+    )
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.schema().await, expected_schema(Backend::Mysql));
+    db.run(&["inspect"]).ok();
+
+    // Unrecorded, and its event_id widened since: recorded, not refused.
+    db.exec(
+        "DELETE FROM inboxctl_migrations WHERE version = 2; \
+         ALTER TABLE processed_messages MODIFY event_id VARCHAR(512) CHARACTER SET utf8mb4 \
+         COLLATE utf8mb4_bin NOT NULL",
+    )
+    .await;
+    let dry = db.run(&["migrate", "run", "--dry-run"]).ok();
+    assert!(
+        dry.stdout.contains("-- nothing to run: its change is already in place"),
+        "{}",
+        dry.stdout
+    );
+    let run = db.run(&["migrate", "run"]).ok();
+    assert!(run.stdout.contains("Applied 2/"), "{}", run.stdout);
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+}
+
+/// A PostgreSQL unique key is judged by its key columns: `INCLUDE (consumer)` does not make
+/// `UNIQUE (event_id)` per consumer, and a partial one, which holds only some rows, is left
+/// to the application. A table without columns is no inbox, not a missing one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
+    let classic = "CREATE TABLE processed_messages (event_id text PRIMARY KEY, consumer text \
+                   NOT NULL, processed_at timestamptz NOT NULL DEFAULT now());";
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(&format!(
+        "{classic} CREATE UNIQUE INDEX u1 ON processed_messages (event_id) INCLUDE (consumer)"
+    ))
+    .await;
+    let refused = db.run(&["migrate", "run"]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("its unique key u1 on (event_id) does not hold consumer"),
+        "{}",
+        refused.stderr
+    );
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(&format!(
+        "{classic} CREATE UNIQUE INDEX u1 ON processed_messages (event_id) WHERE consumer = 'x'"
+    ))
+    .await;
+    db.run(&["migrate", "run"]).ok();
+
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec("CREATE TABLE processed_messages ()").await;
+    let inspect = db.run(&["inspect"]).code(1);
+    assert!(
+        inspect.stderr.contains(
+            "is not an inbox table: it lacks the column(s) consumer, event_id, processed_at"
+        ),
+        "{}",
+        inspect.stderr
+    );
+}
+
 /// MySQL tells that migration 2 is in place by the table's primary key, not by an index a
 /// DBA may rename: after a rename, `status` still says applied and `run` has nothing to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1937,6 +1937,8 @@ async fn apply_exec(
     // A handler that stops answering ends the run, but only after the events it did answer
     // ok for are recorded: their effects happened, and a re-run must not send them again.
     let mut stopped = None;
+    // The messages it answered a failure for, which a stop's error names.
+    let mut answered_failed = Vec::new();
     for (index, message) in batch.iter().enumerate() {
         let id = message.event_id.as_deref().unwrap_or_default();
         if done.contains(id) || !sent.insert(store.backend.id_key(id)) {
@@ -1987,6 +1989,7 @@ async fn apply_exec(
                 ),
             };
             outcome.failed.push((index, error));
+            answered_failed.push(index);
         }
     }
     // A last answer given twice shows only now. A handler that failed is past asking.
@@ -2025,7 +2028,12 @@ async fn apply_exec(
     }
     // The failures it answered before it stopped are not reported as a batch's are (the
     // run ends here): the error names them.
-    let failures = match outcome.failed.as_slice() {
+    let answered: Vec<&(usize, String)> = outcome
+        .failed
+        .iter()
+        .filter(|(index, _)| answered_failed.contains(index))
+        .collect();
+    let failures = match answered.as_slice() {
         [] => String::new(),
         failed => format!(
             "; before that it answered a failure for {}",

@@ -156,10 +156,10 @@ pub struct Dialect {
     /// when they differ. Migration 1's `CREATE TABLE IF NOT EXISTS` would then make a second
     /// inbox that hides the first.
     pub inbox_outside_creation_schema: Option<&'static str>,
-    /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the columns of its
-    /// unique keys, a row each, as (key, `p` for the primary key or `u`, column), in key
-    /// order (an expression as `(expression)`), which `migrate` checks before it alters
-    /// anything.
+    /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the key columns of
+    /// its unique keys, a row each, as (key, `p` for the primary key or `u`, column), in key
+    /// order (an expression as `(expression)`; a partial index, which holds only some rows,
+    /// left out), which `migrate` checks before it alters anything.
     pub unique_keys: Option<&'static str>,
     /// (column, its length) of `event_id` and `consumer` where they are wider than migration
     /// 2 makes them (MySQL's VARCHAR(255)), which would cut the application's longer ids off.
@@ -1006,7 +1006,7 @@ impl Store {
         }
         let columns = self.columns(INBOX_TABLE).await?;
         // Dropped between the two queries (a `migrate revert --to 0` at the same moment).
-        if columns.names.is_empty() {
+        if columns.names.is_empty() && !self.table_exists(INBOX_TABLE).await? {
             return Ok(InboxLayout::Missing);
         }
         let missing: Vec<&str> = ["consumer", "event_id", "processed_at"]
@@ -2160,20 +2160,29 @@ impl Store {
             Backend::Mysql => "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
             _ => "TEXT",
         };
-        let created = sqlx::query(&format!(
+        let create = format!(
             "CREATE TABLE IF NOT EXISTS {PRUNES_TABLE} (consumer {consumer} NOT NULL, \
              cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)"
-        ))
-        .execute(&self.pool)
-        .await;
+        );
         // Two first prunes at once: PostgreSQL's IF NOT EXISTS does not cover a table
         // another session is creating (a duplicate key in pg_type), and that table will do.
-        if let Err(error) = created {
-            if !self.table_exists(PRUNES_TABLE).await? {
+        // Where it is not seen yet, the statement is made again, and then finds it.
+        let mut attempts = 0;
+        loop {
+            let Err(error) = sqlx::query(&create).execute(&self.pool).await else {
+                return Ok(());
+            };
+            if self.table_exists(PRUNES_TABLE).await? {
+                return Ok(());
+            }
+            let duplicate = error
+                .as_database_error()
+                .is_some_and(|e| e.kind() == sqlx::error::ErrorKind::UniqueViolation);
+            attempts += 1;
+            if !duplicate || attempts == 3 {
                 return Err(anyhow::Error::new(error).context(record_error()));
             }
         }
-        Ok(())
     }
 
     /// Records on `connection`, in the transaction of the prune's first batch that deletes

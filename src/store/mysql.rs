@@ -6,12 +6,17 @@ use crate::migrate::Migration;
 /// Migration 1's change: the inbox table exists.
 const IN_PLACE_1: &str = "SELECT COUNT(*) FROM information_schema.tables \
      WHERE table_schema = DATABASE() AND table_name = 'processed_messages'";
-/// Migration 2's change, one ALTER TABLE that applies whole or not at all: its primary key,
-/// which holds consumer (the classic one is event_id alone). An index of inboxctl's name
-/// would be lost to a DBA's rename, and a column to a table that had one of its own.
-const IN_PLACE_2: &str = "SELECT COUNT(*) FROM information_schema.statistics \
-     WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
-     AND index_name = 'PRIMARY' AND LOWER(column_name) = 'consumer'";
+/// Migration 2's change, one ALTER TABLE that applies whole or not at all: a primary key
+/// that holds consumer (the classic one is event_id alone) and the three coordinates. Not
+/// by the name of its index, which a DBA may rename.
+const IN_PLACE_2: &str = "SELECT CASE WHEN \
+     (SELECT COUNT(*) FROM information_schema.statistics \
+      WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+      AND index_name = 'PRIMARY' AND LOWER(column_name) = 'consumer') > 0 \
+     AND (SELECT COUNT(*) FROM information_schema.columns \
+      WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+      AND LOWER(column_name) IN ('topic', 'partition', 'offset')) = 3 \
+     THEN 1 ELSE 0 END";
 
 /// A count, positive when `processed_at` is a `TIMESTAMP`: MySQL keeps those in UTC and
 /// converts them for each session, where migration 2's `DATETIME(6)` keeps what it is given.

@@ -111,6 +111,7 @@ pub static DIALECT: Dialect = Dialect {
          CROSS JOIN unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(n, position) \
          LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n \
          WHERE i.indrelid = to_regclass('processed_messages') AND i.indisunique \
+         AND i.indpred IS NULL AND k.position <= i.indnkeyatts \
          ORDER BY c.relname, k.position",
     ),
     key_columns_wider_than_target: None,
