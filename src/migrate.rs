@@ -223,7 +223,7 @@ async fn up_sql(
 
 /// Refuses, before anything is written, a table that migration 2 would alter in place
 /// (PostgreSQL, MySQL) into something other than the inbox, or that it would fail on: one
-/// whose keys would go on refusing a second consumer's row for an event, whose id columns
+/// whose keys can refuse rows the inbox's key keeps apart, whose id columns
 /// it would narrow or whose coordinates it would add again (MySQL), or whose views read the
 /// column whose type it sets (PostgreSQL).
 async fn refuse_unadoptable(
@@ -264,7 +264,8 @@ async fn refuse_unadoptable(
             .collect();
         if !present.is_empty() {
             reasons.push(format!(
-                "it already has the column(s) {} of its own, which migration {} adds",
+                "it already has the column(s) {}, which migration {} adds in one statement \
+                 that would fail on them",
                 present.join(", "),
                 migration.version
             ));
@@ -282,6 +283,23 @@ async fn refuse_unadoptable(
                 migration.version
             )
         }));
+    }
+    if let Some(query) = store.dialect.tables_with_foreign_keys_to_inbox {
+        let tables: Vec<String> = sqlx::query_scalar(query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| {
+                format!("could not list the foreign keys that reference {INBOX_TABLE}")
+            })?;
+        if !tables.is_empty() {
+            reasons.push(format!(
+                "table(s) {} reference it by foreign key, which the server does not let \
+                 migration {} change the key under; drop those foreign keys first and make \
+                 them again on (consumer, event_id) afterwards",
+                tables.join(", "),
+                migration.version
+            ));
+        }
     }
     if let Some(query) = store.dialect.views_of_processed_at {
         let views: Vec<String> = sqlx::query_scalar(query)
@@ -314,8 +332,8 @@ async fn refuse_unadoptable(
 /// Why a table with these unique keys, each (name, `p` or `u`, its columns), cannot be
 /// adopted: a primary key other than the classic `(event_id)` (or the inbox's own `(consumer,
 /// event_id)`), which migration 2 would drop; on MySQL, none at all, which it cannot drop;
-/// and any other unique key without `consumer`, which would still refuse a second
-/// consumer's row for an event.
+/// and any other unique key without both `consumer` and `event_id`, which can refuse rows
+/// the inbox's key keeps apart (a second consumer's row for an event, say).
 fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) -> Vec<String> {
     let mut reasons = Vec::new();
     let primary = keys.iter().find(|(_, kind, _)| kind == "p");
@@ -334,11 +352,16 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
             .push("it has no primary key, where the classic table's is on (event_id)".to_string()),
         None => {}
     }
+    // Only a key that holds both refuses nothing the inbox's key keeps apart.
     for (name, _, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
-        if !columns_of(list).iter().any(|c| c == "consumer") {
+        let columns = columns_of(list);
+        if !["consumer", "event_id"]
+            .iter()
+            .all(|key| columns.iter().any(|c| c == key))
+        {
             reasons.push(format!(
-                "its unique key {name} on ({list}) does not hold consumer, so it would go on \
-                 refusing a second consumer's row"
+                "its unique key {name} on ({list}) does not hold both consumer and event_id, so \
+                 it can refuse rows that the inbox's key keeps apart"
             ));
         }
     }
@@ -1331,10 +1354,7 @@ mod tests {
             vec![key("pk", "p", "Event_Id")],
             vec![current.clone()],
             vec![key("pk", "p", "event_id,consumer")],
-            vec![
-                classic.clone(),
-                key("u", "u", "topic,partition,offset,consumer"),
-            ],
+            vec![classic.clone(), key("u", "u", "event_id,topic,consumer")],
         ] {
             assert_eq!(
                 adoption_refusal(&keys, true),
@@ -1351,10 +1371,18 @@ mod tests {
             adoption_refusal(&[key("pk", "p", "id"), key("uq", "u", "event_id")], false),
             [
                 "its primary key pk is on (id), where the classic table's is on (event_id)",
-                "its unique key uq on (event_id) does not hold consumer, so it would go on \
-                 refusing a second consumer's row"
+                "its unique key uq on (event_id) does not hold both consumer and event_id, so it \
+                 can refuse rows that the inbox's key keeps apart"
             ]
         );
+        // Consumer alone, or with the coordinates: one event a consumer, or one at an offset.
+        for columns in ["consumer", "consumer,topic,partition,offset"] {
+            assert_eq!(
+                adoption_refusal(&[classic.clone(), key("u", "u", columns)], false).len(),
+                1,
+                "{columns}"
+            );
+        }
         assert_eq!(
             adoption_refusal(&[current, key("lower", "u", "(expression)")], false).len(),
             1

@@ -82,6 +82,8 @@ async fn run_migrations(
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     if dry_run {
+        // A table of the inbox's name that is no inbox is refused as the run refuses it.
+        store.inbox_layout().await?;
         return print_plan(output, migrate::pending(store).await?, "apply");
     }
     // A table of the inbox's name that is no inbox, or one a table rebuild would lose
@@ -93,18 +95,21 @@ async fn run_migrations(
         InboxLayout::Classic => migrate::inbox_rows(store).await?,
         _ => None,
     };
-    let timestamp_column = match store.backend {
-        Backend::Mysql => {
-            let count: i64 = sqlx::query_scalar(mysql::TIMESTAMP_COLUMN)
-                .fetch_one(store.pool())
-                .await
-                .with_context(|| {
-                    format!("could not read the type of {INBOX_TABLE}.processed_at")
-                })?;
-            count > 0
+    let timestamp_column = || async {
+        match store.backend {
+            Backend::Mysql => {
+                let count: i64 = sqlx::query_scalar(mysql::TIMESTAMP_COLUMN)
+                    .fetch_one(store.pool())
+                    .await
+                    .with_context(|| {
+                        format!("could not read the type of {INBOX_TABLE}.processed_at")
+                    })?;
+                Ok::<_, anyhow::Error>(count > 0)
+            }
+            _ => Ok(false),
         }
-        _ => false,
     };
+    let was_timestamp = timestamp_column().await?;
     let steps = migrate::run(store).await?;
     // Said once the run has adopted it: a run that waited for another's lock finds nothing
     // left to do.
@@ -122,7 +127,8 @@ async fn run_migrations(
     }
     // Migration 2 converts the values to UTC (inboxctl's session is UTC); the application's
     // later writes are another matter.
-    if timestamp_column && steps.iter().any(|step| step.version == 2) {
+    // Not where migration 2 was only recorded, its change found in place.
+    if was_timestamp && steps.iter().any(|step| step.version == 2) && !timestamp_column().await? {
         output.note(
             "processed_at was TIMESTAMP, which MySQL converts to and from each session's \
              time_zone: its values are now DATETIME(6) in UTC, and DATETIME keeps what it is \

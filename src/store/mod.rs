@@ -157,13 +157,16 @@ pub struct Dialect {
     /// inbox that hides the first.
     pub inbox_outside_creation_schema: Option<&'static str>,
     /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the key columns of
-    /// its unique keys, a row each, as (key, `p` for the primary key or `u`, column), in key
-    /// order (an expression as `(expression)`; a partial index, which holds only some rows,
-    /// left out), which `migrate` checks before it alters anything.
+    /// its unique keys (and PostgreSQL's exclusion constraints), a row each, as (key, `p` for
+    /// the primary key or `u`, column), in key order (an expression as `(expression)`),
+    /// which `migrate` checks before it alters anything.
     pub unique_keys: Option<&'static str>,
     /// (column, its length) of `event_id` and `consumer` where they are wider than migration
     /// 2 makes them (MySQL's VARCHAR(255)), which would cut the application's longer ids off.
     pub key_columns_wider_than_target: Option<&'static str>,
+    /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the other tables
+    /// whose foreign keys reference it, which the server does not let it change the key of.
+    pub tables_with_foreign_keys_to_inbox: Option<&'static str>,
     /// Where migration 2 sets `processed_at`'s type and the server refuses that while a view
     /// reads the column (PostgreSQL): the views that do.
     pub views_of_processed_at: Option<&'static str>,

@@ -6,13 +6,14 @@ use crate::migrate::Migration;
 /// Migration 1's change: the inbox table exists.
 const IN_PLACE_1: &str = "SELECT COUNT(*) FROM information_schema.tables \
      WHERE table_schema = DATABASE() AND table_name = 'processed_messages'";
-/// Migration 2's change, one ALTER TABLE that applies whole or not at all: a primary key
-/// that holds consumer (the classic one is event_id alone) and the three coordinates. Not
+/// Migration 2's change, one ALTER TABLE that applies whole or not at all: the primary key
+/// (consumer, event_id) (the classic one is event_id alone) and the three coordinates. Not
 /// by the name of its index, which a DBA may rename.
 const IN_PLACE_2: &str = "SELECT CASE WHEN \
-     (SELECT COUNT(*) FROM information_schema.statistics \
+     (SELECT GROUP_CONCAT(LOWER(column_name) ORDER BY column_name) \
+      FROM information_schema.statistics \
       WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
-      AND index_name = 'PRIMARY' AND LOWER(column_name) = 'consumer') > 0 \
+      AND index_name = 'PRIMARY') = 'consumer,event_id' \
      AND (SELECT COUNT(*) FROM information_schema.columns \
       WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
       AND LOWER(column_name) IN ('topic', 'partition', 'offset')) = 3 \
@@ -82,6 +83,11 @@ pub static DIALECT: Dialect = Dialect {
          ORDER BY index_name, seq_in_index",
     ),
     views_of_processed_at: None,
+    tables_with_foreign_keys_to_inbox: Some(
+        "SELECT DISTINCT CAST(table_name AS CHAR) FROM information_schema.referential_constraints \
+         WHERE constraint_schema = DATABASE() AND referenced_table_name = 'processed_messages' \
+         AND table_name <> 'processed_messages' ORDER BY 1",
+    ),
     key_columns_wider_than_target: Some(
         "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_maximum_length AS SIGNED) \
          FROM information_schema.columns \

@@ -110,11 +110,16 @@ pub static DIALECT: Dialect = Dialect {
          FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
          CROSS JOIN unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(n, position) \
          LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n \
-         WHERE i.indrelid = to_regclass('processed_messages') AND i.indisunique \
-         AND i.indpred IS NULL AND k.position <= i.indnkeyatts \
+         WHERE i.indrelid = to_regclass('processed_messages') \
+         AND (i.indisunique OR i.indisexclusion) AND k.position <= i.indnkeyatts \
          ORDER BY c.relname, k.position",
     ),
     key_columns_wider_than_target: None,
+    tables_with_foreign_keys_to_inbox: Some(
+        "SELECT DISTINCT CAST(CAST(conrelid AS regclass) AS text) FROM pg_catalog.pg_constraint \
+         WHERE contype = 'f' AND confrelid = to_regclass('processed_messages') \
+         AND conrelid <> confrelid ORDER BY 1",
+    ),
     views_of_processed_at: Some(
         "SELECT DISTINCT CAST(v.oid AS regclass)::text FROM pg_catalog.pg_depend d \
          JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
