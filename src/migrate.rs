@@ -221,22 +221,40 @@ async fn up_sql(
     }
 }
 
-/// Refuses, before anything is written, a table that migration 2 would alter in place
-/// (PostgreSQL, MySQL) into something other than the inbox, or that it would fail on: one
-/// whose keys can refuse rows the inbox's key keeps apart, whose id columns
-/// it would narrow or whose coordinates it would add again (MySQL), or whose views read the
-/// column whose type it sets (PostgreSQL).
+/// Refuses, before anything is written, a table that migration 2 would make into something
+/// other than the inbox, or would fail on: rows without a consumer (every backend); where
+/// it alters the table in place (PostgreSQL, MySQL), keys that can refuse rows the inbox's
+/// key keeps apart, foreign keys to it, id columns it would narrow or coordinates it would
+/// add again (MySQL), and views that read the column whose type it sets (PostgreSQL).
 async fn refuse_unadoptable(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
 ) -> anyhow::Result<()> {
-    let Some(query) = store.dialect.unique_keys else {
-        return Ok(());
-    };
     if !store.table_exists_on(connection, INBOX_TABLE).await? {
         return Ok(());
     }
+    // Every backend: the change makes consumer NOT NULL, and would fail on such a row.
+    let without_consumer: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer IS NULL"
+    ))
+    .fetch_one(&mut *connection)
+    .await
+    .with_context(|| format!("could not read {INBOX_TABLE}"))?;
+    let mut reasons = Vec::new();
+    if without_consumer > 0 {
+        reasons.push(format!(
+            "{} no consumer (NULL), and migration {} makes consumer NOT NULL; give {} the \
+             consumer that processed {}",
+            crate::output::counted(without_consumer as u64, "row has", "rows have"),
+            migration.version,
+            if without_consumer == 1 { "it" } else { "them" },
+            if without_consumer == 1 { "it" } else { "them" },
+        ));
+    }
+    let Some(query) = store.dialect.unique_keys else {
+        return refusal(migration, &reasons);
+    };
     let key_columns: Vec<(String, String, String)> = sqlx::query_as(query)
         .fetch_all(&mut *connection)
         .await
@@ -252,7 +270,7 @@ async fn refuse_unadoptable(
         }
     }
     let mysql = store.backend == Backend::Mysql;
-    let mut reasons = adoption_refusal(&keys, mysql);
+    reasons.extend(adoption_refusal(&keys, mysql));
     // PostgreSQL adds the coordinates only where they are missing; MySQL's one statement
     // would fail on a column the table has of its own. (Where all of migration 2's change
     // is in place, MySQL only records it, and nothing here is asked.)
@@ -293,9 +311,9 @@ async fn refuse_unadoptable(
             })?;
         if !tables.is_empty() {
             reasons.push(format!(
-                "table(s) {} reference it by foreign key, which the server does not let \
-                 migration {} change the key under; drop those foreign keys first and make \
-                 them again on (consumer, event_id) afterwards",
+                "table(s) {} reference it by foreign key, which migration {} cannot keep while \
+                 it changes the table's key; drop those foreign keys first and make them again \
+                 afterwards",
                 tables.join(", "),
                 migration.version
             ));
@@ -316,13 +334,17 @@ async fn refuse_unadoptable(
             ));
         }
     }
+    refusal(migration, &reasons)
+}
+
+/// The refusal of [`refuse_unadoptable`], when there are `reasons`.
+fn refusal(migration: &Migration, reasons: &[String]) -> anyhow::Result<()> {
     if reasons.is_empty() {
         return Ok(());
     }
     bail!(
-        "migration {} ({}) cannot adopt table {INBOX_TABLE}: {}. Nothing was changed. The \
-         inbox is keyed on (consumer, event_id), so that the consumers of one event do not \
-         dedupe each other; change the table first",
+        "migration {} ({}) cannot adopt table {INBOX_TABLE}: {}. Nothing was changed; change \
+         the table as said, then run migrate again",
         migration.version,
         migration.description,
         reasons.join("; ")

@@ -1325,8 +1325,7 @@ async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backe
                 format!(
                     "error: migration 2 (key (consumer, event_id), topic/partition/offset, \
                      indexes) cannot adopt table processed_messages: {reasons}. Nothing was \
-                     changed. The inbox is keyed on (consumer, event_id), so that the consumers \
-                     of one event do not dedupe each other; change the table first\n"
+                     changed; change the table as said, then run migrate again\n"
                 ),
                 "{table} {args:?}"
             );
@@ -1368,7 +1367,7 @@ async fn postgres_adoption_names_the_views_that_read_processed_at() {
                 "cannot adopt table processed_messages: view(s) recent read its processed_at, \
                  whose type migration 2 sets (timestamptz), which PostgreSQL refuses while a \
                  view reads the column; drop them first and make them again afterwards. \
-                 Nothing was changed."
+                 Nothing was changed;"
             ),
             "{args:?}: {}",
             refused.stderr
@@ -1419,7 +1418,7 @@ async fn mysql_adoption_refuses_what_its_one_statement_cannot_do() {
         let refused = db.run(&["migrate", "run"]).code(1);
         assert!(
             refused.stderr.contains(&format!(
-                "cannot adopt table processed_messages: {reason}. Nothing was changed."
+                "cannot adopt table processed_messages: {reason}. Nothing was changed;"
             )),
             "{}",
             refused.stderr
@@ -1519,8 +1518,8 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
         ),
         (
             "CREATE TABLE child (e text REFERENCES processed_messages (event_id))",
-            "table(s) child reference it by foreign key, which the server does not let \
-             migration 2 change the key under",
+            "table(s) child reference it by foreign key, which migration 2 cannot keep while \
+             it changes the table's key",
         ),
     ] {
         let mut db = TestDb::new(Backend::Postgres).await;
@@ -1577,11 +1576,11 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
         Backend::Mysql => "VARCHAR(255)",
         _ => "TEXT",
     };
-    // A consumer that is NULL: migration 2 makes the column NOT NULL.
+    // A processed_at that is NULL: migration 2 makes the column NOT NULL.
     db.exec(&format!(
-        "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer {text}, \
-         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
-         INSERT INTO processed_messages (event_id) VALUES ('e1')"
+        "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer {text} \
+         NOT NULL, processed_at TIMESTAMP NULL); \
+         INSERT INTO processed_messages (event_id, consumer, processed_at) VALUES ('e1', 'c', NULL)"
     ))
     .await;
     let failed = db.run(&["migrate", "run"]).code(1);
@@ -1601,7 +1600,7 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
         failed.stderr
     );
     assert_eq!(migration_states(&db), states);
-    db.exec("UPDATE processed_messages SET consumer = 'c'")
+    db.exec("UPDATE processed_messages SET processed_at = CURRENT_TIMESTAMP")
         .await;
     let again = db.run(&["migrate", "run"]).ok();
     assert!(again.stdout.contains("Applied 2/"), "{}", again.stdout);
@@ -1615,6 +1614,41 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
 }
 
 each_backend!(a_run_that_fails_midway_says_what_it_applied);
+
+/// Rows without a consumer are refused before anything is written, on every backend: the
+/// change makes consumer NOT NULL. Given one, the run goes on.
+async fn rows_without_a_consumer_are_refused(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let text = match backend {
+        Backend::Mysql => "VARCHAR(255)",
+        _ => "TEXT",
+    };
+    db.exec(&format!(
+        "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer {text}, \
+         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
+         INSERT INTO processed_messages (event_id) VALUES ('e1'), ('e2')"
+    ))
+    .await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(
+                "cannot adopt table processed_messages: 2 rows have no consumer (NULL), and \
+                 migration 2 makes consumer NOT NULL; give them the consumer that processed \
+                 them. Nothing was changed"
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    db.exec("UPDATE processed_messages SET consumer = 'c'")
+        .await;
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.count("processed_messages").await, 2);
+}
+
+each_backend!(rows_without_a_consumer_are_refused);
 
 /// PostgreSQL reverts in one transaction: when `revert --to 0` cannot drop the table (another
 /// table's foreign key holds it), migration 2 is not forgotten either, and `run` and `revert`

@@ -164,8 +164,9 @@ pub struct Dialect {
     /// (column, its length) of `event_id` and `consumer` where they are wider than migration
     /// 2 makes them (MySQL's VARCHAR(255)), which would cut the application's longer ids off.
     pub key_columns_wider_than_target: Option<&'static str>,
-    /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the other tables
-    /// whose foreign keys reference it, which the server does not let it change the key of.
+    /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the tables (itself,
+    /// or in another database, included) whose foreign keys reference it, which it cannot
+    /// keep while it changes the key (PostgreSQL refuses; MariaDB breaks them).
     pub tables_with_foreign_keys_to_inbox: Option<&'static str>,
     /// Where migration 2 sets `processed_at`'s type and the server refuses that while a view
     /// reads the column (PostgreSQL): the views that do.

@@ -84,9 +84,11 @@ pub static DIALECT: Dialect = Dialect {
     ),
     views_of_processed_at: None,
     tables_with_foreign_keys_to_inbox: Some(
-        "SELECT DISTINCT CAST(table_name AS CHAR) FROM information_schema.referential_constraints \
-         WHERE constraint_schema = DATABASE() AND referenced_table_name = 'processed_messages' \
-         AND table_name <> 'processed_messages' ORDER BY 1",
+        "SELECT DISTINCT CAST(CASE WHEN constraint_schema = DATABASE() THEN table_name \
+                ELSE CONCAT(constraint_schema, '.', table_name) END AS CHAR) \
+         FROM information_schema.referential_constraints \
+         WHERE unique_constraint_schema = DATABASE() \
+         AND referenced_table_name = 'processed_messages' ORDER BY 1",
     ),
     key_columns_wider_than_target: Some(
         "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_maximum_length AS SIGNED) \

@@ -117,8 +117,7 @@ pub static DIALECT: Dialect = Dialect {
     key_columns_wider_than_target: None,
     tables_with_foreign_keys_to_inbox: Some(
         "SELECT DISTINCT CAST(CAST(conrelid AS regclass) AS text) FROM pg_catalog.pg_constraint \
-         WHERE contype = 'f' AND confrelid = to_regclass('processed_messages') \
-         AND conrelid <> confrelid ORDER BY 1",
+         WHERE contype = 'f' AND confrelid = to_regclass('processed_messages') ORDER BY 1",
     ),
     views_of_processed_at: Some(
         "SELECT DISTINCT CAST(v.oid AS regclass)::text FROM pg_catalog.pg_depend d \
