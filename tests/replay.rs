@@ -1805,6 +1805,29 @@ async fn a_handler_that_cannot_be_prepared_stops_before_reading(backend: Backend
         run.stderr,
         format!("error: in {empty}: the handler SQL file holds no statement\n")
     );
+    // A file saved as UTF-16 (with its byte-order mark), or in another encoding.
+    let utf16 = db.dir.path().join("utf16.sql");
+    let mut bytes = vec![0xFF, 0xFE];
+    bytes.extend("SELECT 1;\n".encode_utf16().flat_map(u16::to_le_bytes));
+    std::fs::write(&utf16, bytes).unwrap();
+    let latin1 = db.dir.path().join("latin1.sql");
+    std::fs::write(&latin1, b"SELECT 'caf\xe9';\n").unwrap();
+    for (file, expected) in [
+        (
+            &utf16,
+            "is UTF-16 text (it starts with a byte-order mark); save it as UTF-8",
+        ),
+        (&latin1, "is not UTF-8 text ("),
+    ] {
+        let file = file.to_str().unwrap();
+        let run = replay(&db, &topic, "billing", &["--sql", file, "--dry-run"]).code(2);
+        assert!(
+            run.stderr
+                .starts_with(&format!("error: the SQL handler {file} {expected}")),
+            "{}",
+            run.stderr
+        );
+    }
 
     // A placeholder of the database's own would take another's value, or none.
     let own = match backend {

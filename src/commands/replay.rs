@@ -317,8 +317,23 @@ async fn replay(
     // Checked in a dry run too: it says whether the real run could go.
     let statements = match &args.sql {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let bytes = std::fs::read(path)
                 .with_context(|| format!("could not read the SQL handler {}", path.display()))?;
+            // A byte-order mark of UTF-16 (a Windows "Unicode" file) is said as such, before
+            // the bytes are read as UTF-8.
+            if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+                return Err(usage(format!(
+                    "the SQL handler {} is UTF-16 text (it starts with a byte-order mark); save \
+                     it as UTF-8",
+                    path.display()
+                )));
+            }
+            let text = String::from_utf8(bytes).map_err(|error| {
+                usage(format!(
+                    "the SQL handler {} is not UTF-8 text ({error}); save it as UTF-8",
+                    path.display()
+                ))
+            })?;
             let mut statements = handler::parse(&text, store.dialect)
                 .with_context(|| format!("in {}", path.display()))?;
             check_statements(store, &mut statements, path).await?;
