@@ -25,12 +25,23 @@ pub struct Migration {
     /// statement) and its bookkeeping leaves it applied but not recorded, or undone but
     /// still recorded; the next run then only records or forgets it.
     pub in_place: Option<&'static str>,
+    /// With [`Migration::in_place`]: the indexes the migration makes, as (name, CREATE
+    /// INDEX), and a query whose count is positive when an index of that name (`?`) exists.
+    /// A table found in place is only recorded, but one made by hand may lack them; they are
+    /// made then, as PostgreSQL's `IF NOT EXISTS` and SQLite's rebuild do.
+    pub in_place_indexes: Option<InPlaceIndexes>,
     /// Where the up SQL rebuilds the inbox table (SQLite cannot change a primary key in
     /// place): which tables it may rebuild, and what it runs instead on one already done.
     pub rebuild: Option<TableRebuild>,
     /// Where the migration turns times without a zone into instants, and so must read them
     /// in the zone they were written in. Dialects with transactional DDL only.
     pub zoneless_times: Option<ZonelessTimes>,
+}
+
+#[derive(Debug)]
+pub struct InPlaceIndexes {
+    pub exists: &'static str,
+    pub indexes: &'static [(&'static str, &'static str)],
 }
 
 /// A migration that rebuilds the inbox table copies only some columns into the new one; a
@@ -502,7 +513,7 @@ pub struct MigrationStep {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u128>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sql: Option<&'static str>,
+    pub sql: Option<std::borrow::Cow<'static, str>>,
     /// Set when the migration converted times without a zone, read in this zone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub times_read_in: Option<ZoneRead>,
@@ -742,9 +753,20 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
         };
         let sql = match in_place {
             Some(true) => {
-                "-- nothing to run: its change is already in place, so it is only recorded"
+                let missing = missing_indexes(&mut connection, migration).await?;
+                match missing.is_empty() {
+                    true => "-- nothing to run: its change is already in place, so it is only \
+                             recorded"
+                        .into(),
+                    false => format!(
+                        "-- its change is already in place but for these indexes, which are \
+                         made, and it is recorded\n{};",
+                        missing.join(";\n")
+                    )
+                    .into(),
+                }
             }
-            _ => up_sql(store, &mut connection, migration).await?,
+            _ => up_sql(store, &mut connection, migration).await?.into(),
         };
         steps.push(MigrationStep {
             version: migration.version,
@@ -1062,7 +1084,12 @@ async fn apply_pending(
             }
         } else {
             let run_sql = !in_place.unwrap_or(false);
-            apply_one(connection, migration, up, &bookkeeping, started, run_sql).await
+            match make_missing_indexes(connection, migration, in_place).await {
+                Ok(()) => {
+                    apply_one(connection, migration, up, &bookkeeping, started, run_sql).await
+                }
+                Err(error) => Err(error),
+            }
         }
         .with_context(|| {
             // The migrations before it stay applied and recorded, except on SQLite, where
@@ -1261,6 +1288,42 @@ async fn change_in_place(
         }
         None => Ok(None),
     }
+}
+
+/// The CREATE INDEX statements of `migration`'s indexes that the table lacks, where its
+/// change is found in place (see [`Migration::in_place_indexes`]).
+async fn missing_indexes(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> Result<Vec<&'static str>, sqlx::Error> {
+    let mut missing = Vec::new();
+    if let Some(in_place) = &migration.in_place_indexes {
+        for (name, create) in in_place.indexes {
+            let count: i64 = sqlx::query_scalar(in_place.exists)
+                .bind(*name)
+                .fetch_one(&mut *connection)
+                .await?;
+            if count == 0 {
+                missing.push(*create);
+            }
+        }
+    }
+    Ok(missing)
+}
+
+/// Makes the indexes [`missing_indexes`] finds, where the change is in place.
+async fn make_missing_indexes(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+    in_place: Option<bool>,
+) -> Result<(), sqlx::Error> {
+    if in_place != Some(true) {
+        return Ok(());
+    }
+    for create in missing_indexes(connection, migration).await? {
+        sqlx::raw_sql(create).execute(&mut *connection).await?;
+    }
+    Ok(())
 }
 
 /// The statements that record an applied migration in `inboxctl_migrations`.

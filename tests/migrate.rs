@@ -1486,6 +1486,42 @@ async fn mysql_migration_2_is_in_place_by_its_key_and_its_coordinates() {
     assert_eq!(run.stderr, "");
 }
 
+/// A MySQL table made by hand in the current layout, without inboxctl's two indexes, is
+/// taken for migration 2 in place: the indexes it lacks are made (its dry run says which),
+/// and it reverts as one that migrate made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_table_in_place_gets_the_indexes_it_lacks() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.run(&["migrate", "run"]).ok();
+    let migrated = db.schema().await;
+    db.exec(
+        "DROP INDEX processed_messages_consumer_processed_at_idx ON processed_messages; \
+         DROP INDEX processed_messages_consumer_coordinates_idx ON processed_messages; \
+         DROP TABLE inboxctl_migrations",
+    )
+    .await;
+    let dry = db.run(&["migrate", "run", "--dry-run"]).ok();
+    assert!(
+        dry.stdout.contains(
+            "-- its change is already in place but for these indexes, which are made, and it \
+             is recorded\nCREATE INDEX processed_messages_consumer_processed_at_idx"
+        ),
+        "{}",
+        dry.stdout
+    );
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.schema().await, migrated);
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    db.run(&["migrate", "revert", "--yes"]).ok();
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "pending".into())]
+    );
+}
+
 /// A PostgreSQL unique key is judged by its key columns: `INCLUDE (consumer)` does not make
 /// `UNIQUE (event_id)` per consumer, nor does a predicate (which may cover every row); an
 /// exclusion constraint counts as a unique key, and another table's foreign key holds the

@@ -69,7 +69,7 @@ fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
             version: m.version,
             description: m.description,
             duration_ms: None,
-            sql: Some(m.up),
+            sql: Some(m.up.into()),
             times_read_in: None,
             only_forgotten: false,
         })
@@ -180,7 +180,7 @@ fn print_plan(
                     "-- dry run: would {verb} migration {} ({})\n{}",
                     step.version,
                     step.description,
-                    step.sql.unwrap_or_default().trim_end()
+                    step.sql.as_deref().unwrap_or_default().trim_end()
                 ));
             }
         }
@@ -257,7 +257,7 @@ async fn revert(
                 version: m.version,
                 description: m.description,
                 duration_ms: None,
-                sql: Some(sql),
+                sql: Some(sql.into()),
                 times_read_in: None,
                 only_forgotten: false,
             })

@@ -1,7 +1,7 @@
 //! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
 
 use super::{BatchDelete, Dialect, MigrationLocking};
-use crate::migrate::Migration;
+use crate::migrate::{InPlaceIndexes, Migration};
 
 /// Migration 1's change: the inbox table exists.
 const IN_PLACE_1: &str = "SELECT COUNT(*) FROM information_schema.tables \
@@ -18,6 +18,10 @@ const IN_PLACE_2: &str = "SELECT CASE WHEN \
       WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
       AND LOWER(column_name) IN ('topic', 'partition', 'offset')) = 3 \
      THEN 1 ELSE 0 END";
+
+/// A count, positive when the inbox has an index of the name given.
+const INDEX_EXISTS: &str = "SELECT COUNT(*) FROM information_schema.statistics \
+     WHERE table_schema = DATABASE() AND table_name = 'processed_messages' AND index_name = ?";
 
 /// A count, positive when `processed_at` is a `TIMESTAMP`: MySQL keeps those in UTC and
 /// converts them for each session, where migration 2's `DATETIME(6)` keeps what it is given.
@@ -120,6 +124,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/mysql/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/mysql/0001_classic_table.down.sql"),
             in_place: Some(IN_PLACE_1),
+            in_place_indexes: None,
             rebuild: None,
             zoneless_times: None,
         },
@@ -129,6 +134,21 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/mysql/0002_consumer_key_and_coordinates.down.sql"),
             in_place: Some(IN_PLACE_2),
+            in_place_indexes: Some(InPlaceIndexes {
+                exists: INDEX_EXISTS,
+                indexes: &[
+                    (
+                        "processed_messages_consumer_processed_at_idx",
+                        "CREATE INDEX processed_messages_consumer_processed_at_idx \
+                         ON processed_messages (consumer, processed_at)",
+                    ),
+                    (
+                        "processed_messages_consumer_coordinates_idx",
+                        "CREATE INDEX processed_messages_consumer_coordinates_idx \
+                         ON processed_messages (consumer, topic, `partition`, `offset`)",
+                    ),
+                ],
+            }),
             rebuild: None,
             zoneless_times: None,
         },

@@ -152,6 +152,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/postgres/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/postgres/0001_classic_table.down.sql"),
             in_place: None,
+            in_place_indexes: None,
             rebuild: None,
             zoneless_times: None,
         },
@@ -161,6 +162,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/postgres/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/postgres/0002_consumer_key_and_coordinates.down.sql"),
             in_place: None,
+            in_place_indexes: None,
             rebuild: None,
             // Its `ALTER COLUMN processed_at TYPE timestamptz` reads a classic `timestamp`
             // column's values in the session's TimeZone.

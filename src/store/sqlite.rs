@@ -131,6 +131,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/sqlite/0001_classic_table.up.sql"),
             down: include_str!("../../migrations/sqlite/0001_classic_table.down.sql"),
             in_place: None,
+            in_place_indexes: None,
             rebuild: None,
             zoneless_times: None,
         },
@@ -140,6 +141,7 @@ pub static DIALECT: Dialect = Dialect {
             up: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.up.sql"),
             down: include_str!("../../migrations/sqlite/0002_consumer_key_and_coordinates.down.sql"),
             in_place: None,
+            in_place_indexes: None,
             rebuild: Some(TableRebuild {
                 // table_xinfo lists generated columns too (hidden 2 and 3), which a rebuild
                 // would lose as well.
