@@ -737,20 +737,8 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
     let mut connection = store.acquire().await?;
     let mut steps = Vec::new();
     for migration in to_apply {
-        // As the run finds it: where DDL commits on its own (MySQL), a run cut short
-        // between a change and its record left the change in place, and the next only
-        // records it.
-        let in_place = match per_migration_transaction(store) {
-            true => None,
-            false => change_in_place(&mut connection, migration)
-                .await
-                .with_context(|| {
-                    format!(
-                        "could not check whether migration {} is in place",
-                        migration.version
-                    )
-                })?,
-        };
+        // As the run finds it (see [`found_in_place`]).
+        let in_place = found_in_place(store, &mut connection, migration).await?;
         let sql = match in_place {
             Some(true) => {
                 let missing = missing_indexes(&mut connection, migration).await?;
@@ -1030,20 +1018,7 @@ async fn apply_pending(
             in_transaction: !ddl_commits_on_its_own(store),
         };
         let started = Instant::now();
-        // Where DDL commits on its own (MySQL), a run cut short between a change and its
-        // record left the change in place: it is only recorded, and not judged again as a
-        // change to make (its dry run says the same).
-        let in_place = match per_migration_transaction(store) {
-            true => None,
-            false => change_in_place(connection, migration)
-                .await
-                .with_context(|| {
-                    format!(
-                        "could not check whether migration {} is in place",
-                        migration.version
-                    )
-                })?,
-        };
+        let in_place = found_in_place(store, connection, migration).await?;
         // Judged inside the run's lock, on the table as migration 1 left it.
         let up = match in_place {
             Some(true) => migration.up,
@@ -1288,6 +1263,27 @@ async fn change_in_place(
         }
         None => Ok(None),
     }
+}
+
+/// Where DDL commits on its own (MySQL), whether `migration`'s change is in place: a run
+/// cut short between a change and its record left it so, and the next run only records it,
+/// without judging it again as a change to make. `None` elsewhere.
+async fn found_in_place(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<Option<bool>> {
+    if per_migration_transaction(store) {
+        return Ok(None);
+    }
+    change_in_place(connection, migration)
+        .await
+        .with_context(|| {
+            format!(
+                "could not check whether migration {} is in place",
+                migration.version
+            )
+        })
 }
 
 /// The CREATE INDEX statements of `migration`'s indexes that the table lacks, where its
