@@ -2267,4 +2267,45 @@ async fn compare_scan_takes_ids_as_the_mysql_key_does() {
             "load limit {load_limit}"
         );
     }
+    // A collation without padding tells them apart, and so does compare.
+    db.exec(
+        "ALTER TABLE processed_messages MODIFY event_id VARCHAR(255) CHARACTER SET utf8mb4 \
+         COLLATE utf8mb4_nopad_bin NOT NULL",
+    )
+    .await;
+    for load_limit in ["10000000", "0"] {
+        let run = Run::from(
+            db.cmd()
+                .env("KAFKA_BROKERS", &broker.address)
+                .env("INBOXCTL_SCAN_LOAD_LIMIT", load_limit)
+                .args([
+                    "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
+                ])
+                .output()
+                .unwrap(),
+        )
+        .code(3);
+        let json = run.json();
+        let lost: Vec<(i64, String)> = json["partitions"][0]["lost"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["offset"].as_i64().unwrap(),
+                    l["event_id"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            lost,
+            [(0, "pad".into()), (2, "dup ".into()), (3, "lost".into())],
+            "no pad, load limit {load_limit}"
+        );
+        assert_eq!(
+            json["duplicates"],
+            serde_json::json!([]),
+            "load limit {load_limit}"
+        );
+    }
 }

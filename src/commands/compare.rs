@@ -36,7 +36,7 @@ use crate::exit::ExitStatus;
 use crate::kafka::{read_range, GroupState, Kafka, KafkaClient};
 use crate::output::{first_of, or_dash, table, Output};
 use crate::store::pg_pipeline;
-use crate::store::{Backend, CreateMode, HeapExtent, InboxLayout, Store, INBOX_TABLE};
+use crate::store::{Backend, CreateMode, HeapExtent, IdKey, InboxLayout, Store, INBOX_TABLE};
 
 /// Messages read per inbox lookup during a scan.
 const SCAN_CHUNK: usize = 1000;
@@ -614,6 +614,7 @@ impl TopicCheck<'_> {
                 }
             }
             // The topic's reader starts as soon as the offsets are known.
+            let id_key = store.id_key().await?;
             let reader = reader_client.map(|client| {
                 let whole: Vec<(i32, i64, i64)> = offsets
                     .iter()
@@ -626,7 +627,7 @@ impl TopicCheck<'_> {
                     vec![whole],
                     None,
                     source,
-                    store.backend,
+                    id_key,
                 )
             });
             // The inbox's per-partition figures and the topic scan run side by side.
@@ -1015,7 +1016,7 @@ impl Checking<'_> {
             rounds,
             Some(gaps),
             self.source,
-            self.store.backend,
+            self.store.id_key().await?,
         );
         let progress = self
             .output
@@ -1115,11 +1116,11 @@ impl ScanChunk {
         }
     }
 
-    /// `backend` says which part of the id its inbox compares (see [`Backend::id_key`]).
-    fn add(&mut self, partition: i32, offset: i64, event_id: Option<&str>, backend: Backend) {
+    /// `key` says which part of the id its inbox compares.
+    fn add(&mut self, partition: i32, offset: i64, event_id: Option<&str>, key: IdKey) {
         let event_id = event_id.map(|id| {
             self.ids.push_str(id);
-            (id_hash(backend.id_key(id)), self.ids.len())
+            (id_hash(key.of(id)), self.ids.len())
         });
         self.messages.push(Scanned {
             partition,
@@ -1168,8 +1169,8 @@ struct Reader {
     thread: tokio::task::JoinHandle<anyhow::Result<()>>,
     chunks: tokio::sync::mpsc::Receiver<ScanChunk>,
     total: i64,
-    /// Whose key the ids are compared by (see [`Backend::id_key`]).
-    backend: Backend,
+    /// How the inbox's key compares the ids.
+    key: IdKey,
 }
 
 impl Reader {
@@ -1192,7 +1193,7 @@ fn start_reader(
     rounds: Vec<Vec<(i32, i64, i64)>>,
     only: Option<BTreeMap<i32, Vec<(i64, i64)>>>,
     source: &EventIdSource,
-    backend: Backend,
+    key: IdKey,
 ) -> Reader {
     let (sender, chunks) = tokio::sync::mpsc::channel::<ScanChunk>(READ_AHEAD);
     let total = match &only {
@@ -1237,7 +1238,7 @@ fn start_reader(
                         *last = offset;
                     }
                     let event_id = source.extract(&topic, message);
-                    chunk.add(partition, offset, event_id.as_deref(), backend);
+                    chunk.add(partition, offset, event_id.as_deref(), key);
                 },
             );
             if read.is_err() {
@@ -1253,7 +1254,7 @@ fn start_reader(
         thread,
         chunks,
         total,
-        backend,
+        key,
     }
 }
 
@@ -1277,13 +1278,13 @@ async fn load_inbox_ids(
             .ok(),
         _ => None,
     };
-    let backend = store.backend;
+    let key = store.id_key().await?;
     let count = match fast {
         Some((client, connection)) => {
             let consumer = consumer.to_string();
             tokio::spawn(async move {
                 let client = std::sync::Arc::new(client);
-                let mut batches = IdBatches::new(sender, backend);
+                let mut batches = IdBatches::new(sender, key);
                 let loaded =
                     pg_pipeline::for_each_event_id(&client, &consumer, |id| batches.add(id)).await;
                 pg_pipeline::end_session(client, connection).await;
@@ -1294,7 +1295,7 @@ async fn load_inbox_ids(
             .context("loading the inbox's ids stopped unexpectedly")??
         }
         None => {
-            let mut batches = IdBatches::new(sender, backend);
+            let mut batches = IdBatches::new(sender, key);
             store
                 .for_each_event_id(consumer, |id| batches.add(id))
                 .await?;
@@ -1311,23 +1312,23 @@ async fn load_inbox_ids(
 /// Hashes ids into batches and sends each when full.
 struct IdBatches {
     sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>,
-    backend: Backend,
+    key: IdKey,
     batch: Vec<u128>,
     count: usize,
 }
 
 impl IdBatches {
-    fn new(sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>, backend: Backend) -> IdBatches {
+    fn new(sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>, key: IdKey) -> IdBatches {
         IdBatches {
             sender,
-            backend,
+            key,
             batch: Vec::with_capacity(ID_BATCH),
             count: 0,
         }
     }
 
     fn add(&mut self, id: &str) {
-        self.batch.push(id_hash(self.backend.id_key(id)));
+        self.batch.push(id_hash(self.key.of(id)));
         if self.batch.len() == ID_BATCH {
             self.send();
         }
@@ -1464,7 +1465,7 @@ async fn classify(
             } else {
                 // Under the key's spelling: MariaDB's `x` and `x ` are one event.
                 duplicates
-                    .entry(reader.backend.id_key(event_id).to_string())
+                    .entry(reader.key.of(event_id).to_string())
                     .or_insert_with(|| vec![(state.partition, state.offset)])
                     .push((message.partition, message.offset));
             }
@@ -1961,12 +1962,15 @@ mod tests {
     #[test]
     fn a_chunk_keeps_its_ids_end_to_end() {
         let mut chunk = ScanChunk::with_capacity(5);
-        chunk.add(0, 10, Some("evt-1"), Backend::Postgres);
-        chunk.add(0, 11, None, Backend::Postgres);
-        chunk.add(1, 12, Some("evt-22 ü"), Backend::Sqlite);
-        chunk.add(1, 13, Some("x "), Backend::Postgres);
+        let padded = IdKey {
+            ignores_trailing_spaces: true,
+        };
+        chunk.add(0, 10, Some("evt-1"), IdKey::EXACT);
+        chunk.add(0, 11, None, IdKey::EXACT);
+        chunk.add(1, 12, Some("evt-22 ü"), IdKey::EXACT);
+        chunk.add(1, 13, Some("x "), IdKey::EXACT);
         // MariaDB's key takes `x ` for `x`: so does the hash, and the id stays as it was.
-        chunk.add(1, 14, Some("x "), Backend::Mysql);
+        chunk.add(1, 14, Some("x "), padded);
         type Seen<'a> = (i32, i64, Option<(&'a str, u128)>);
         let seen: Vec<Seen> = chunk
             .iter()
@@ -2010,7 +2014,7 @@ mod tests {
             thread: tokio::spawn(async { Ok(()) }),
             chunks,
             total: 10,
-            backend: Backend::Postgres,
+            key: IdKey::EXACT,
         };
         let output = Output {
             format: Format::Json,
@@ -2026,7 +2030,7 @@ mod tests {
                         9 => Some("e3".to_string()),
                         n => Some(format!("e{n}")),
                     };
-                    chunk.add(0, offset, id.as_deref(), Backend::Postgres);
+                    chunk.add(0, offset, id.as_deref(), IdKey::EXACT);
                 }
                 chunk_sender.send(chunk).await.unwrap();
             }

@@ -306,6 +306,7 @@ async fn replay(
         store.require_insert_returning().await?;
     }
     let widths = inbox_widths(store).await?;
+    let id_key = store.id_key().await?;
     if let Some(width) = widths.consumer {
         let length = args.consumer.chars().count();
         if length > width {
@@ -588,8 +589,7 @@ async fn replay(
                 let mut outcome = Outcome::default();
                 for (index, m) in with_id.iter().enumerate() {
                     let id = m.event_id.as_deref().unwrap_or_default();
-                    if done.contains(id) || !would_process.insert(id_hash(store.backend.id_key(id)))
-                    {
+                    if done.contains(id) || !would_process.insert(id_hash(id_key.of(id))) {
                         outcome.duplicates.push(index);
                     } else {
                         outcome.processed.push(index);
@@ -1946,6 +1946,7 @@ async fn apply_exec(
 ) -> anyhow::Result<Outcome> {
     let ids: Vec<&str> = batch.iter().filter_map(|m| m.event_id.as_deref()).collect();
     let done = processed_ids(output, store, consumer, &ids).await?;
+    let id_key = store.id_key().await?;
     let mut outcome = Outcome::default();
     let mut sent: HashSet<&str> = HashSet::new();
     let mut ok: Vec<&Replayed> = Vec::new();
@@ -1956,7 +1957,7 @@ async fn apply_exec(
     let mut answered_failed = Vec::new();
     for (index, message) in batch.iter().enumerate() {
         let id = message.event_id.as_deref().unwrap_or_default();
-        if done.contains(id) || !sent.insert(store.backend.id_key(id)) {
+        if done.contains(id) || !sent.insert(id_key.of(id)) {
             outcome.duplicates.push(index);
             continue;
         }

@@ -40,18 +40,39 @@ pub enum Backend {
     Mysql,
 }
 
-impl Backend {
-    /// The part of an event id the inbox's key compares. MySQL's collation pads with spaces
-    /// (README, Limits): `x ` and `x` are one id there, so a run that tells ids apart in
-    /// memory (a dry run's count, the ids sent to a handler, compare's scan) does so as the
-    /// key does.
-    pub fn id_key(self, id: &str) -> &str {
-        match self {
-            Backend::Mysql => id.trim_end_matches(' '),
-            _ => id,
+/// How the inbox's key compares event ids. A MySQL collation with PAD SPACE (migration 2's
+/// `utf8mb4_bin`) ignores trailing spaces (README, Limits): `x ` and `x` are one id there,
+/// so a run that tells ids apart in memory (a dry run's count, the ids sent to a handler,
+/// compare's scan) does so as the key does. Elsewhere every character counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdKey {
+    pub ignores_trailing_spaces: bool,
+}
+
+impl IdKey {
+    pub const EXACT: IdKey = IdKey {
+        ignores_trailing_spaces: false,
+    };
+
+    /// The part of `id` the key compares.
+    pub fn of(self, id: &str) -> &str {
+        match self.ignores_trailing_spaces {
+            true => id.trim_end_matches(' '),
+            false => id,
         }
     }
 
+    /// MySQL's and MariaDB's: by the collation of `event_id` (none for a binary column).
+    /// Their NO PAD collations are MariaDB's `…_nopad_…` and MySQL 8's `…_0900_…`.
+    pub fn of_mysql_collation(collation: Option<&str>) -> IdKey {
+        IdKey {
+            ignores_trailing_spaces: collation
+                .is_some_and(|name| !name.contains("_nopad_") && !name.contains("_0900_")),
+        }
+    }
+}
+
+impl Backend {
     pub fn dialect(self) -> &'static Dialect {
         match self {
             Backend::Sqlite => &sqlite::DIALECT,
@@ -732,6 +753,8 @@ pub struct Store {
     pool: AnyPool,
     /// How prune's batches delete from this inbox, read off the catalog on the first batch.
     batch_delete: tokio::sync::OnceCell<BatchDelete>,
+    /// How the inbox's key compares event ids, read off the catalog when first asked.
+    id_key: tokio::sync::OnceCell<IdKey>,
 }
 
 /// Whether connecting may create what is missing (only `migrate run` creates a SQLite file).
@@ -903,7 +926,31 @@ impl Store {
             url: url.clone(),
             pool,
             batch_delete: tokio::sync::OnceCell::new(),
+            id_key: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// How the inbox's key compares event ids (see [`IdKey`]).
+    pub async fn id_key(&self) -> anyhow::Result<IdKey> {
+        if self.backend != Backend::Mysql {
+            return Ok(IdKey::EXACT);
+        }
+        self.id_key
+            .get_or_try_init(|| async {
+                let collation: Option<Option<String>> = sqlx::query_scalar(
+                    "SELECT CAST(collation_name AS CHAR) FROM information_schema.columns \
+                     WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+                     AND LOWER(column_name) = 'event_id'",
+                )
+                .fetch_optional(&self.pool)
+                .await
+                .with_context(|| {
+                    format!("could not read the collation of {INBOX_TABLE}.event_id")
+                })?;
+                Ok(IdKey::of_mysql_collation(collation.flatten().as_deref()))
+            })
+            .await
+            .copied()
     }
 
     pub async fn acquire(&self) -> anyhow::Result<PoolConnection<Any>> {
@@ -2447,11 +2494,11 @@ impl Store {
             return Ok(found.into_iter().collect());
         }
         // The ids asked for, as the server matched them: a row `x ` answers for `x`.
-        let found: std::collections::HashSet<&str> =
-            found.iter().map(|id| self.backend.id_key(id)).collect();
+        let key = self.id_key().await?;
+        let found: std::collections::HashSet<&str> = found.iter().map(|id| key.of(id)).collect();
         Ok(event_ids
             .iter()
-            .filter(|id| found.contains(self.backend.id_key(id)))
+            .filter(|id| found.contains(key.of(id)))
             .map(|id| id.to_string())
             .collect())
     }
@@ -2746,6 +2793,22 @@ fn optional_stored_time(row: &AnyRow, index: usize) -> anyhow::Result<Option<Sto
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ids_compare_as_the_collation_of_event_id_pads() {
+        for (collation, ignores) in [
+            (Some("utf8mb4_bin"), true),
+            (Some("utf8mb4_general_ci"), true),
+            (Some("utf8mb4_nopad_bin"), false),
+            (Some("utf8mb4_0900_ai_ci"), false),
+            (Some("utf8mb4_0900_bin"), false),
+            (None, false),
+        ] {
+            let key = IdKey::of_mysql_collation(collation);
+            assert_eq!(key.ignores_trailing_spaces, ignores, "{collation:?}");
+            assert_eq!(key.of("x  "), if ignores { "x" } else { "x  " });
+        }
+    }
+
     use super::*;
 
     #[test]
