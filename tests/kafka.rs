@@ -33,6 +33,27 @@ fn compare_json(
     inboxctl(db, broker, &args).code(code).json()
 }
 
+/// `compare -g GROUP -t TOPIC --scan --format json` with `INBOXCTL_SCAN_LOAD_LIMIT` set to
+/// `load_limit` ("0": the inbox is asked chunk by chunk, not loaded): its JSON, once its exit
+/// code is found to be `code`.
+fn compare_scan_json(
+    db: &TestDb,
+    broker: &Broker,
+    group: &str,
+    topic: &str,
+    load_limit: &str,
+    code: i32,
+) -> serde_json::Value {
+    let mut command = db.cmd();
+    command
+        .env("KAFKA_BROKERS", &broker.address)
+        .env("INBOXCTL_SCAN_LOAD_LIMIT", load_limit)
+        .args([
+            "compare", "-g", group, "-t", topic, "--scan", "--format", "json",
+        ]);
+    Run::from(command.output().unwrap()).code(code).json()
+}
+
 fn inboxctl(db: &TestDb, broker: &Broker, args: &[&str]) -> Run {
     let mut command = db.cmd();
     command.env("KAFKA_BROKERS", &broker.address).args(args);
@@ -406,18 +427,7 @@ async fn compare_commit_before_effect_names_the_lost_events(backend: Backend) {
     );
     assert_eq!(scanned["messages_scanned"], 24);
     // The same answer when the inbox is asked chunk by chunk instead of loaded.
-    let chunked = Run::from(
-        db.cmd()
-            .env("KAFKA_BROKERS", &broker().address)
-            .env("INBOXCTL_SCAN_LOAD_LIMIT", "0")
-            .args([
-                "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
-            ])
-            .output()
-            .unwrap(),
-    )
-    .code(3)
-    .json();
+    let chunked = compare_scan_json(&db, broker(), &group, &topic, "0", 3);
     assert_eq!(chunked["partitions"], scanned["partitions"]);
 
     let table = inboxctl(
@@ -2244,18 +2254,7 @@ async fn compare_scan_takes_ids_as_the_mysql_key_does() {
     .await;
     broker.commit(&group, &topic, &[(0, 4)]);
     for load_limit in ["10000000", "0"] {
-        let run = Run::from(
-            db.cmd()
-                .env("KAFKA_BROKERS", &broker.address)
-                .env("INBOXCTL_SCAN_LOAD_LIMIT", load_limit)
-                .args([
-                    "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
-                ])
-                .output()
-                .unwrap(),
-        )
-        .code(3);
-        let json = run.json();
+        let json = compare_scan_json(&db, broker, &group, &topic, load_limit, 3);
         assert_eq!(
             json["partitions"][0]["lost"],
             serde_json::json!([{"partition": 0, "offset": 3, "event_id": "lost"}]),
@@ -2274,18 +2273,7 @@ async fn compare_scan_takes_ids_as_the_mysql_key_does() {
     )
     .await;
     for load_limit in ["10000000", "0"] {
-        let run = Run::from(
-            db.cmd()
-                .env("KAFKA_BROKERS", &broker.address)
-                .env("INBOXCTL_SCAN_LOAD_LIMIT", load_limit)
-                .args([
-                    "compare", "-g", &group, "-t", &topic, "--scan", "--format", "json",
-                ])
-                .output()
-                .unwrap(),
-        )
-        .code(3);
-        let json = run.json();
+        let json = compare_scan_json(&db, broker, &group, &topic, load_limit, 3);
         let lost: Vec<(i64, String)> = json["partitions"][0]["lost"]
             .as_array()
             .unwrap()
