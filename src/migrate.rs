@@ -300,18 +300,25 @@ async fn refuse_unadoptable(
             ));
         }
     }
-    if let Some(query) = store.dialect.key_columns_wider_than_target {
-        let wide: Vec<(String, i64)> = sqlx::query_as(query)
+    if let Some(queries) = &store.dialect.mysql_adoption {
+        let read = |what: &str| format!("could not read the {what} of {INBOX_TABLE}");
+        let options: Option<TableOptions> = sqlx::query_as(queries.table_options)
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| read("engine and row format"))?;
+        let columns: Vec<KeyColumnType> = sqlx::query_as(queries.key_column_types)
             .fetch_all(&mut *connection)
             .await
-            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
-        reasons.extend(wide.iter().map(|(column, length)| {
-            format!(
-                "its {column} column holds up to {length} characters, and migration {} makes \
-                 it VARCHAR(255), which would refuse the application's longer values",
-                migration.version
-            )
-        }));
+            .with_context(|| read("column types"))?;
+        let foreign_keys: Vec<OwnForeignKey> = sqlx::query_as(queries.foreign_keys)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| read("foreign keys"))?;
+        reasons.extend(mysql_conversion_refusal(
+            options.as_ref(),
+            &columns,
+            &foreign_keys,
+        ));
     }
     if let Some(query) = store.dialect.tables_with_foreign_keys_to_inbox {
         let tables: Vec<String> = sqlx::query_scalar(query)
@@ -407,6 +414,102 @@ fn columns_of(list: &str) -> Vec<String> {
         .filter(|c| !c.is_empty())
         .map(str::to_lowercase)
         .collect()
+}
+
+/// (engine, row format, create options, the server's default row format) of a MySQL table.
+type TableOptions = (String, String, String, String);
+/// (column, column type, data type, maximum length, character set, collation).
+type KeyColumnType = (String, String, String, i64, String, String);
+/// (constraint, column, referenced table, delete rule, update rule).
+type OwnForeignKey = (String, String, String, String, String);
+
+/// Why MySQL's migration 2, one `ALTER TABLE` that makes `event_id` and `consumer`
+/// `VARCHAR(255) utf8mb4_bin NOT NULL` and the key `(consumer, event_id)`, would fail or lose
+/// something on this table: all of it is known before it runs, so the dry run says it too.
+fn mysql_conversion_refusal(
+    options: Option<&TableOptions>,
+    columns: &[KeyColumnType],
+    foreign_keys: &[OwnForeignKey],
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if let Some((engine, row_format, create_options, default_row_format)) = options {
+        if !engine.eq_ignore_ascii_case("innodb") {
+            reasons.push(format!(
+                "its engine is {engine}, where the inbox needs InnoDB, whose transactions record \
+                 an event together with its effects (ALTER TABLE {INBOX_TABLE} ENGINE=InnoDB)"
+            ));
+        } else {
+            // The table keeps a row format it was given; one it took from the server's
+            // default gets the server's present default when the change rebuilds it.
+            let explicit = create_options.to_lowercase().contains("row_format=");
+            let rebuilt_as = match explicit {
+                true => row_format.as_str(),
+                false => default_row_format.as_str(),
+            };
+            if ["compact", "redundant"].contains(&rebuilt_as.to_lowercase().as_str()) {
+                reasons.push(format!(
+                    "its row format is {row_format}, whose index columns hold at most 767 bytes, \
+                     and the key (consumer, event_id) takes 1,020 per column (VARCHAR(255) \
+                     utf8mb4) (ALTER TABLE {INBOX_TABLE} ROW_FORMAT=DYNAMIC)"
+                ));
+            }
+        }
+    }
+    for (column, column_type, data_type, length, character_set, _) in columns {
+        let binary = character_set == "binary"
+            || [
+                "binary",
+                "varbinary",
+                "tinyblob",
+                "blob",
+                "mediumblob",
+                "longblob",
+            ]
+            .contains(&data_type.as_str());
+        if binary {
+            reasons.push(format!(
+                "its {column} column is {column_type}, bytes rather than text, and migration 2 \
+                 makes it text (VARCHAR(255) utf8mb4), which fails on bytes that are not UTF-8 \
+                 and changes the ids the application writes"
+            ));
+        } else if *length > 255 {
+            reasons.push(format!(
+                "its {column} column holds up to {length} characters, and migration 2 makes it \
+                 VARCHAR(255), which would refuse the application's longer values"
+            ));
+        }
+    }
+    let is_target = |column: &str| {
+        columns
+            .iter()
+            .any(|(name, _, data_type, length, character_set, collation)| {
+                name == column
+                    && data_type == "varchar"
+                    && *length == 255
+                    && character_set == "utf8mb4"
+                    && collation == "utf8mb4_bin"
+            })
+    };
+    for (constraint, column, referenced, on_delete, on_update) in foreign_keys {
+        if column != "event_id" && column != "consumer" {
+            continue;
+        }
+        if !is_target(column) {
+            reasons.push(format!(
+                "its foreign key {constraint} to {referenced} holds {column}, whose type \
+                 migration 2 changes to VARCHAR(255) utf8mb4_bin, which MySQL refuses on a \
+                 column in a foreign key; drop that foreign key first and make it again \
+                 afterwards"
+            ));
+        } else if on_delete == "SET NULL" || on_update == "SET NULL" {
+            reasons.push(format!(
+                "its foreign key {constraint} to {referenced} sets {column} to NULL, and \
+                 migration 2 makes {column} NOT NULL; drop that foreign key first and make it \
+                 again without SET NULL"
+            ));
+        }
+    }
+    reasons
 }
 
 /// Refuses to drop the inbox table (`doing` says why it would be dropped) while it holds
@@ -1418,8 +1521,103 @@ pub async fn inbox_rows(store: &Store) -> anyhow::Result<Option<i64>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{adoption_refusal, RebuildPlan};
+    use super::{
+        adoption_refusal, mysql_conversion_refusal, KeyColumnType, OwnForeignKey, RebuildPlan,
+        TableOptions,
+    };
     use crate::store::Backend;
+
+    #[test]
+    fn mysql_refuses_only_tables_its_one_statement_cannot_convert() {
+        let options = |engine: &str, row_format: &str, create: &str, default: &str| {
+            Some((
+                engine.into(),
+                row_format.into(),
+                create.into(),
+                default.into(),
+            ))
+        };
+        let column = |name: &str, data_type: &str, length: i64, set: &str, collation: &str| {
+            let column_type = format!("{data_type}({length})");
+            (
+                name.into(),
+                column_type,
+                data_type.into(),
+                length,
+                set.into(),
+                collation.into(),
+            )
+        };
+        let target = |name: &str| column(name, "varchar", 255, "utf8mb4", "utf8mb4_bin");
+        let classic = [target("consumer"), target("event_id")];
+        let refused = |options: Option<TableOptions>, columns: &[KeyColumnType]| {
+            mysql_conversion_refusal(options.as_ref(), columns, &[])
+        };
+        // A row format taken from the server's default is rebuilt with its present one.
+        for fine in [
+            options("InnoDB", "Dynamic", "", "dynamic"),
+            options("innodb", "Compact", "", "dynamic"),
+            options("InnoDB", "Compressed", "row_format=COMPRESSED", "compact"),
+            None,
+        ] {
+            assert_eq!(
+                refused(fine.clone(), &classic),
+                Vec::<String>::new(),
+                "{fine:?}"
+            );
+        }
+        for compact in [
+            options("InnoDB", "Compact", "", "compact"),
+            options("InnoDB", "Redundant", "ROW_FORMAT=REDUNDANT", "dynamic"),
+        ] {
+            let reasons = refused(compact.clone(), &classic);
+            assert!(reasons[0].starts_with("its row format is "), "{reasons:?}");
+        }
+        let reasons = refused(options("MyISAM", "Dynamic", "", "dynamic"), &classic);
+        assert!(
+            reasons[0].starts_with("its engine is MyISAM,"),
+            "{reasons:?}"
+        );
+
+        let latin1 = column("event_id", "varchar", 255, "latin1", "latin1_swedish_ci");
+        let wide = column("event_id", "varchar", 256, "utf8mb4", "utf8mb4_bin");
+        let binary = column("consumer", "varbinary", 16, "", "");
+        let binary_text = column("consumer", "varchar", 16, "binary", "binary");
+        assert_eq!(refused(None, &[latin1.clone()]), Vec::<String>::new());
+        assert_eq!(refused(None, &[wide]).len(), 1);
+        assert_eq!(refused(None, &[binary]).len(), 1);
+        assert_eq!(refused(None, &[binary_text]).len(), 1);
+
+        let foreign_key = |column: &str, on_delete: &str| {
+            let key = (
+                "fk".into(),
+                column.into(),
+                "t".into(),
+                on_delete.into(),
+                "RESTRICT".into(),
+            );
+            [key]
+        };
+        let with_keys = |columns: &[KeyColumnType], keys: &[OwnForeignKey]| {
+            mysql_conversion_refusal(None, columns, keys)
+        };
+        assert_eq!(
+            with_keys(&classic, &foreign_key("event_id", "CASCADE")).len(),
+            0
+        );
+        assert_eq!(
+            with_keys(&classic, &foreign_key("other", "SET NULL")).len(),
+            0
+        );
+        assert_eq!(
+            with_keys(&classic, &foreign_key("consumer", "SET NULL")).len(),
+            1
+        );
+        assert_eq!(
+            with_keys(&[latin1], &foreign_key("event_id", "CASCADE")).len(),
+            1
+        );
+    }
 
     #[test]
     fn only_keys_that_let_every_consumer_record_an_event_are_adopted() {

@@ -1436,6 +1436,99 @@ async fn mysql_adoption_refuses_what_its_one_statement_cannot_do() {
     }
 }
 
+/// What would make MySQL's one `ALTER TABLE` fail (or change the application's ids) is
+/// refused before it runs, the dry run included; a foreign key it can keep is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
+    let classic = "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)";
+    let bin = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin";
+    let cases = [
+        (
+            format!(
+                "CREATE TABLE processed_messages (event_id VARCHAR(255) CHARACTER SET latin1 \
+                 PRIMARY KEY, consumer VARCHAR(255) CHARACTER SET latin1 NOT NULL, {classic}) \
+                 ROW_FORMAT=COMPACT"
+            ),
+            "its row format is Compact, whose index columns hold at most 767 bytes, and the key \
+             (consumer, event_id) takes 1,020 per column (VARCHAR(255) utf8mb4) (ALTER TABLE \
+             processed_messages ROW_FORMAT=DYNAMIC)",
+        ),
+        (
+            format!(
+                "CREATE TABLE processed_messages (event_id BINARY(16) PRIMARY KEY, consumer \
+                 VARCHAR(255) NOT NULL, {classic})"
+            ),
+            "its event_id column is binary(16), bytes rather than text, and migration 2 makes \
+             it text (VARCHAR(255) utf8mb4), which fails on bytes that are not UTF-8 and changes \
+             the ids the application writes",
+        ),
+        (
+            format!(
+                "CREATE TABLE events (id VARCHAR(255) PRIMARY KEY); INSERT INTO events VALUES ('e1'); CREATE TABLE \
+                 processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) \
+                 {bin} NOT NULL, {classic}, CONSTRAINT handled_event FOREIGN KEY (event_id) \
+                 REFERENCES events (id))"
+            ),
+            "its foreign key handled_event to events holds event_id, whose type migration 2 \
+             changes to VARCHAR(255) utf8mb4_bin, which MySQL refuses on a column in a foreign \
+             key; drop that foreign key first and make it again afterwards",
+        ),
+        (
+            format!(
+                "CREATE TABLE consumers (name VARCHAR(255) {bin} PRIMARY KEY); INSERT INTO consumers VALUES ('c1'); CREATE TABLE \
+                 processed_messages (event_id VARCHAR(255) {bin} PRIMARY KEY, consumer \
+                 VARCHAR(255) {bin} NULL, {classic}, CONSTRAINT by_consumer FOREIGN KEY \
+                 (consumer) REFERENCES consumers (name) ON DELETE SET NULL)"
+            ),
+            "its foreign key by_consumer to consumers sets consumer to NULL, and migration 2 \
+             makes consumer NOT NULL; drop that foreign key first and make it again without SET \
+             NULL",
+        ),
+        (
+            format!(
+                "CREATE TABLE processed_messages (event_id VARCHAR(255) {bin} PRIMARY KEY, \
+                 consumer VARCHAR(255) {bin} NOT NULL, {classic}) ENGINE=Aria"
+            ),
+            "its engine is Aria, where the inbox needs InnoDB, whose transactions record an event \
+             together with its effects (ALTER TABLE processed_messages ENGINE=InnoDB)",
+        ),
+    ];
+    for (create, reason) in cases {
+        let mut db = TestDb::new(Backend::Mysql).await;
+        db.exec(&create).await;
+        db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c1')")
+            .await;
+        for command in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+            let refused = db.run(command).code(1);
+            assert!(
+                refused.stderr.contains(&format!(
+                    "cannot adopt table processed_messages: {reason}. Nothing was changed;"
+                )),
+                "{command:?} on {create}: {}",
+                refused.stderr
+            );
+        }
+        assert!(!db.table_exists("inboxctl_migrations").await);
+        assert_eq!(db.count("processed_messages").await, 1);
+    }
+
+    // A foreign key on a column that already has the inbox's type, which neither the change
+    // of type nor NOT NULL touches, stays.
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&format!(
+        "CREATE TABLE consumers (name VARCHAR(255) {bin} PRIMARY KEY); \
+         INSERT INTO consumers VALUES ('c1'); \
+         CREATE TABLE processed_messages (event_id VARCHAR(255) {bin} PRIMARY KEY, consumer \
+         VARCHAR(255) {bin} NOT NULL, {classic}, CONSTRAINT by_consumer FOREIGN KEY (consumer) \
+         REFERENCES consumers (name) ON DELETE CASCADE); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c1')"
+    ))
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec("DELETE FROM consumers").await;
+    assert_eq!(db.count("processed_messages").await, 0);
+}
+
 /// A MySQL table keyed (consumer, event_id) without the coordinates is adopted (migration 2
 /// is in place only with both); one where all of migration 2 is in place but not recorded is
 /// only recorded, as its dry run says, however it was changed since.
@@ -1566,6 +1659,21 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
         }
         assert!(!db.table_exists("inboxctl_migrations").await);
     }
+
+    // A foreign key to another unique key than the primary key, which migration 2 keeps,
+    // stays valid throughout: adopted, the key still enforced.
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(&format!(
+        "{classic} ALTER TABLE processed_messages ADD CONSTRAINT by_both UNIQUE (consumer, \
+         event_id); CREATE TABLE child (c text, e text, FOREIGN KEY (c, e) REFERENCES \
+         processed_messages (consumer, event_id)); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c1'); \
+         INSERT INTO child VALUES ('c1', 'e1')"
+    ))
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    let orphan = db.try_exec("INSERT INTO child VALUES ('c2', 'e1')").await;
+    assert!(orphan.is_err(), "the foreign key was lost");
 
     let mut db = TestDb::new(Backend::Postgres).await;
     db.exec("CREATE TABLE processed_messages ()").await;

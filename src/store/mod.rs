@@ -108,6 +108,18 @@ pub enum MigrationLocking {
 }
 
 /// What differs between backends. Each backend module defines one.
+/// The catalog queries that tell whether MySQL's migration 2 can convert an existing table.
+pub struct MysqlAdoptionQueries {
+    /// (engine, row format, create options, the server's default row format) of the inbox.
+    pub table_options: &'static str,
+    /// (column, column type, data type, maximum length, character set, collation) of
+    /// `event_id` and `consumer`.
+    pub key_column_types: &'static str,
+    /// (constraint, column, referenced table, delete rule, update rule) of the inbox's own
+    /// foreign keys, one row per column.
+    pub foreign_keys: &'static str,
+}
+
 pub struct Dialect {
     pub name: &'static str,
     /// Statements run on every new connection (time zone, busy timeout).
@@ -182,12 +194,14 @@ pub struct Dialect {
     /// the primary key or `u`, column), in key order (an expression as `(expression)`),
     /// which `migrate` checks before it alters anything.
     pub unique_keys: Option<&'static str>,
-    /// (column, its length) of `event_id` and `consumer` where they are wider than migration
-    /// 2 makes them (MySQL's VARCHAR(255)), which would cut the application's longer ids off.
-    pub key_columns_wider_than_target: Option<&'static str>,
+    /// Where migration 2 converts the table in one statement that a table it cannot convert
+    /// fails midway through (MySQL): what decides that, read before it runs. See
+    /// [`MysqlAdoptionQueries`].
+    pub mysql_adoption: Option<MysqlAdoptionQueries>,
     /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the tables (itself,
     /// or in another database, included) whose foreign keys reference it, which it cannot
-    /// keep while it changes the key (PostgreSQL refuses; MariaDB breaks them).
+    /// keep while it changes the key (PostgreSQL refuses; MariaDB breaks them). PostgreSQL
+    /// names only those that reference the primary key.
     pub tables_with_foreign_keys_to_inbox: Option<&'static str>,
     /// Where migration 2 sets `processed_at`'s type and the server refuses that while a view
     /// reads the column (PostgreSQL): the views that do.

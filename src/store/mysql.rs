@@ -1,6 +1,6 @@
 //! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
 
-use super::{BatchDelete, Dialect, MigrationLocking};
+use super::{BatchDelete, Dialect, MigrationLocking, MysqlAdoptionQueries};
 use crate::migrate::{InPlaceIndexes, Migration};
 
 /// Migration 1's change: the inbox table exists.
@@ -94,14 +94,28 @@ pub static DIALECT: Dialect = Dialect {
          WHERE unique_constraint_schema = DATABASE() \
          AND referenced_table_name = 'processed_messages' ORDER BY 1",
     ),
-    key_columns_wider_than_target: Some(
-        "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_maximum_length AS SIGNED) \
+    mysql_adoption: Some(MysqlAdoptionQueries {
+        table_options: "SELECT CAST(COALESCE(engine, '') AS CHAR), CAST(COALESCE(row_format, '') AS CHAR), \
+                CAST(COALESCE(create_options, '') AS CHAR), CAST(@@innodb_default_row_format AS CHAR) \
+         FROM information_schema.tables \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
+        key_column_types: "SELECT CAST(LOWER(column_name) AS CHAR), CAST(column_type AS CHAR(255)), \
+                CAST(LOWER(data_type) AS CHAR), CAST(COALESCE(character_maximum_length, 0) AS SIGNED), \
+                CAST(COALESCE(character_set_name, '') AS CHAR), CAST(COALESCE(collation_name, '') AS CHAR) \
          FROM information_schema.columns \
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
          AND LOWER(column_name) IN ('event_id', 'consumer') \
-         AND character_maximum_length > 255 \
          ORDER BY 1",
-    ),
+        foreign_keys: "SELECT CAST(k.constraint_name AS CHAR), CAST(LOWER(k.column_name) AS CHAR), \
+                CAST(k.referenced_table_name AS CHAR), CAST(r.delete_rule AS CHAR), CAST(r.update_rule AS CHAR) \
+         FROM information_schema.key_column_usage k \
+         JOIN information_schema.referential_constraints r \
+           ON r.constraint_schema = k.constraint_schema AND r.constraint_name = k.constraint_name \
+           AND r.table_name = k.table_name \
+         WHERE k.table_schema = DATABASE() AND k.table_name = 'processed_messages' \
+         AND k.referenced_table_name IS NOT NULL \
+         ORDER BY 1, k.ordinal_position",
+    }),
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::SessionLock {
         // A user lock is the server's, not the database's: the name holds the database, so

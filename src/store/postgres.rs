@@ -114,10 +114,14 @@ pub static DIALECT: Dialect = Dialect {
          AND (i.indisunique OR i.indisexclusion) AND k.position <= i.indnkeyatts \
          ORDER BY c.relname, k.position",
     ),
-    key_columns_wider_than_target: None,
+    mysql_adoption: None,
     tables_with_foreign_keys_to_inbox: Some(
-        "SELECT DISTINCT CAST(CAST(conrelid AS regclass) AS text) FROM pg_catalog.pg_constraint \
-         WHERE contype = 'f' AND confrelid = to_regclass('processed_messages') ORDER BY 1",
+        // Only a foreign key to the primary key, which migration 2 drops and makes again:
+        // one to another unique key stays valid throughout.
+        "SELECT DISTINCT CAST(CAST(f.conrelid AS regclass) AS text) FROM pg_catalog.pg_constraint f \
+         JOIN pg_catalog.pg_constraint p ON p.conrelid = f.confrelid AND p.contype = 'p' \
+         AND p.conindid = f.conindid \
+         WHERE f.contype = 'f' AND f.confrelid = to_regclass('processed_messages') ORDER BY 1",
     ),
     views_of_processed_at: Some(
         "SELECT DISTINCT CAST(v.oid AS regclass)::text FROM pg_catalog.pg_depend d \

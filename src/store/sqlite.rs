@@ -103,7 +103,7 @@ pub static DIALECT: Dialect = Dialect {
     ),
     unique_keys: None,
     views_of_processed_at: None,
-    key_columns_wider_than_target: None,
+    mysql_adoption: None,
     tables_with_foreign_keys_to_inbox: None,
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::ExclusiveTransaction {
