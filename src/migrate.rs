@@ -300,6 +300,13 @@ async fn refuse_unadoptable(
             ));
         }
     }
+    if let Some(query) = store.dialect.own_coordinate_columns {
+        let columns: Vec<(String, String)> = sqlx::query_as(query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+        reasons.extend(coordinate_type_refusal(&columns));
+    }
     if let Some(queries) = &store.dialect.mysql_adoption {
         let read = |what: &str| format!("could not read the {what} of {INBOX_TABLE}");
         let options: Option<TableOptions> = sqlx::query_as(queries.table_options)
@@ -413,6 +420,43 @@ fn columns_of(list: &str) -> Vec<String> {
     list.split(',')
         .filter(|c| !c.is_empty())
         .map(str::to_lowercase)
+        .collect()
+}
+
+/// Why coordinate columns a table has of its own, which PostgreSQL's migration 2 keeps as
+/// they are, cannot hold what the inbox writes to them: a topic name (up to 249 characters),
+/// a partition number and an offset.
+fn coordinate_type_refusal(columns: &[(String, String)]) -> Vec<String> {
+    columns
+        .iter()
+        .filter(|(column, type_name)| {
+            let fits = match column.as_str() {
+                "topic" => {
+                    type_name == "text"
+                        || type_name == "character varying"
+                        || type_name
+                            .strip_prefix("character varying(")
+                            .and_then(|rest| rest.strip_suffix(')'))
+                            .and_then(|length| length.parse::<u32>().ok())
+                            .is_some_and(|length| length >= 249)
+                }
+                "partition" => type_name == "integer",
+                "offset" => type_name == "bigint",
+                _ => true,
+            };
+            !fits
+        })
+        .map(|(column, type_name)| {
+            let wanted = match column.as_str() {
+                "topic" => "text",
+                "partition" => "integer",
+                _ => "bigint",
+            };
+            format!(
+                "its own {column} column is {type_name}, which migration 2 keeps, where the \
+                 inbox writes {wanted} there; change its type or rename the column"
+            )
+        })
         .collect()
 }
 
@@ -1522,10 +1566,46 @@ pub async fn inbox_rows(store: &Store) -> anyhow::Result<Option<i64>> {
 #[cfg(test)]
 mod tests {
     use super::{
-        adoption_refusal, mysql_conversion_refusal, KeyColumnType, OwnForeignKey, RebuildPlan,
-        TableOptions,
+        adoption_refusal, coordinate_type_refusal, mysql_conversion_refusal, KeyColumnType,
+        OwnForeignKey, RebuildPlan, TableOptions,
     };
     use crate::store::Backend;
+
+    #[test]
+    fn own_coordinate_columns_must_hold_what_the_inbox_writes() {
+        let columns = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(c, t)| (c.to_string(), t.to_string()))
+                .collect()
+        };
+        let fine = columns(&[
+            ("topic", "character varying(249)"),
+            ("partition", "integer"),
+            ("offset", "bigint"),
+        ]);
+        assert_eq!(coordinate_type_refusal(&fine), Vec::<String>::new());
+        assert_eq!(
+            coordinate_type_refusal(&columns(&[("topic", "character varying")])),
+            Vec::<String>::new()
+        );
+        let wrong = columns(&[
+            ("topic", "character varying(100)"),
+            ("partition", "bigint"),
+            ("offset", "text"),
+        ]);
+        assert_eq!(
+            coordinate_type_refusal(&wrong),
+            [
+                "its own topic column is character varying(100), which migration 2 keeps, \
+                 where the inbox writes text there; change its type or rename the column",
+                "its own partition column is bigint, which migration 2 keeps, where the inbox \
+                 writes integer there; change its type or rename the column",
+                "its own offset column is text, which migration 2 keeps, where the inbox writes \
+                 bigint there; change its type or rename the column",
+            ]
+        );
+    }
 
     #[test]
     fn mysql_refuses_only_tables_its_one_statement_cannot_convert() {

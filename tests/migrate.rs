@@ -1646,6 +1646,13 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
             "its unique key ex on (event_id) does not hold both",
         ),
         (
+            "ALTER TABLE processed_messages ADD COLUMN topic varchar(100), ADD COLUMN \
+             \"offset\" text",
+            "its own topic column is character varying(100), which migration 2 keeps, where \
+             the inbox writes text there; change its type or rename the column; its own offset \
+             column is text, which migration 2 keeps, where the inbox writes bigint there",
+        ),
+        (
             "CREATE TABLE child (e text REFERENCES processed_messages (event_id))",
             "table(s) child reference it by foreign key, which migration 2 cannot keep while \
              it changes the table's key",

@@ -198,6 +198,9 @@ pub struct Dialect {
     /// fails midway through (MySQL): what decides that, read before it runs. See
     /// [`MysqlAdoptionQueries`].
     pub mysql_adoption: Option<MysqlAdoptionQueries>,
+    /// Where migration 2 adds the coordinate columns only where they are missing
+    /// (PostgreSQL): (column, type) of those the table has of its own.
+    pub own_coordinate_columns: Option<&'static str>,
     /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the tables (itself,
     /// or in another database, included) whose foreign keys reference it, which it cannot
     /// keep while it changes the key (PostgreSQL refuses; MariaDB breaks them). PostgreSQL

@@ -94,6 +94,7 @@ pub static DIALECT: Dialect = Dialect {
          WHERE unique_constraint_schema = DATABASE() \
          AND referenced_table_name = 'processed_messages' ORDER BY 1",
     ),
+    own_coordinate_columns: None,
     mysql_adoption: Some(MysqlAdoptionQueries {
         table_options: "SELECT CAST(COALESCE(engine, '') AS CHAR), CAST(COALESCE(row_format, '') AS CHAR), \
                 CAST(COALESCE(create_options, '') AS CHAR), CAST(@@innodb_default_row_format AS CHAR) \

@@ -115,6 +115,13 @@ pub static DIALECT: Dialect = Dialect {
          ORDER BY c.relname, k.position",
     ),
     mysql_adoption: None,
+    own_coordinate_columns: Some(
+        "SELECT CAST(a.attname AS text), format_type(a.atttypid, a.atttypmod) \
+         FROM pg_catalog.pg_attribute a \
+         WHERE a.attrelid = to_regclass('processed_messages') AND a.attnum > 0 \
+         AND NOT a.attisdropped AND a.attname IN ('topic', 'partition', 'offset') \
+         ORDER BY a.attnum",
+    ),
     tables_with_foreign_keys_to_inbox: Some(
         // Only a foreign key to the primary key, which migration 2 drops and makes again:
         // one to another unique key stays valid throughout.

@@ -104,6 +104,7 @@ pub static DIALECT: Dialect = Dialect {
     unique_keys: None,
     views_of_processed_at: None,
     mysql_adoption: None,
+    own_coordinate_columns: None,
     tables_with_foreign_keys_to_inbox: None,
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::ExclusiveTransaction {
