@@ -1663,7 +1663,10 @@ mod tests {
         let wide = column("event_id", "varchar", 256, "utf8mb4", "utf8mb4_bin");
         let binary = column("consumer", "varbinary", 16, "", "");
         let binary_text = column("consumer", "varchar", 16, "binary", "binary");
-        assert_eq!(refused(None, &[latin1.clone()]), Vec::<String>::new());
+        assert_eq!(
+            refused(None, std::slice::from_ref(&latin1)),
+            Vec::<String>::new()
+        );
         assert_eq!(refused(None, &[wide]).len(), 1);
         assert_eq!(refused(None, &[binary]).len(), 1);
         assert_eq!(refused(None, &[binary_text]).len(), 1);
