@@ -245,22 +245,47 @@ async fn refuse_unadoptable(
     if !store.table_exists_on(connection, INBOX_TABLE).await? {
         return Ok(());
     }
-    // Every backend: the change makes consumer NOT NULL, and would fail on such a row.
-    let without_consumer: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM {INBOX_TABLE} WHERE consumer IS NULL"
+    // Every backend: the change makes these NOT NULL, and would fail on such a row (SQLite
+    // lets a text primary key hold NULL).
+    let nulls: (i64, i64, i64) = sqlx::query_as(&format!(
+        "SELECT COUNT(CASE WHEN consumer IS NULL THEN 1 END), \
+         COUNT(CASE WHEN event_id IS NULL THEN 1 END), \
+         COUNT(CASE WHEN processed_at IS NULL THEN 1 END) FROM {INBOX_TABLE}"
     ))
     .fetch_one(&mut *connection)
     .await
     .with_context(|| format!("could not read {INBOX_TABLE}"))?;
     let mut reasons = Vec::new();
-    if without_consumer > 0 {
+    for (count, column, remedy) in [
+        (
+            nulls.0,
+            "consumer",
+            "give {them} the consumer that processed {them}",
+        ),
+        (
+            nulls.1,
+            "event_id",
+            "give {them} {their} event id, or delete {them}",
+        ),
+        (
+            nulls.2,
+            "processed_at",
+            "give {them} the time {they} {were} processed",
+        ),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let one = count == 1;
+        let remedy = remedy
+            .replace("{them}", if one { "it" } else { "them" })
+            .replace("{their}", if one { "its" } else { "their" })
+            .replace("{they}", if one { "it" } else { "they" })
+            .replace("{were}", if one { "was" } else { "were" });
         reasons.push(format!(
-            "{} no consumer (NULL), and migration {} makes consumer NOT NULL; give {} the \
-             consumer that processed {}",
-            crate::output::counted(without_consumer as u64, "row has", "rows have"),
+            "{} no {column} (NULL), and migration {} makes {column} NOT NULL; {remedy}",
+            crate::output::counted(count as u64, "row has", "rows have"),
             migration.version,
-            if without_consumer == 1 { "it" } else { "them" },
-            if without_consumer == 1 { "it" } else { "them" },
         ));
     }
     let Some(query) = store.dialect.unique_keys else {
@@ -326,6 +351,17 @@ async fn refuse_unadoptable(
             &columns,
             &foreign_keys,
         ));
+        let taken: Vec<String> = sqlx::query_scalar(queries.taken_index_names)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| read("indexes"))?;
+        reasons.extend(taken.iter().map(|name| {
+            format!(
+                "it already has an index named {name}, which migration {} adds in one \
+                 statement that would fail on it; drop or rename that index",
+                migration.version
+            )
+        }));
     }
     if let Some(query) = store.dialect.tables_with_foreign_keys_to_inbox {
         let tables: Vec<String> = sqlx::query_scalar(query)

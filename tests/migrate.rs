@@ -1486,6 +1486,16 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
         ),
         (
             format!(
+                "CREATE TABLE processed_messages (event_id VARCHAR(64) PRIMARY KEY, consumer \
+                 VARCHAR(64) NOT NULL, {classic}, KEY \
+                 processed_messages_consumer_processed_at_idx (consumer, processed_at))"
+            ),
+            "it already has an index named processed_messages_consumer_processed_at_idx, \
+             which migration 2 adds in one statement that would fail on it; drop or rename \
+             that index",
+        ),
+        (
+            format!(
                 "CREATE TABLE processed_messages (event_id VARCHAR(255) {bin} PRIMARY KEY, \
                  consumer VARCHAR(255) {bin} NOT NULL, {classic}) ENGINE=Aria"
             ),
@@ -1727,12 +1737,20 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
         Backend::Mysql => "VARCHAR(255)",
         _ => "TEXT",
     };
-    // A processed_at that is NULL: migration 2 makes the column NOT NULL.
-    db.exec(&format!(
-        "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer {text} \
-         NOT NULL, processed_at TIMESTAMP NULL); \
-         INSERT INTO processed_messages (event_id, consumer, processed_at) VALUES ('e1', 'c', NULL)"
-    ))
+    // What the server refuses only as it runs the change: on MySQL a time it cannot read,
+    // elsewhere (no primary key) one event recorded twice, which the new key refuses.
+    db.exec(&match backend {
+        Backend::Mysql => format!(
+            "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer \
+             {text} NOT NULL, processed_at VARCHAR(40) NOT NULL); \
+             INSERT INTO processed_messages VALUES ('e1', 'c', 'yesterday')"
+        ),
+        _ => format!(
+            "CREATE TABLE processed_messages (event_id {text} NOT NULL, consumer {text} NOT \
+             NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
+             INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e1', 'c')"
+        ),
+    })
     .await;
     let failed = db.run(&["migrate", "run"]).code(1);
     let (applied, states) = match backend {
@@ -1751,8 +1769,12 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
         failed.stderr
     );
     assert_eq!(migration_states(&db), states);
-    db.exec("UPDATE processed_messages SET processed_at = CURRENT_TIMESTAMP")
-        .await;
+    db.exec(
+        "DELETE FROM processed_messages; \
+         INSERT INTO processed_messages (event_id, consumer, processed_at) \
+         VALUES ('e1', 'c', CURRENT_TIMESTAMP)",
+    )
+    .await;
     let again = db.run(&["migrate", "run"]).ok();
     assert!(again.stdout.contains("Applied 2/"), "{}", again.stdout);
     assert_eq!(
@@ -1766,37 +1788,59 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
 
 each_backend!(a_run_that_fails_midway_says_what_it_applied);
 
-/// Rows without a consumer are refused before anything is written, on every backend: the
-/// change makes consumer NOT NULL. Given one, the run goes on.
+/// Rows without a consumer or a time (or, on SQLite, whose text key can hold NULL, an event
+/// id) are refused before anything is written, on every backend: the change makes those
+/// columns NOT NULL. Given them, the run goes on.
 async fn rows_without_a_consumer_are_refused(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let text = match backend {
         Backend::Mysql => "VARCHAR(255)",
         _ => "TEXT",
     };
+    let key = match backend {
+        Backend::Sqlite => "",
+        _ => "NOT NULL",
+    };
     db.exec(&format!(
-        "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer {text}, \
-         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
-         INSERT INTO processed_messages (event_id) VALUES ('e1'), ('e2')"
+        "CREATE TABLE processed_messages (event_id {text} {key} PRIMARY KEY, consumer {text}, \
+         processed_at TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP); \
+         INSERT INTO processed_messages (event_id) VALUES ('e1'), ('e2'); \
+         INSERT INTO processed_messages (event_id, consumer, processed_at) VALUES ('e3', 'c', NULL)"
     ))
     .await;
+    let mut reasons = "2 rows have no consumer (NULL), and migration 2 makes consumer NOT NULL; \
+                       give them the consumer that processed them; "
+        .to_string();
+    if backend == Backend::Sqlite {
+        db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES (NULL, 'c')")
+            .await;
+        reasons.push_str(
+            "1 row has no event_id (NULL), and migration 2 makes event_id NOT NULL; give it its \
+             event id, or delete it; ",
+        );
+    }
+    reasons.push_str(
+        "1 row has no processed_at (NULL), and migration 2 makes processed_at NOT NULL; give it \
+         the time it was processed. Nothing was changed",
+    );
     for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
         let refused = db.run(args).code(1);
         assert!(
-            refused.stderr.contains(
-                "cannot adopt table processed_messages: 2 rows have no consumer (NULL), and \
-                 migration 2 makes consumer NOT NULL; give them the consumer that processed \
-                 them. Nothing was changed"
-            ),
+            refused
+                .stderr
+                .contains(&format!("cannot adopt table processed_messages: {reasons}")),
             "{args:?}: {}",
             refused.stderr
         );
     }
     assert!(!db.table_exists("inboxctl_migrations").await);
-    db.exec("UPDATE processed_messages SET consumer = 'c'")
-        .await;
+    db.exec(
+        "UPDATE processed_messages SET consumer = 'c', processed_at = CURRENT_TIMESTAMP; \
+         DELETE FROM processed_messages WHERE event_id IS NULL",
+    )
+    .await;
     db.run(&["migrate", "run"]).ok();
-    assert_eq!(db.count("processed_messages").await, 2);
+    assert_eq!(db.count("processed_messages").await, 3);
 }
 
 each_backend!(rows_without_a_consumer_are_refused);

@@ -118,6 +118,8 @@ pub struct MysqlAdoptionQueries {
     /// (constraint, column, referenced table, delete rule, update rule) of the inbox's own
     /// foreign keys, one row per column.
     pub foreign_keys: &'static str,
+    /// The names of the indexes migration 2 adds that the table already has an index of.
+    pub taken_index_names: &'static str,
 }
 
 pub struct Dialect {

@@ -116,6 +116,11 @@ pub static DIALECT: Dialect = Dialect {
          WHERE k.table_schema = DATABASE() AND k.table_name = 'processed_messages' \
          AND k.referenced_table_name IS NOT NULL \
          ORDER BY 1, k.ordinal_position",
+        taken_index_names: "SELECT DISTINCT CAST(index_name AS CHAR) FROM information_schema.statistics \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND index_name IN ('processed_messages_consumer_processed_at_idx', \
+                            'processed_messages_consumer_coordinates_idx') \
+         ORDER BY 1",
     }),
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::SessionLock {
