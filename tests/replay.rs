@@ -2441,6 +2441,52 @@ async fn exec_handler_gets_each_event_once(backend: Backend) {
     assert_eq!(last["event_id"], refused.as_str());
 }
 
+/// A message the exec handler failed does not make a later copy of its event in the same
+/// batch a duplicate: the copy is sent and applied, as the SQL handler applies it, and only
+/// the failed message goes to the dead-letter file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_of_an_event_the_exec_handler_failed_is_sent_again_on_sqlite() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let topic = topic(1).await;
+    let mut events = deposits("y", 1, 3);
+    events[1] = events[0].clone();
+    events[0].payload["refuse"] = json!(true);
+    produce(&topic, &events).await;
+    let (command, effects, _) = exec_handler(&db, 0.0);
+    let dead = db.dir.path().join("dead.jsonl");
+    let dead = dead.to_str().unwrap();
+    let run = replay(
+        &db,
+        &topic,
+        "mailer",
+        &[
+            "--exec",
+            &command,
+            "--on-error",
+            "skip",
+            "--dead-letter",
+            dead,
+        ],
+    )
+    .code(1);
+    assert_eq!(totals(&run.json()), (3, 2, 0, 1, 0));
+    let mut effected = lines(&effects);
+    effected.sort();
+    assert_eq!(effected, ["y-p0-0", "y-p0-2"]);
+    let recorded: Vec<(String, i64)> = inbox(&mut db, "mailer")
+        .await
+        .into_iter()
+        .map(|(id, _, _, offset)| (id, offset))
+        .collect();
+    assert_eq!(recorded, [("y-p0-0".into(), 1), ("y-p0-2".into(), 2)]);
+    let dead_offsets: Vec<Value> = lines(Path::new(dead))
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["offset"].clone())
+        .collect();
+    assert_eq!(dead_offsets, [json!(0)]);
+}
+
 /// Ctrl-C on a terminal signals the whole foreground process group. The handler, in a group
 /// of its own, keeps answering until the batch under way is recorded; the run stops with 130
 /// and every effect the handler applied is in the inbox, so a re-run applies only the rest.

@@ -1948,7 +1948,9 @@ async fn apply_exec(
     let done = processed_ids(output, store, consumer, &ids).await?;
     let id_key = store.id_key().await?;
     let mut outcome = Outcome::default();
-    let mut sent: HashSet<&str> = HashSet::new();
+    // The ids the handler answered ok for in this batch: a later copy of one is a duplicate.
+    // A copy of one it failed is sent again, as the SQL handler applies it again.
+    let mut applied: HashSet<&str> = HashSet::new();
     let mut ok: Vec<&Replayed> = Vec::new();
     // A handler that stops answering ends the run, but only after the events it did answer
     // ok for are recorded: their effects happened, and a re-run must not send them again.
@@ -1957,7 +1959,7 @@ async fn apply_exec(
     let mut answered_failed = Vec::new();
     for (index, message) in batch.iter().enumerate() {
         let id = message.event_id.as_deref().unwrap_or_default();
-        if done.contains(id) || !sent.insert(id_key.of(id)) {
+        if done.contains(id) || applied.contains(id_key.of(id)) {
             outcome.duplicates.push(index);
             continue;
         }
@@ -1991,6 +1993,7 @@ async fn apply_exec(
             }
         };
         if reply.get("ok") == Some(&Value::Bool(true)) {
+            applied.insert(id_key.of(id));
             ok.push(message);
             outcome.processed.push(index);
         } else {
