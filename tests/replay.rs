@@ -2487,6 +2487,44 @@ async fn a_copy_of_an_event_the_exec_handler_failed_is_sent_again_on_sqlite() {
     assert_eq!(dead_offsets, [json!(0)]);
 }
 
+/// PostgreSQL's text cannot hold a NUL character: a message whose event id has one fails on
+/// its own, in the dry run as in both handlers' runs, and the others go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_id_postgres_cannot_store_fails_on_its_own() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    let mut events = deposits("n", 1, 3);
+    events[1] = deposit(0, "n\0b", 1, 5);
+    produce(&topic, &events).await;
+    let why = "the event id holds a NUL character, which PostgreSQL's text cannot store";
+    let dry = replay(&db, &topic, "mailer", &["--dry-run", "--on-error", "skip"]).code(1);
+    assert_eq!(totals(&dry.json()), (3, 2, 0, 1, 0), "{}", dry.stderr);
+    assert!(dry.stderr.contains(why), "{}", dry.stderr);
+    let (command, effects, _) = exec_handler(&db, 0.0);
+    let exec = replay(
+        &db,
+        &topic,
+        "mailer",
+        &["--exec", &command, "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&exec.json()), (3, 2, 0, 1, 0), "{}", exec.stderr);
+    assert!(exec.stderr.contains(why), "{}", exec.stderr);
+    assert_eq!(lines(&effects), ["n-p0-0", "n-p0-2"]);
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let sql = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&sql.json()), (3, 2, 0, 1, 0), "{}", sql.stderr);
+    assert!(sql.stderr.contains(why), "{}", sql.stderr);
+    assert_eq!(inbox_count(&mut db).await, 4);
+}
+
 /// Ctrl-C on a terminal signals the whole foreground process group. The handler, in a group
 /// of its own, keeps answering until the batch under way is recorded; the run stops with 130
 /// and every effect the handler applied is in the inbox, so a re-run applies only the rest.

@@ -306,6 +306,7 @@ async fn replay(
         store.require_insert_returning().await?;
     }
     let widths = inbox_widths(store).await?;
+    let nul_refused = store.backend == Backend::Postgres;
     let id_key = store.id_key().await?;
     if let Some(width) = widths.consumer {
         let length = args.consumer.chars().count();
@@ -561,19 +562,21 @@ async fn replay(
             break;
         }
         // Ids the inbox cannot hold fail on their own; the handler sees the others.
-        let too_long: Vec<usize> = with_id
+        let unstorable: Vec<(usize, String)> = with_id
             .iter()
             .enumerate()
-            .filter(|(_, m)| !id_fits(m.event_id.as_deref().unwrap_or_default(), widths.event_id))
-            .map(|(index, _)| index)
+            .filter_map(|(index, m)| {
+                let id = m.event_id.as_deref().unwrap_or_default();
+                unstorable_id(id, widths.event_id, nul_refused).map(|why| (index, why))
+            })
             .collect();
         let mut accepted: Vec<usize> = Vec::new();
         let handled: Vec<Replayed>;
-        let for_handler: &[Replayed] = if too_long.is_empty() {
+        let for_handler: &[Replayed] = if unstorable.is_empty() {
             &with_id
         } else {
             accepted = (0..with_id.len())
-                .filter(|index| !too_long.contains(index))
+                .filter(|index| !unstorable.iter().any(|(i, _)| i == index))
                 .collect();
             handled = accepted.iter().map(|&i| with_id[i].clone()).collect();
             &handled
@@ -612,9 +615,9 @@ async fn replay(
                         peeked = receiver.try_recv().ok();
                         peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
-                                m.event_id
-                                    .as_deref()
-                                    .is_some_and(|id| id_fits(id, widths.event_id))
+                                m.event_id.as_deref().is_some_and(|id| {
+                                    unstorable_id(id, widths.event_id, nul_refused).is_none()
+                                })
                             }))
                         })
                     }
@@ -636,19 +639,9 @@ async fn replay(
                 or_fail!(job.await)
             }
         };
-        if !too_long.is_empty() {
+        if !unstorable.is_empty() {
             outcome.remap(&accepted);
-            for &index in &too_long {
-                let id = with_id[index].event_id.as_deref().unwrap_or_default();
-                outcome.failed.push((
-                    index,
-                    format!(
-                        "the event id is {} characters long; the inbox's event_id column holds at most {}",
-                        id.chars().count(),
-                        widths.event_id.unwrap_or_default()
-                    ),
-                ));
-            }
+            outcome.failed.extend(unstorable);
             outcome.failed.sort_by_key(|(index, _)| *index);
         }
         for &index in &outcome.processed {
@@ -1018,8 +1011,23 @@ fn message_value(
 }
 
 /// Whether the inbox's event_id column (at most `width` characters, if limited) holds `id`.
-fn id_fits(id: &str, width: Option<usize>) -> bool {
-    width.is_none_or(|width| id.chars().count() <= width)
+/// Why the inbox cannot hold this event id, when it cannot: it is longer than the column, or
+/// holds a NUL character where the column's text cannot (`nul_refused`, PostgreSQL). Such a
+/// message fails on its own, before any lookup or handler sees it.
+fn unstorable_id(id: &str, width: Option<usize>, nul_refused: bool) -> Option<String> {
+    if nul_refused && id.contains('\0') {
+        return Some(
+            "the event id holds a NUL character, which PostgreSQL's text cannot store".into(),
+        );
+    }
+    let length = id.chars().count();
+    match width {
+        Some(width) if length > width => Some(format!(
+            "the event id is {length} characters long; the inbox's event_id column holds at \
+             most {width}"
+        )),
+        _ => None,
+    }
 }
 
 /// The inbox rows (event id, partition, offset) of messages that go to the handler.
