@@ -451,6 +451,29 @@ async fn compare_commit_before_effect_names_the_lost_events(backend: Backend) {
     );
 }
 
+/// A message whose event id PostgreSQL cannot store (a NUL character) is lost when the group
+/// committed past it: looked up chunk by chunk, it is not asked of the server, which would
+/// refuse the whole chunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_scan_takes_an_id_postgres_cannot_store_for_lost() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker().create_topic(&topic, 1).await;
+    let ids = ["a".to_string(), "n\0b".to_string(), "c".to_string()];
+    let events: Vec<(i32, String)> = ids.iter().map(|id| (0, id.clone())).collect();
+    broker().produce(&topic, &events).await;
+    db.exec(&format!(
+        "INSERT INTO processed_messages (consumer, event_id, topic, \"partition\", \"offset\") \
+         VALUES ('{group}', 'a', '{topic}', 0, 0), ('{group}', 'c', '{topic}', 0, 2)"
+    ))
+    .await;
+    broker().commit(&group, &topic, &[(0, 3)]);
+    let json = compare_scan_json(&db, broker(), &group, &topic, "0", 3);
+    assert_eq!(json["lost_total"], 1, "{json}");
+    assert_eq!(json["partitions"][0]["lost"][0]["offset"], 1, "{json}");
+}
+
 async fn compare_scan_finds_producer_duplicates(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let (topic, group) = (unique("orders"), unique("billing"));

@@ -2482,6 +2482,20 @@ impl Store {
         consumer: &str,
         event_ids: &[&str],
     ) -> anyhow::Result<std::collections::HashSet<String>> {
+        // PostgreSQL's text cannot hold a NUL character, so no row holds such an id; asked
+        // for one, the server refuses the whole query.
+        let stored: Vec<&str>;
+        let event_ids = match self.backend {
+            Backend::Postgres if event_ids.iter().any(|id| id.contains('\0')) => {
+                stored = event_ids
+                    .iter()
+                    .copied()
+                    .filter(|id| !id.contains('\0'))
+                    .collect();
+                &stored[..]
+            }
+            _ => event_ids,
+        };
         if event_ids.is_empty() {
             return Ok(Default::default());
         }
