@@ -227,7 +227,10 @@ async fn up_sql(
             refuse_when_referenced(store, connection, &doing).await?;
             Ok(migration.up)
         }
-        RebuildPlan::AlreadyInTargetLayout => Ok(rebuild.up_in_target_layout),
+        RebuildPlan::AlreadyInTargetLayout => {
+            refuse_inexact_key_collation(store, connection, migration).await?;
+            Ok(rebuild.up_in_target_layout)
+        }
         RebuildPlan::WouldLose(lost) => Err(rebuild.refusal(migration, &lost)),
     }
 }
@@ -324,6 +327,11 @@ async fn refuse_unadoptable(
                 migration.version
             ));
         }
+    }
+    // PostgreSQL's change keeps the columns' collations; MySQL's converts them, and
+    // SQLite's rebuild makes them anew (where either is in place, that path asks).
+    if store.backend == Backend::Postgres {
+        refuse_inexact_key_collation(store, connection, migration).await?;
     }
     if let Some(query) = store.dialect.own_coordinate_columns {
         let columns: Vec<(String, String)> = sqlx::query_as(query)
@@ -457,6 +465,43 @@ fn columns_of(list: &str) -> Vec<String> {
         .filter(|c| !c.is_empty())
         .map(str::to_lowercase)
         .collect()
+}
+
+/// Refuses a table whose `consumer` or `event_id` compares ignoring case or accents (a
+/// `_ci` collation, SQLite's NOCASE, a nondeterministic PostgreSQL collation) where
+/// migration 2 would keep that collation: the inbox would take `Billing` and `billing` for
+/// one consumer (and prune one's rows for the other's), and `a` and `A` for one event.
+async fn refuse_inexact_key_collation(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<()> {
+    // Migration 2 makes the key; migration 1's table is the classic one, taken as it is.
+    let (2, Some(inexact)) = (migration.version, &store.dialect.inexact_key_collations) else {
+        return Ok(());
+    };
+    let found: Vec<(String, String)> = sqlx::query_as(inexact.query)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not read the collations of {INBOX_TABLE}"))?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "migration {} ({}) cannot adopt table {INBOX_TABLE}: {}, which take text that differs \
+         in case or accents for equal, where the inbox tells consumers and event ids apart by \
+         every character, and migration {} keeps a collation the table already has. Nothing \
+         was changed; give those columns an exact collation ({}), then run migrate again",
+        migration.version,
+        migration.description,
+        found
+            .iter()
+            .map(|(column, collation)| format!("its {column} column compares by {collation}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        migration.version,
+        inexact.remedy,
+    )
 }
 
 /// Why coordinate columns a table has of its own, which PostgreSQL's migration 2 keeps as
@@ -924,6 +969,7 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
         let in_place = found_in_place(store, &mut connection, migration).await?;
         let sql = match in_place {
             Some(true) => {
+                refuse_inexact_key_collation(store, &mut connection, migration).await?;
                 let missing = missing_indexes(&mut connection, migration).await?;
                 match missing.is_empty() {
                     true => "-- nothing to run: its change is already in place, so it is only \
@@ -1204,7 +1250,10 @@ async fn apply_pending(
         let in_place = found_in_place(store, connection, migration).await?;
         // Judged inside the run's lock, on the table as migration 1 left it.
         let up = match in_place {
-            Some(true) => migration.up,
+            Some(true) => {
+                refuse_inexact_key_collation(store, connection, migration).await?;
+                migration.up
+            }
             _ => up_sql(store, connection, migration).await?,
         };
         let mut times_read_in = None;

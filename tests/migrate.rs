@@ -1539,6 +1539,78 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
     assert_eq!(db.count("processed_messages").await, 0);
 }
 
+/// A table whose consumer or event_id compares ignoring case, which migration 2 would keep
+/// as it is (a table already in the inbox's layout on MySQL and SQLite, any on PostgreSQL),
+/// is refused, dry run included: the inbox would take `Billing` and `billing` for one
+/// consumer. Given an exact collation, it is adopted.
+async fn a_key_that_ignores_case_is_refused(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (create, found, fix) = match backend {
+        Backend::Mysql => (
+            "CREATE TABLE processed_messages (consumer VARCHAR(191) CHARACTER SET utf8mb4 \
+             COLLATE utf8mb4_general_ci NOT NULL, event_id VARCHAR(191) CHARACTER SET utf8mb4 \
+             COLLATE utf8mb4_general_ci NOT NULL, topic VARCHAR(100), `partition` INT, \
+             `offset` BIGINT, processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
+             PRIMARY KEY (consumer, event_id))",
+            "its consumer column compares by utf8mb4_general_ci, its event_id column compares by \
+             utf8mb4_general_ci",
+            "ALTER TABLE processed_messages MODIFY consumer VARCHAR(191) CHARACTER SET utf8mb4 \
+             COLLATE utf8mb4_bin NOT NULL, MODIFY event_id VARCHAR(191) CHARACTER SET utf8mb4 \
+             COLLATE utf8mb4_bin NOT NULL",
+        ),
+        Backend::Sqlite => (
+            "CREATE TABLE processed_messages (consumer TEXT NOT NULL COLLATE NOCASE, event_id \
+             TEXT NOT NULL, topic TEXT, \"partition\" INTEGER, \"offset\" BIGINT, processed_at \
+             TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (consumer, event_id))",
+            "its consumer column compares by NOCASE",
+            "ALTER TABLE processed_messages RENAME TO old; \
+             CREATE TABLE processed_messages (consumer TEXT NOT NULL, event_id TEXT NOT NULL, \
+             topic TEXT, \"partition\" INTEGER, \"offset\" BIGINT, processed_at TIMESTAMP NOT \
+             NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (consumer, event_id)); \
+             INSERT INTO processed_messages SELECT * FROM old; DROP TABLE old",
+        ),
+        Backend::Postgres => (
+            "CREATE COLLATION ignoring_case (provider = icu, locale = 'und-u-ks-level2', \
+             deterministic = false); \
+             CREATE TABLE processed_messages (event_id text PRIMARY KEY COLLATE ignoring_case, \
+             consumer text NOT NULL, processed_at timestamptz NOT NULL DEFAULT now())",
+            "its event_id column compares by ignoring_case",
+            "ALTER TABLE processed_messages ALTER COLUMN event_id TYPE text COLLATE \"default\"",
+        ),
+    };
+    db.exec(create).await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         VALUES ('billing', 'a', CURRENT_TIMESTAMP)",
+    )
+    .await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(&format!(
+                "cannot adopt table processed_messages: {found}, which take text that differs \
+                 in case or accents for equal"
+            )),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(
+        migration_states(&db).last(),
+        Some(&(2, "pending".to_string()))
+    );
+    db.exec(fix).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         VALUES ('Billing', 'A', CURRENT_TIMESTAMP)",
+    )
+    .await;
+    assert_eq!(db.count("processed_messages").await, 2);
+}
+
+each_backend!(a_key_that_ignores_case_is_refused);
+
 /// A MySQL table keyed (consumer, event_id) without the coordinates is adopted (migration 2
 /// is in place only with both); one where all of migration 2 is in place but not recorded is
 /// only recorded, as its dry run says, however it was changed since.

@@ -108,6 +108,12 @@ pub enum MigrationLocking {
 }
 
 /// What differs between backends. Each backend module defines one.
+/// See [`Dialect::inexact_key_collations`].
+pub struct InexactKeyCollations {
+    pub query: &'static str,
+    pub remedy: &'static str,
+}
+
 /// The catalog queries that tell whether MySQL's migration 2 can convert an existing table.
 pub struct MysqlAdoptionQueries {
     /// (engine, row format, create options, the server's default row format) of the inbox.
@@ -200,6 +206,11 @@ pub struct Dialect {
     /// fails midway through (MySQL): what decides that, read before it runs. See
     /// [`MysqlAdoptionQueries`].
     pub mysql_adoption: Option<MysqlAdoptionQueries>,
+    /// Where migration 2 can leave `consumer` and `event_id` with the collation the table
+    /// gave them (PostgreSQL always; MySQL and SQLite on a table already in the inbox's
+    /// layout): (column, collation) of those whose collation takes different text for equal
+    /// (case or accents ignored), and how to give them an exact one.
+    pub inexact_key_collations: Option<InexactKeyCollations>,
     /// Where migration 2 adds the coordinate columns only where they are missing
     /// (PostgreSQL): (column, type) of those the table has of its own.
     pub own_coordinate_columns: Option<&'static str>,

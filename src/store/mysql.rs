@@ -1,6 +1,6 @@
 //! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
 
-use super::{BatchDelete, Dialect, MigrationLocking, MysqlAdoptionQueries};
+use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking, MysqlAdoptionQueries};
 use crate::migrate::{InPlaceIndexes, Migration};
 
 /// Migration 1's change: the inbox table exists.
@@ -95,6 +95,17 @@ pub static DIALECT: Dialect = Dialect {
          AND referenced_table_name = 'processed_messages' ORDER BY 1",
     ),
     own_coordinate_columns: None,
+    inexact_key_collations: Some(InexactKeyCollations {
+        query: "SELECT CAST(LOWER(column_name) AS CHAR), CAST(collation_name AS CHAR) \
+         FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND LOWER(column_name) IN ('consumer', 'event_id') \
+         AND collation_name IS NOT NULL AND collation_name NOT LIKE '%\\_bin' \
+         ORDER BY 1",
+        remedy: "ALTER TABLE processed_messages \
+                 MODIFY consumer VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, \
+                 MODIFY event_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL",
+    }),
     mysql_adoption: Some(MysqlAdoptionQueries {
         table_options: "SELECT CAST(COALESCE(engine, '') AS CHAR), CAST(COALESCE(row_format, '') AS CHAR), \
                 CAST(COALESCE(create_options, '') AS CHAR), CAST(@@innodb_default_row_format AS CHAR) \

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use sqlx::AnyConnection;
 
-use super::{BatchDelete, Dialect, MigrationLocking};
+use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking};
 use crate::migrate::{Migration, ZonelessTimes};
 
 /// `delete_batch` for an inbox that is not a plain table (partitioned, a view), where a ctid
@@ -115,6 +115,15 @@ pub static DIALECT: Dialect = Dialect {
          ORDER BY c.relname, k.position",
     ),
     mysql_adoption: None,
+    inexact_key_collations: Some(InexactKeyCollations {
+        query: "SELECT CAST(a.attname AS text), CAST(c.collname AS text) \
+         FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation \
+         WHERE a.attrelid = to_regclass('processed_messages') AND a.attnum > 0 \
+         AND NOT a.attisdropped AND a.attname IN ('consumer', 'event_id') \
+         AND NOT c.collisdeterministic ORDER BY a.attnum",
+        remedy: "ALTER TABLE processed_messages ALTER COLUMN consumer TYPE text COLLATE \"default\", \
+                 ALTER COLUMN event_id TYPE text COLLATE \"default\"",
+    }),
     own_coordinate_columns: Some(
         "SELECT CAST(a.attname AS text), format_type(a.atttypid, a.atttypmod) \
          FROM pg_catalog.pg_attribute a \

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use sqlx::AnyConnection;
 
-use super::{BatchDelete, Dialect, MigrationLocking};
+use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking};
 use crate::migrate::{Migration, TableRebuild};
 
 /// A batch delete that finds its rows by rowid: the subquery reads only the
@@ -105,6 +105,16 @@ pub static DIALECT: Dialect = Dialect {
     views_of_processed_at: None,
     mysql_adoption: None,
     own_coordinate_columns: None,
+    // The primary key's index compares as its columns do.
+    inexact_key_collations: Some(InexactKeyCollations {
+        query: "SELECT LOWER(x.name), x.coll FROM pragma_index_list('processed_messages') AS l, \
+                pragma_index_xinfo(l.name) AS x \
+                WHERE l.origin = 'pk' AND x.key = 1 \
+                AND LOWER(x.name) IN ('consumer', 'event_id') AND x.coll <> 'BINARY' \
+                ORDER BY 1",
+        remedy: "SQLite cannot change a column's collation: make the table again without \
+                 COLLATE, copying its rows",
+    }),
     tables_with_foreign_keys_to_inbox: None,
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::ExclusiveTransaction {
