@@ -1026,6 +1026,9 @@ impl Checking<'_> {
             .enumerate()
             .map(|(i, p)| (p.partition, i))
             .collect();
+        // Messages without an id that nothing decides (see `id_less_by_offset`), per
+        // partition: offsets that hold a message all the same.
+        let mut undecided: HashMap<i32, i64> = HashMap::new();
         while let Some(chunk) = reader.chunks.recv().await {
             let ids: Vec<&str> = chunk
                 .iter()
@@ -1036,7 +1039,10 @@ impl Checking<'_> {
                 let p = &mut partitions[index[&message.partition]];
                 match event_id {
                     Some((id, _)) if held.contains(id) => p.found_by_event_id += 1,
-                    None if !self.id_less_by_offset => p.missing_event_id += 1,
+                    None if !self.id_less_by_offset => {
+                        p.missing_event_id += 1;
+                        *undecided.entry(message.partition).or_default() += 1;
+                    }
                     _ => {
                         p.lost_count += 1;
                         if event_id.is_none() {
@@ -1058,7 +1064,10 @@ impl Checking<'_> {
         reader.finish().await?;
         for p in partitions.iter_mut() {
             if let Some(count) = candidates.get(&p.partition) {
-                p.empty_offsets = count - p.lost_count - p.found_by_event_id;
+                p.empty_offsets = count
+                    - p.lost_count
+                    - p.found_by_event_id
+                    - undecided.get(&p.partition).copied().unwrap_or(0);
             }
         }
         self.output.debug(format!(
