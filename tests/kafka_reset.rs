@@ -606,6 +606,46 @@ async fn a_partition_answered_with_an_error_fails_the_lookup_by_time() {
     );
 }
 
+/// A committed offset past the log's end moved back by --to-inbox: only the offsets the log
+/// holds are given again, and where none is, the note says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn to_inbox_back_from_past_the_log_end_names_only_offsets_the_log_holds() {
+    let broker = broker();
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    let (topic, group) = (unique("orders"), unique("billing"));
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[10, 10]).await;
+    // Partition 0 processed through offset 3; partition 1 through its last, 9.
+    let now = Utc::now();
+    let rows: Vec<Row_> = [(0, 3), (1, 9)]
+        .iter()
+        .map(|&(partition, offset)| {
+            let id = format!("e-p{partition}-{offset}");
+            row(&group, &id, Some((&topic, partition, offset)), now)
+        })
+        .collect();
+    db.insert_rows(&rows).await;
+    broker.commit(&group, &topic, &[(0, 50), (1, 50)]);
+    let dry = reset(&db, &group, &topic, &["--to-inbox"]).ok();
+    for note in [
+        format!(
+            "{topic}:0: moving back from 50, which is past the log's end (10), to 4: the group \
+             will be given offsets 4 to 9 again, and the inbox skips those it already holds"
+        ),
+        format!(
+            "{topic}:1: moving back from 50, which is past the log's end (10), to 10: no \
+             message is given again"
+        ),
+    ] {
+        assert!(
+            dry.stderr.lines().any(|line| line == note),
+            "{note}\n{}",
+            dry.stderr
+        );
+    }
+}
+
 async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend: Backend) {
     let broker = broker();
     let mut db = TestDb::new(backend).await;
@@ -663,7 +703,7 @@ async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend
             // Partition 3 never had a message, so the inbox has no row of it.
             format!(
                 "warning: the inbox holds no rows of consumer '{group}' for partition {topic}:3 \
-                 (pruned, or never processed), so its committed offset is left as it is; set it \
+                 (pruned, or never processed), so it is left as it is; set it \
                  explicitly with --topic TOPIC:PARTITION and --to-offset N (or another target)"
             ),
         ]
@@ -845,7 +885,7 @@ async fn to_inbox_names_the_partitions_it_leaves_for_want_of_inbox_rows() {
 
     let warning = format!(
         "warning: the inbox holds no rows of consumer '{group}' for partition {topic}:1 \
-         (pruned, or never processed), so its committed offset is left as it is; set it \
+         (pruned, or never processed), so it is left as it is; set it \
          explicitly with --topic TOPIC:PARTITION and --to-offset N (or another target)"
     );
     let json = reset(&db, &group, &topic, &["--to-inbox", "--format", "json"]).ok();

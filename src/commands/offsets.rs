@@ -602,14 +602,29 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         };
         // Back is safe (the inbox skips what it holds) but not what --to-inbox suggests.
         if let Some(current) = p.current.filter(|current| new < *current) {
-            let again = match current - new {
-                1 => format!("offset {new}"),
-                _ => format!("offsets {new} to {}", current - 1),
+            // Only offsets the log holds are given again; a commit past its end had none.
+            let again_to = current.min(p.log_end);
+            let again = match again_to - new {
+                ..=0 => None,
+                1 => Some(format!("offset {new}")),
+                _ => Some(format!("offsets {new} to {}", again_to - 1)),
             };
-            output.note(format!(
-                "{}:{}: moving back from {current} to {new}: the group will be given {again} again, and the inbox skips those it already holds",
-                p.topic, p.partition,
-            ));
+            let past_the_end = match current > p.log_end {
+                true => format!(", which is past the log's end ({}),", p.log_end),
+                false => String::new(),
+            };
+            output.note(match again {
+                Some(again) => format!(
+                    "{}:{}: moving back from {current}{past_the_end} to {new}: the group will be \
+                     given {again} again, and the inbox skips those it already holds",
+                    p.topic, p.partition,
+                ),
+                None => format!(
+                    "{}:{}: moving back from {current}{past_the_end} to {new}: no message is \
+                     given again",
+                    p.topic, p.partition,
+                ),
+            });
         }
         if let Some(&(first, _)) = p.skipped_runs.first() {
             let consumer = args.consumer.as_deref().unwrap_or(&args.group);
@@ -670,12 +685,9 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
                 PARTITIONS_NAMED,
             );
             let (which, left, them) = match without_rows.len() {
-                1 => ("partition", "its committed offset is left as it is", "it"),
-                _ => (
-                    "partitions",
-                    "their committed offsets are left as they are",
-                    "them",
-                ),
+                // Committed or not: the reset leaves it as it is.
+                1 => ("partition", "it is left as it is", "it"),
+                _ => ("partitions", "they are left as they are", "them"),
             };
             output.warn(format!(
                 "the inbox holds no rows of consumer '{consumer}' for {which} {named} (pruned, or \
