@@ -1648,6 +1648,31 @@ pub async fn inbox_rows(store: &Store) -> anyhow::Result<Option<i64>> {
     Ok(Some(rows))
 }
 
+/// How many rows of the inbox hold a Kafka coordinate, which reverting migration 2 drops
+/// with its columns; `None` without the table or those columns.
+pub async fn rows_with_coordinates(store: &Store) -> anyhow::Result<Option<i64>> {
+    if !store.table_exists(INBOX_TABLE).await? {
+        return Ok(None);
+    }
+    let columns = store.columns(INBOX_TABLE).await?;
+    let coordinates = ["topic", "partition", "offset"];
+    if !coordinates.iter().all(|column| columns.contains(column)) {
+        return Ok(None);
+    }
+    let any_held = coordinates
+        .iter()
+        .map(|column| format!("{} IS NOT NULL", store.dialect.quote(column)))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let rows: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM {INBOX_TABLE} WHERE {any_held}"
+    ))
+    .fetch_one(store.pool())
+    .await
+    .with_context(|| format!("could not count the rows of {INBOX_TABLE}"))?;
+    Ok(Some(rows))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{

@@ -1917,6 +1917,51 @@ async fn rows_without_a_consumer_are_refused(backend: Backend) {
 
 each_backend!(rows_without_a_consumer_are_refused);
 
+/// Reverting migration 2 drops the Kafka coordinates with their columns: while rows hold
+/// them, only with a confirmation (`--yes` without a terminal); without rows that do, as
+/// before.
+async fn reverting_the_coordinates_away_needs_a_confirmation(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    let now = chrono::Utc::now();
+    db.insert_rows(&[
+        row("billing", "e1", Some(("orders", 0, 7)), now),
+        row("billing", "e2", None, now),
+    ])
+    .await;
+    let refused = db.run(&["migrate", "revert"]).code(2);
+    assert_eq!(
+        refused.stderr,
+        "error: refusing to drop the topic, partition and offset of 1 row of \
+         processed_messages without confirmation; pass --yes\n"
+    );
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "applied".into())]
+    );
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages WHERE topic = 'orders'")
+            .await,
+        1
+    );
+    db.run(&["migrate", "revert", "--yes"]).ok();
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "pending".into())]
+    );
+    assert_eq!(db.count("processed_messages").await, 2);
+
+    // Without coordinates to lose, no confirmation is asked.
+    db.run(&["migrate", "run"]).ok();
+    db.run(&["migrate", "revert"]).ok();
+    assert_eq!(
+        migration_states(&db),
+        [(1, "applied".into()), (2, "pending".into())]
+    );
+}
+
+each_backend!(reverting_the_coordinates_away_needs_a_confirmation);
+
 /// PostgreSQL reverts in one transaction: when `revert --to 0` cannot drop the table (another
 /// table's foreign key holds it), migration 2 is not forgotten either, and `run` and `revert`
 /// both still work from where the database is.

@@ -264,24 +264,50 @@ async fn revert(
             .collect();
         return print_plan(output, steps, "revert");
     }
-    // Reverting version 1 drops the table: never silently when it holds rows.
-    if plan.iter().any(|m| m.version == 1) && !yes {
-        let rows = migrate::inbox_rows(store).await?.unwrap_or(0);
-        if rows > 0 {
-            let rows = counted(rows as u64, "row", "rows");
-            let answer = confirm(
-                format!("Revert drops {INBOX_TABLE} with its {rows}. Continue?"),
-                format!(
-                    "refusing to drop {INBOX_TABLE} with {rows} without confirmation; pass --yes"
-                ),
-            )
-            .await?;
-            if let Some(status) = answer.declined() {
-                output.note("Nothing reverted.");
-                return Ok(status);
-            }
-            super::end_at_once_on_signals(*output, None)?;
+    // Reverting version 1 drops the table, and version 2 the Kafka coordinates compare and
+    // replay read: never silently when rows hold them.
+    let loss = match (plan.iter().any(|m| m.version == 1), yes) {
+        (_, true) => None,
+        (true, false) => migrate::inbox_rows(store)
+            .await?
+            .filter(|rows| *rows > 0)
+            .map(|rows| {
+                let rows = counted(rows as u64, "row", "rows");
+                (
+                    format!("Revert drops {INBOX_TABLE} with its {rows}. Continue?"),
+                    format!(
+                        "refusing to drop {INBOX_TABLE} with {rows} without confirmation; pass \
+                         --yes"
+                    ),
+                )
+            }),
+        (false, false) if plan.iter().any(|m| m.version == 2) => {
+            migrate::rows_with_coordinates(store)
+                .await?
+                .filter(|rows| *rows > 0)
+                .map(|rows| {
+                    let rows = counted(rows as u64, "row", "rows");
+                    (
+                        format!(
+                            "Revert drops the topic, partition and offset of {rows} of \
+                             {INBOX_TABLE}, which compare and replay read. Continue?"
+                        ),
+                        format!(
+                            "refusing to drop the topic, partition and offset of {rows} of \
+                             {INBOX_TABLE} without confirmation; pass --yes"
+                        ),
+                    )
+                })
         }
+        (false, false) => None,
+    };
+    if let Some((question, refusal)) = loss {
+        let answer = confirm(question, refusal).await?;
+        if let Some(status) = answer.declined() {
+            output.note("Nothing reverted.");
+            return Ok(status);
+        }
+        super::end_at_once_on_signals(*output, None)?;
     }
     let steps = migrate::revert(store, to).await?;
     match output.format {
