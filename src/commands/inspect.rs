@@ -411,6 +411,18 @@ fn future_warning(
         false => "",
     };
     let ahead = match newest {
+        // Only SQLite, which compares the stored text: a row written in another form (`T`
+        // between date and time, say) sorts after the present's text without being ahead.
+        StoredTime::At(newest) if *newest <= now => {
+            return format!(
+                "{rows} of consumer '{}' compare as later than the present, though the newest \
+                 of them is {} old: SQLite compares processed_at as text, and these are written \
+                 in another form than YYYY-MM-DD HH:MM:SS (a 'T' between date and time, or a \
+                 zone){counted}; see Limits in the README",
+                printable(consumer),
+                format_age(now - *newest),
+            )
+        }
         StoredTime::At(newest) => format!("up to {} ahead", format_age(*newest - now)),
         StoredTime::NotATime(text) => format!("the newest at {text}"),
     };
@@ -593,6 +605,13 @@ mod tests {
         assert_eq!(
             future_warning("2 row(s)", "c", &StoredTime::At(ahead), now, true),
             "2 row(s) of consumer 'c' are dated in the future (up to 3h ahead), counted as under 1h old; does the application write local time rather than UTC?"
+        );
+        assert_eq!(
+            future_warning("1 row(s)", "c", &StoredTime::At(behind), now, true),
+            "1 row(s) of consumer 'c' compare as later than the present, though the newest of \
+             them is 1h 30m old: SQLite compares processed_at as text, and these are written in \
+             another form than YYYY-MM-DD HH:MM:SS (a 'T' between date and time, or a zone), \
+             counted as under 1h old; see Limits in the README"
         );
         let infinity = StoredTime::NotATime("infinity".into());
         assert_eq!(when_and_age(&infinity, now), "infinity");
