@@ -3954,6 +3954,33 @@ async fn odd_ranges_end_cleanly(backend: Backend) {
         "{}",
         run.stderr
     );
+    // An offset start and a time end that resolves before it: said, not silently empty.
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &[
+            "--sql",
+            &handler,
+            "-p",
+            "0",
+            "--from",
+            "3",
+            "--to",
+            "2000-01-01T00:00:00Z",
+            "--dry-run",
+        ],
+    )
+    .ok();
+    assert_eq!(totals(&run.json()), (0, 0, 0, 0, 0));
+    assert!(
+        run.stderr.contains(
+            "warning: partition 0: --to 2000-01-01T00:00:00+00:00 (offset 0) is before the \
+             start, offset 3; nothing to replay there"
+        ),
+        "{}",
+        run.stderr
+    );
     // A start longer ago than a timestamp holds: said, where subtracting it panicked.
     let run = replay(
         &db,

@@ -928,6 +928,17 @@ fn resolve_ranges(
                 ));
             }
         }
+        // Two forms that resolve per partition (a time, a committed offset) can cross.
+        if to < from && from <= marks.log_end {
+            let end = match &args.to {
+                End::Time(at) => format!("--to {} (offset {to})", at.to_rfc3339()),
+                _ => format!("--to {to}"),
+            };
+            output.warn(format!(
+                "partition {partition}: {end} is before the start, offset {from}; nothing to \
+                 replay there"
+            ));
+        }
         let from = from.clamp(marks.log_start, marks.log_end);
         let to = to.clamp(from, marks.log_end);
         ranges.push((partition, from, to));
