@@ -2047,6 +2047,26 @@ async fn postgres_uuid_event_ids_are_refused_where_ids_are_compared() {
     assert_eq!(db.count("processed_messages").await, 1);
 }
 
+/// SQLite keeps an id in a column declared INTEGER as a number: `inspect --event-id` finds
+/// and shows it as the text it was looked up by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_event_ids_stored_as_numbers_are_found() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer TEXT NOT NULL, event_id INTEGER NOT NULL, \
+         topic TEXT, \"partition\" INTEGER, \"offset\" BIGINT, processed_at TIMESTAMP NOT NULL \
+         DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (consumer, event_id)) WITHOUT ROWID; \
+         INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 42)",
+    )
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    let json = db
+        .run(&["inspect", "--event-id", "42", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(json["rows"][0]["event_id"], "42", "{json}");
+}
+
 /// MySQL plans a single-table `DELETE … WHERE consumer = ? … ORDER BY processed_at LIMIT n`
 /// through the primary key, reading every row of the consumer and sorting them, batch after
 /// batch. prune's batch reads its keys through the (consumer, processed_at) index in a

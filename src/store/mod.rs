@@ -1461,7 +1461,9 @@ impl Store {
         let d = self.dialect;
         let mut sql = self.sql();
         sql.push(&format!(
-            "SELECT consumer, event_id, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
+            "SELECT consumer, {}, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
+            // As text: SQLite stores an id in a column declared INTEGER as a number.
+            (d.text)("event_id"),
             (d.bigint)(&d.quote("partition")),
             (d.bigint)(&d.quote("offset")),
             (d.timestamp_text)("processed_at"),
