@@ -534,6 +534,7 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
     );
     assert_eq!(json["rows_deleted"], 4);
     assert_eq!(json["batches"], 2);
+    assert_eq!(json["max_rows"], 4);
     assert_eq!(
         db.event_ids("a").await,
         ids(&[
@@ -547,6 +548,17 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
     // Recorded for a, whose rows went, and not for z, which --max-rows left alone (b's
     // record is its own prune's, above): a record of z would hide its lost messages.
     assert_eq!(recorded_prunes(&mut db).await, ["a", "b"]);
+    // In a table, the cap is said: uncounted (no terminal), the rest is not known.
+    let table = db
+        .run(&["prune", "--before", &before, "--max-rows", "1", "--yes"])
+        .ok();
+    assert!(
+        table
+            .stdout
+            .ends_with("--max-rows 1 reached: older rows may remain; the next run deletes them.\n"),
+        "{}",
+        table.stdout
+    );
 }
 
 /// The consumers of the prunes recorded, one per record, in order.

@@ -44,6 +44,9 @@ struct PruneReport {
     rows_matched: Option<u64>,
     /// Rows this run was to delete (`rows_matched`, capped by `--max-rows`).
     rows_planned: Option<u64>,
+    /// `--max-rows`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_rows: Option<u64>,
     /// `index` or `blocks`: how the batches found their rows.
     strategy: PruneStrategy,
     rows_deleted: u64,
@@ -273,6 +276,7 @@ async fn prune(
         dry_run: args.dry_run,
         rows_matched,
         rows_planned,
+        max_rows: args.max_rows,
         strategy,
         rows_deleted: 0,
         batches: 0,
@@ -882,6 +886,22 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
         report.elapsed_ms as f64 / 1000.0,
         report.rows_per_second
     ));
+    // --max-rows stopped it: the rest waits for the next run.
+    if let (Some(max), false) = (report.max_rows, report.interrupted) {
+        let remain = match report.rows_matched {
+            Some(matched) if matched > report.rows_deleted => Some(format!(
+                "{} older than the cutoff remain",
+                counted(matched - report.rows_deleted, "row", "rows")
+            )),
+            Some(_) => None,
+            None => Some("older rows may remain".to_string()),
+        };
+        if let (Some(remain), true) = (remain, report.rows_deleted >= max) {
+            output.print(format!(
+                "--max-rows {max} reached: {remain}; the next run deletes them."
+            ));
+        }
+    }
     print_kept(report, output);
     Ok(())
 }
