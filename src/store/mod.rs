@@ -321,6 +321,24 @@ pub struct DatabaseUrl {
     tcp_address: Option<(String, u16)>,
 }
 
+/// The query parameters sqlx's MySQL driver reads.
+const MYSQL_URL_PARAMETERS: &[&str] = &[
+    "ssl-mode",
+    "sslmode",
+    "ssl-ca",
+    "sslca",
+    "ssl-cert",
+    "sslcert",
+    "ssl-key",
+    "sslkey",
+    "charset",
+    "collation",
+    "socket",
+    "timezone",
+    "time-zone",
+    "statement-cache-capacity",
+];
+
 impl DatabaseUrl {
     /// sqlx's options for `connect`: this URL's connection string, or one derived from it.
     fn connect_options(&self, connect: &str) -> anyhow::Result<AnyConnectOptions> {
@@ -401,6 +419,22 @@ impl DatabaseUrl {
         for (key, value) in parsed.query_pairs() {
             if names_a_secret(&key) {
                 register_secret(&value);
+            }
+            // The MySQL driver ignores any other without a word: a `?password=` would then
+            // connect with none, a misspelt `ssl-mode` without TLS.
+            if backend == Backend::Mysql && !MYSQL_URL_PARAMETERS.contains(&key.as_ref()) {
+                return Err(usage(format!(
+                    "the database URL's parameter '{key}' is not one a MySQL URL takes; \
+                     expected one of {}{}",
+                    MYSQL_URL_PARAMETERS.join(", "),
+                    match key.as_ref() {
+                        "password" | "user" => {
+                            " (the user and password go before the host: \
+                             mysql://USER:PASSWORD@host/db)"
+                        }
+                        _ => "",
+                    }
+                )));
             }
             // The driver would say only "No such file or directory", without the file.
             let names_a_file = matches!(
@@ -3009,13 +3043,15 @@ mod tests {
             url.endpoint,
             "PostgreSQL server db.example:5432 (database 'in box', user 'app@corp')"
         );
-        // The user the driver connects as: the query's on PostgreSQL, none of it on MySQL.
+        // The user the driver connects as: the query's on PostgreSQL; on MySQL, which reads
+        // none from the query, refused.
         let url = DatabaseUrl::parse("postgres://app@db.example/inbox?user=other").unwrap();
         assert_eq!(
             url.endpoint,
             "PostgreSQL server db.example:5432 (database 'inbox', user 'other')"
         );
-        let url = DatabaseUrl::parse("mysql://db.example/inbox?user=other").unwrap();
+        assert!(DatabaseUrl::parse("mysql://db.example/inbox?user=other").is_err());
+        let url = DatabaseUrl::parse("mysql://db.example/inbox").unwrap();
         assert_eq!(
             url.endpoint,
             "MySQL server db.example:3306 (database 'inbox', the driver's default user)"
@@ -3034,6 +3070,23 @@ mod tests {
         assert_eq!(
             url.redacted,
             "postgres://app:***@db/inbox?sslmode=require&password=***&sslpassword=***"
+        );
+        // MySQL's driver takes no password from the query: refused, and redacted as it is.
+        let refused = DatabaseUrl::parse("mysql://root@db/inbox?password=pw")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.starts_with(
+                "the database URL's parameter 'password' is not one a MySQL URL takes; expected \
+                 one of ssl-mode, "
+            ) && refused.ends_with(
+                "(the user and password go before the host: mysql://USER:PASSWORD@host/db)"
+            ),
+            "{refused}"
+        );
+        assert!(!refused.contains("pw"), "{refused}");
+        assert!(
+            DatabaseUrl::parse("mysql://root@db/inbox?ssl-mode=disabled&charset=utf8mb4").is_ok()
         );
         assert_eq!(
             redact_url("mysql://root@db/inbox?password=pw"),
