@@ -659,18 +659,48 @@ impl Kafka {
             .create()
             .map_err(|error| self.client_error(error))?;
         let options = AdminOptions::new().request_timeout(Some(self.timeout()));
-        let results = tokio::runtime::Handle::current()
+        let results = match tokio::runtime::Handle::current()
             .block_on(admin.delete_groups(&[group], &options))
-            .with_context(|| format!("could not delete group '{group}'"))?;
+        {
+            Ok(results) => results,
+            Err(KafkaError::AdminOp(code)) if is_unanswered(code) => {
+                return Err(DeleteNotAnswered { code }.into())
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("could not delete group '{group}'"))
+            }
+        };
         for result in results {
             match result {
                 Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
+                Err((_, code)) if is_unanswered(code) => {
+                    return Err(DeleteNotAnswered { code }.into())
+                }
                 Err((_, code)) => bail!("could not delete group '{group}': {code}"),
             }
         }
         Ok(())
     }
 }
+
+/// A group deletion no broker answered (timed out, connection lost), as opposed to one it
+/// refused: the group may or may not be gone.
+#[derive(Debug)]
+pub struct DeleteNotAnswered {
+    pub code: RDKafkaErrorCode,
+}
+
+impl std::fmt::Display for DeleteNotAnswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the deletion of the group was not answered ({})",
+            self.code
+        )
+    }
+}
+
+impl std::error::Error for DeleteNotAnswered {}
 
 /// How many times --kafka-timeout a commit may go without an outcome: librdkafka's own tries
 /// of one that no coordinator answers ended after about four (8.2 s with `2s`).

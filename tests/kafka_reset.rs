@@ -2148,6 +2148,45 @@ async fn ctrl_c_twice_while_a_reset_deletes_its_group_says_how_to_tell() {
     );
 }
 
+/// The deletion of the group goes unanswered within --kafka-timeout: it may have gone
+/// through, so the offsets to commit again stay written down, and the error says how to tell
+/// and how to finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_not_answered_keeps_the_offsets_to_commit_again() {
+    let holding = HoldingBroker::start();
+    let broker = &holding.broker;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, other, group, reset) =
+        a_reset_that_deletes_its_group(&holding, &db, DELETE_GROUPS, &["--kafka-timeout", "2s"])
+            .await;
+    let run = reset.finish().code(1);
+    holding.drop_held();
+    let error = run.stderr.lines().last().unwrap();
+    assert!(
+        error.starts_with("error: the deletion of the group was not answered ("),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        error.ends_with(&format!(
+            "): the deletion of group '{group}' was sent but not answered; if `inboxctl offsets \
+             show --group {group}` says the group does not exist, it was deleted: commit its \
+             offsets with: inboxctl offsets reset --group {group} --from-file \
+             undo.recommit.csv --execute; if it lists the old offsets, nothing changed (undo.csv \
+             and undo.recommit.csv can go)"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(db.dir.path().join("undo.recommit.csv").exists());
+    // Dropped unanswered here, the deletion changed nothing.
+    assert_eq!(
+        broker.committed(&group, &topic, 3),
+        vec![Some(5), Some(7), Some(3)]
+    );
+    assert_eq!(broker.committed(&group, &other, 2), vec![None, Some(2)]);
+}
+
 /// Runs `command`, the one a reset stopped after deleting its group gave, and checks that
 /// it commits every offset the group should have after [`a_reset_that_deleted_its_group`].
 fn commit_again(db: &TestDb, broker: &Broker, command: &str, names: (&str, &str, &str)) {
@@ -2187,8 +2226,10 @@ async fn a_commit_that_fails_after_the_group_was_deleted_says_how_to_commit_agai
     assert_eq!(
         said,
         format!(
-            "error: group '{group}' was deleted, and its offsets could not be committed again; \
-             commit them with: {command}: the group coordinator did not answer the commit"
+            "error: group '{group}' was deleted, and committing its offsets again was not \
+             answered (they may or may not be committed; `inboxctl offsets show --group \
+             {group}` tells); commit them with: {command}: the group coordinator did not answer \
+             the commit"
         )
     );
     assert!(waited.parse::<f64>().unwrap() >= 2.0, "{error}");

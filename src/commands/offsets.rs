@@ -13,7 +13,7 @@ use tokio::task::block_in_place;
 
 use crate::cli::{Format, OffsetsArgs, OffsetsCommand, OffsetsResetArgs, OffsetsShowArgs};
 use crate::exit::ExitStatus;
-use crate::kafka::{CommitNotAnswered, GroupState, Kafka, Watermarks};
+use crate::kafka::{CommitNotAnswered, DeleteNotAnswered, GroupState, Kafka, Watermarks};
 use crate::output::{first_of, or_dash, table, Output};
 use crate::store::{CreateMode, Store};
 
@@ -1058,7 +1058,20 @@ impl Reset<'_> {
         if let Forgetting::DeleteGroup { .. } = self.forgetting {
             reached(ResetStep::Deleting);
             if let Err(error) = kafka.delete_group(group) {
-                // Nothing changed: the offsets written down to commit again would mislead.
+                // Unanswered, it may have gone through: keep what commits the offsets again.
+                if error.is::<DeleteNotAnswered>() {
+                    bail!(
+                        "{error}: {}",
+                        if_stopped_at(
+                            ResetStep::Deleting,
+                            group,
+                            self.undo_path,
+                            self.recommit_path
+                        )
+                    );
+                }
+                // Refused, nothing changed: the offsets written down to commit again would
+                // mislead.
                 if let Some(path) = self.recommit_path {
                     let _ = std::fs::remove_file(path);
                 }
@@ -1069,7 +1082,14 @@ impl Reset<'_> {
         if !self.to_commit.is_empty() {
             if let Err(error) = kafka.commit(&client, self.to_commit) {
                 let context = match (self.recommit_path, error.downcast_ref::<CommitNotAnswered>()) {
-                    (Some(path), _) => format!(
+                    (Some(path), Some(_)) => format!(
+                        "group '{group}' was deleted, and committing its offsets again was not \
+                         answered (they may or may not be committed; `{}` tells); commit them \
+                         with: {}",
+                        inboxctl_command(&["offsets", "show", "--group", group]),
+                        apply_command(group, path)
+                    ),
+                    (Some(path), None) => format!(
                         "group '{group}' was deleted, and its offsets could not be committed again; \
                          commit them with: {}",
                         apply_command(group, path)
