@@ -331,7 +331,7 @@ async fn refuse_unadoptable(
     // PostgreSQL's change keeps the columns' collations; MySQL's converts them, and
     // SQLite's rebuild makes them anew (where either is in place, that path asks).
     if store.backend == Backend::Postgres {
-        refuse_inexact_key_collation(store, connection, migration).await?;
+        reasons.extend(inexact_key_collation(store, connection, migration).await?);
     }
     if let Some(query) = store.dialect.own_coordinate_columns {
         let columns: Vec<(String, String)> = sqlx::query_as(query)
@@ -382,7 +382,8 @@ async fn refuse_unadoptable(
             reasons.push(format!(
                 "table(s) {} reference it by foreign key, which migration {} cannot keep while \
                  it changes the table's key; drop those foreign keys first and make them again \
-                 afterwards",
+                 afterwards on (consumer, event_id), the new key (event_id alone is no longer \
+                 one)",
                 tables.join(", "),
                 migration.version
             ));
@@ -476,24 +477,33 @@ async fn refuse_inexact_key_collation(
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
 ) -> anyhow::Result<()> {
+    let reason = inexact_key_collation(store, connection, migration).await?;
+    refusal(migration, reason.as_slice())
+}
+
+/// Why [`refuse_inexact_key_collation`] refuses, when it does: one of the reasons of a
+/// refusal.
+async fn inexact_key_collation(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<Option<String>> {
     // Migration 2 makes the key; migration 1's table is the classic one, taken as it is.
     let (2, Some(inexact)) = (migration.version, &store.dialect.inexact_key_collations) else {
-        return Ok(());
+        return Ok(None);
     };
     let found: Vec<(String, String)> = sqlx::query_as(inexact.query)
         .fetch_all(&mut *connection)
         .await
         .with_context(|| format!("could not read the collations of {INBOX_TABLE}"))?;
     if found.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    bail!(
-        "migration {} ({}) cannot adopt table {INBOX_TABLE}: {}, which take text that differs \
-         in case or accents for equal, where the inbox tells consumers and event ids apart by \
-         every character, and migration {} keeps a collation the table already has. Nothing \
-         was changed; give those columns an exact collation ({}), then run migrate again",
-        migration.version,
-        migration.description,
+    Ok(Some(format!(
+        "{}, which compare text that differs (in case, accents or trailing spaces) as equal, \
+         where the inbox tells consumers and event ids apart by every character, and \
+         migration {} keeps a collation the table already has; give those columns an exact \
+         collation ({})",
         found
             .iter()
             .map(|(column, collation)| format!("its {column} column compares by {collation}"))
@@ -501,7 +511,7 @@ async fn refuse_inexact_key_collation(
             .join(", "),
         migration.version,
         inexact.remedy,
-    )
+    )))
 }
 
 /// Why coordinate columns a table has of its own, which PostgreSQL's migration 2 keeps as
@@ -624,7 +634,7 @@ fn mysql_conversion_refusal(
                 "its foreign key {constraint} to {referenced} holds {column}, whose type \
                  migration 2 changes to VARCHAR(255) utf8mb4_bin, which MySQL refuses on a \
                  column in a foreign key; drop that foreign key first and make it again \
-                 afterwards"
+                 afterwards, with the column it references made VARCHAR(255) utf8mb4_bin too"
             ));
         } else if on_delete == "SET NULL" || on_update == "SET NULL" {
             reasons.push(format!(

@@ -1471,7 +1471,8 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
             ),
             "its foreign key handled_event to events holds event_id, whose type migration 2 \
              changes to VARCHAR(255) utf8mb4_bin, which MySQL refuses on a column in a foreign \
-             key; drop that foreign key first and make it again afterwards",
+             key; drop that foreign key first and make it again afterwards, with the column it \
+             references made VARCHAR(255) utf8mb4_bin too",
         ),
         (
             format!(
@@ -1554,14 +1555,17 @@ async fn a_key_that_ignores_case_is_refused(backend: Backend) {
              PRIMARY KEY (consumer, event_id))",
             "its consumer column compares by utf8mb4_general_ci, its event_id column compares by \
              utf8mb4_general_ci",
-            "ALTER TABLE processed_messages MODIFY consumer VARCHAR(191) CHARACTER SET utf8mb4 \
-             COLLATE utf8mb4_bin NOT NULL, MODIFY event_id VARCHAR(191) CHARACTER SET utf8mb4 \
-             COLLATE utf8mb4_bin NOT NULL",
+            // A case-sensitive collation is exact enough.
+            "ALTER TABLE processed_messages MODIFY consumer VARCHAR(191) CHARACTER SET latin1 \
+             COLLATE latin1_general_cs NOT NULL, MODIFY event_id VARCHAR(191) CHARACTER SET \
+             latin1 COLLATE latin1_general_cs NOT NULL",
         ),
         Backend::Sqlite => (
+            // The key's index compares exactly; the column, which a lookup follows, does not.
             "CREATE TABLE processed_messages (consumer TEXT NOT NULL COLLATE NOCASE, event_id \
              TEXT NOT NULL, topic TEXT, \"partition\" INTEGER, \"offset\" BIGINT, processed_at \
-             TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (consumer, event_id))",
+             TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (consumer COLLATE BINARY, \
+             event_id))",
             "its consumer column compares by NOCASE",
             "ALTER TABLE processed_messages RENAME TO old; \
              CREATE TABLE processed_messages (consumer TEXT NOT NULL, event_id TEXT NOT NULL, \
@@ -1588,8 +1592,8 @@ async fn a_key_that_ignores_case_is_refused(backend: Backend) {
         let refused = db.run(args).code(1);
         assert!(
             refused.stderr.contains(&format!(
-                "cannot adopt table processed_messages: {found}, which take text that differs \
-                 in case or accents for equal"
+                "cannot adopt table processed_messages: {found}, which compare text that \
+                 differs (in case, accents or trailing spaces) as equal"
             )),
             "{args:?}: {}",
             refused.stderr

@@ -209,7 +209,8 @@ pub struct Dialect {
     /// Where migration 2 can leave `consumer` and `event_id` with the collation the table
     /// gave them (PostgreSQL always; MySQL and SQLite on a table already in the inbox's
     /// layout): (column, collation) of those whose collation takes different text for equal
-    /// (case or accents ignored), and how to give them an exact one.
+    /// (case, accents or, SQLite's RTRIM, trailing spaces ignored), and how to give them an
+    /// exact one.
     pub inexact_key_collations: Option<InexactKeyCollations>,
     /// Where migration 2 adds the coordinate columns only where they are missing
     /// (PostgreSQL): (column, type) of those the table has of its own.

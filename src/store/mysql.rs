@@ -101,6 +101,7 @@ pub static DIALECT: Dialect = Dialect {
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
          AND LOWER(column_name) IN ('consumer', 'event_id') \
          AND collation_name IS NOT NULL AND collation_name NOT LIKE '%\\_bin' \
+         AND NOT (collation_name LIKE '%\\_cs' AND collation_name NOT LIKE '%\\_ai\\_%') \
          ORDER BY 1",
         remedy: "ALTER TABLE processed_messages \
                  MODIFY consumer VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, \

@@ -105,13 +105,23 @@ pub static DIALECT: Dialect = Dialect {
     views_of_processed_at: None,
     mysql_adoption: None,
     own_coordinate_columns: None,
-    // The primary key's index compares as its columns do.
+    // The key's own collation (its index), and the columns', which every `WHERE consumer
+    // = ?` follows: SQLite names the latter nowhere, so it is told by how a value of the
+    // column compares (a compound SELECT's column takes its first SELECT's collation).
     inexact_key_collations: Some(InexactKeyCollations {
         query: "SELECT LOWER(x.name), x.coll FROM pragma_index_list('processed_messages') AS l, \
                 pragma_index_xinfo(l.name) AS x \
                 WHERE l.origin = 'pk' AND x.key = 1 \
                 AND LOWER(x.name) IN ('consumer', 'event_id') AND x.coll <> 'BINARY' \
-                ORDER BY 1",
+                UNION SELECT 'consumer', 'NOCASE' WHERE EXISTS (SELECT 1 FROM (SELECT consumer \
+                AS v FROM processed_messages WHERE 0 UNION ALL SELECT 'A') WHERE v = 'a') \
+                UNION SELECT 'consumer', 'RTRIM' WHERE EXISTS (SELECT 1 FROM (SELECT consumer \
+                AS v FROM processed_messages WHERE 0 UNION ALL SELECT 'a ') WHERE v = 'a') \
+                UNION SELECT 'event_id', 'NOCASE' WHERE EXISTS (SELECT 1 FROM (SELECT event_id \
+                AS v FROM processed_messages WHERE 0 UNION ALL SELECT 'A') WHERE v = 'a') \
+                UNION SELECT 'event_id', 'RTRIM' WHERE EXISTS (SELECT 1 FROM (SELECT event_id \
+                AS v FROM processed_messages WHERE 0 UNION ALL SELECT 'a ') WHERE v = 'a') \
+                ORDER BY 1, 2",
         remedy: "SQLite cannot change a column's collation: make the table again without \
                  COLLATE, copying its rows",
     }),
