@@ -608,9 +608,15 @@ fn mysql_conversion_refusal(
                  and changes the ids the application writes"
             ));
         } else if *length > 255 {
+            // A TEXT type's length is the server's figure for it, in bytes on some.
+            let holds = match data_type.ends_with("text") {
+                true => format!("is {column_type}"),
+                false => format!("holds up to {length} characters"),
+            };
             reasons.push(format!(
-                "its {column} column holds up to {length} characters, and migration 2 makes it \
-                 VARCHAR(255), which would refuse the application's longer values"
+                "its {column} column {holds}, and migration 2 makes it VARCHAR(255), which \
+                 would refuse the application's longer values; if none is longer, make it \
+                 VARCHAR(255) first"
             ));
         }
     }

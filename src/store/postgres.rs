@@ -125,8 +125,11 @@ pub static DIALECT: Dialect = Dialect {
                  ALTER COLUMN event_id TYPE text COLLATE \"default\"",
     }),
     own_coordinate_columns: Some(
-        "SELECT CAST(a.attname AS text), format_type(a.atttypid, a.atttypmod) \
-         FROM pg_catalog.pg_attribute a \
+        // A domain by the type it is over.
+        "SELECT CAST(a.attname AS text), format_type( \
+                CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, \
+                CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) \
+         FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
          WHERE a.attrelid = to_regclass('processed_messages') AND a.attnum > 0 \
          AND NOT a.attisdropped AND a.attname IN ('topic', 'partition', 'offset') \
          ORDER BY a.attnum",
