@@ -333,6 +333,20 @@ async fn refuse_unadoptable(
     if store.backend == Backend::Postgres {
         reasons.extend(inexact_key_collation(store, connection, migration).await?);
     }
+    if let Some(query) = store.dialect.partition_key_beyond_the_key {
+        let partitioned: Option<String> = sqlx::query_scalar(query)
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the partition key of {INBOX_TABLE}"))?;
+        if let Some(key) = partitioned {
+            reasons.push(format!(
+                "it is partitioned by {key}, and a partitioned table's primary key must hold \
+                 its partition key, so migration {} cannot make the key (consumer, event_id); \
+                 the inbox can be partitioned by consumer, and prune deletes its old rows",
+                migration.version
+            ));
+        }
+    }
     if let Some(query) = store.dialect.own_coordinate_columns {
         let columns: Vec<(String, String)> = sqlx::query_as(query)
             .fetch_all(&mut *connection)

@@ -2255,8 +2255,10 @@ async fn a_broker_that_hangs_after_the_group_was_deleted_does_not_hang_the_reset
     let error = run.stderr.lines().last().unwrap();
     assert!(
         error.starts_with(&format!(
-            "error: group '{group}' was deleted, and its offsets could not be committed again; \
-             commit them with: {command}: the group coordinator did not answer the commit in "
+            "error: group '{group}' was deleted, and committing its offsets again was not \
+             answered (they may or may not be committed; `inboxctl offsets show --group \
+             {group}` tells); commit them with: {command}: the group coordinator did not answer \
+             the commit in "
         )),
         "{error}"
     );

@@ -1754,6 +1754,33 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
         assert!(!db.table_exists("inboxctl_migrations").await);
     }
 
+    // Partitioned by time, for retention: no key (consumer, event_id) can be made on it. By
+    // consumer, it can.
+    let partitioned = |by: &str| {
+        format!(
+            "CREATE TABLE processed_messages (event_id text NOT NULL, consumer text NOT NULL, \
+             processed_at timestamptz NOT NULL DEFAULT now()) PARTITION BY {by}; \
+             CREATE TABLE processed_messages_all PARTITION OF processed_messages DEFAULT"
+        )
+    };
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(&partitioned("RANGE (processed_at)")).await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(
+                "cannot adopt table processed_messages: it is partitioned by RANGE \
+                 (processed_at), and a partitioned table's primary key must hold its partition \
+                 key, so migration 2 cannot make the key (consumer, event_id)"
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(&partitioned("LIST (consumer)")).await;
+    db.run(&["migrate", "run"]).ok();
+
     // Coordinates of its own that fit, a domain over text among them, are kept.
     let mut db = TestDb::new(Backend::Postgres).await;
     db.exec(&format!(

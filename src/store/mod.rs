@@ -212,6 +212,10 @@ pub struct Dialect {
     /// (case, accents or, SQLite's RTRIM, trailing spaces ignored), and how to give them an
     /// exact one.
     pub inexact_key_collations: Option<InexactKeyCollations>,
+    /// Where a partitioned table's primary key must hold its partition key (PostgreSQL):
+    /// the inbox's partition key, when it holds more than `consumer` and `event_id`, which
+    /// leaves no room for migration 2's key.
+    pub partition_key_beyond_the_key: Option<&'static str>,
     /// Where migration 2 adds the coordinate columns only where they are missing
     /// (PostgreSQL): (column, type) of those the table has of its own.
     pub own_coordinate_columns: Option<&'static str>,

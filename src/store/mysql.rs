@@ -95,6 +95,7 @@ pub static DIALECT: Dialect = Dialect {
          AND referenced_table_name = 'processed_messages' ORDER BY 1",
     ),
     own_coordinate_columns: None,
+    partition_key_beyond_the_key: None,
     inexact_key_collations: Some(InexactKeyCollations {
         query: "SELECT CAST(LOWER(column_name) AS CHAR), CAST(collation_name AS CHAR) \
          FROM information_schema.columns \

@@ -124,6 +124,13 @@ pub static DIALECT: Dialect = Dialect {
         remedy: "ALTER TABLE processed_messages ALTER COLUMN consumer TYPE text COLLATE \"default\", \
                  ALTER COLUMN event_id TYPE text COLLATE \"default\"",
     }),
+    partition_key_beyond_the_key: Some(
+        "SELECT pg_get_partkeydef(p.partrelid) FROM pg_catalog.pg_partitioned_table p \
+         WHERE p.partrelid = to_regclass('processed_messages') AND EXISTS ( \
+             SELECT 1 FROM unnest(CAST(p.partattrs AS int2[])) AS k(attnum) \
+             LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k.attnum \
+             WHERE a.attname IS NULL OR a.attname NOT IN ('consumer', 'event_id'))",
+    ),
     own_coordinate_columns: Some(
         // A domain by the type it is over.
         "SELECT CAST(a.attname AS text), format_type( \

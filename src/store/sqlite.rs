@@ -105,6 +105,7 @@ pub static DIALECT: Dialect = Dialect {
     views_of_processed_at: None,
     mysql_adoption: None,
     own_coordinate_columns: None,
+    partition_key_beyond_the_key: None,
     // The key's own collation (its index), and the columns', which every `WHERE consumer
     // = ?` follows: SQLite names the latter nowhere, so it is told by how a value of the
     // column compares (a compound SELECT's column takes its first SELECT's collation).
