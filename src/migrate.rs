@@ -333,6 +333,20 @@ async fn refuse_unadoptable(
     if store.backend == Backend::Postgres {
         reasons.extend(inexact_key_collation(store, connection, migration).await?);
     }
+    if let Some(query) = store.dialect.processed_at_unconvertible {
+        let found: Option<String> = sqlx::query_scalar(query)
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+        if let Some(type_name) = found {
+            reasons.push(format!(
+                "its processed_at column is {type_name}, which migration {} cannot make \
+                 timestamptz without being told how; convert it first (ALTER TABLE \
+                 {INBOX_TABLE} ALTER COLUMN processed_at TYPE timestamptz USING …)",
+                migration.version
+            ));
+        }
+    }
     if let Some(query) = store.dialect.partition_key_beyond_the_key {
         let partitioned: Option<String> = sqlx::query_scalar(query)
             .fetch_optional(&mut *connection)

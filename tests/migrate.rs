@@ -1754,6 +1754,22 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
         assert!(!db.table_exists("inboxctl_migrations").await);
     }
 
+    // Times kept as epoch milliseconds: PostgreSQL has no cast of its own to timestamptz.
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id text PRIMARY KEY, consumer text NOT NULL, \
+         processed_at bigint NOT NULL)",
+    )
+    .await;
+    let refused = db.run(&["migrate", "run", "--dry-run"]).code(1);
+    assert!(
+        refused.stderr.contains(
+            "cannot adopt table processed_messages: its processed_at column is bigint, which \
+             migration 2 cannot make timestamptz without being told how"
+        ),
+        "{}",
+        refused.stderr
+    );
     // Partitioned by time, for retention: no key (consumer, event_id) can be made on it. By
     // consumer, it can.
     let partitioned = |by: &str| {

@@ -212,6 +212,9 @@ pub struct Dialect {
     /// (case, accents or, SQLite's RTRIM, trailing spaces ignored), and how to give them an
     /// exact one.
     pub inexact_key_collations: Option<InexactKeyCollations>,
+    /// Where migration 2 sets `processed_at`'s type with no way given to convert other
+    /// types (PostgreSQL): the column's type, when it is none the server converts itself.
+    pub processed_at_unconvertible: Option<&'static str>,
     /// Where a partitioned table's primary key must hold its partition key (PostgreSQL):
     /// the inbox's partition key, when it holds more than `consumer` and `event_id`, which
     /// leaves no room for migration 2's key.

@@ -96,6 +96,7 @@ pub static DIALECT: Dialect = Dialect {
     ),
     own_coordinate_columns: None,
     partition_key_beyond_the_key: None,
+    processed_at_unconvertible: None,
     inexact_key_collations: Some(InexactKeyCollations {
         query: "SELECT CAST(LOWER(column_name) AS CHAR), CAST(collation_name AS CHAR) \
          FROM information_schema.columns \
