@@ -559,8 +559,12 @@ fn coordinate_type_refusal(columns: &[(String, String)]) -> Vec<String> {
                             .and_then(|length| length.parse::<u32>().ok())
                             .is_some_and(|length| length >= 249)
                 }
-                "partition" => type_name == "integer",
-                "offset" => type_name == "bigint",
+                // Wider integers hold them too; every read casts to bigint.
+                "partition" => {
+                    ["integer", "bigint"].contains(&type_name.as_str())
+                        || whole_numeric_of_at_least(type_name, 10)
+                }
+                "offset" => type_name == "bigint" || whole_numeric_of_at_least(type_name, 19),
                 _ => true,
             };
             !fits
@@ -577,6 +581,22 @@ fn coordinate_type_refusal(columns: &[(String, String)]) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Whether PostgreSQL's `type_name` is a `numeric` without fractional digits that holds at
+/// least `digits` (a bare `numeric` holds any).
+fn whole_numeric_of_at_least(type_name: &str, digits: u32) -> bool {
+    if type_name == "numeric" {
+        return true;
+    }
+    let Some((precision, scale)) = type_name
+        .strip_prefix("numeric(")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .and_then(|inner| inner.split_once(','))
+    else {
+        return false;
+    };
+    precision.trim().parse::<u32>().is_ok_and(|p| p >= digits) && scale.trim() == "0"
 }
 
 /// (engine, row format, create options, the server's default row format) of a MySQL table.
@@ -1733,19 +1753,40 @@ mod tests {
                 .map(|(c, t)| (c.to_string(), t.to_string()))
                 .collect()
         };
-        let fine = columns(&[
-            ("topic", "character varying(249)"),
-            ("partition", "integer"),
-            ("offset", "bigint"),
-        ]);
-        assert_eq!(coordinate_type_refusal(&fine), Vec::<String>::new());
+        for fine in [
+            columns(&[
+                ("topic", "character varying(249)"),
+                ("partition", "integer"),
+                ("offset", "bigint"),
+            ]),
+            columns(&[
+                ("topic", "text"),
+                ("partition", "bigint"),
+                ("offset", "numeric(20,0)"),
+            ]),
+            columns(&[("partition", "numeric"), ("offset", "numeric")]),
+        ] {
+            assert_eq!(
+                coordinate_type_refusal(&fine),
+                Vec::<String>::new(),
+                "{fine:?}"
+            );
+        }
+        assert_eq!(
+            coordinate_type_refusal(&columns(&[
+                ("partition", "numeric(9,0)"),
+                ("offset", "numeric(20,2)")
+            ]))
+            .len(),
+            2
+        );
         assert_eq!(
             coordinate_type_refusal(&columns(&[("topic", "character varying")])),
             Vec::<String>::new()
         );
         let wrong = columns(&[
             ("topic", "character varying(100)"),
-            ("partition", "bigint"),
+            ("partition", "smallint"),
             ("offset", "text"),
         ]);
         assert_eq!(
@@ -1753,8 +1794,8 @@ mod tests {
             [
                 "its own topic column is character varying(100), which migration 2 keeps, \
                  where the inbox writes text there; change its type or rename the column",
-                "its own partition column is bigint, which migration 2 keeps, where the inbox \
-                 writes integer there; change its type or rename the column",
+                "its own partition column is smallint, which migration 2 keeps, where the \
+                 inbox writes integer there; change its type or rename the column",
                 "its own offset column is text, which migration 2 keeps, where the inbox writes \
                  bigint there; change its type or rename the column",
             ]

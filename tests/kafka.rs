@@ -472,6 +472,20 @@ async fn compare_scan_takes_an_id_postgres_cannot_store_for_lost() {
     let json = compare_scan_json(&db, broker(), &group, &topic, "0", 3);
     assert_eq!(json["lost_total"], 1, "{json}");
     assert_eq!(json["partitions"][0]["lost"][0]["offset"], 1, "{json}");
+    // In a table, the NUL is shown escaped, not written raw to the terminal.
+    let table = inboxctl(
+        &db,
+        broker(),
+        &["compare", "-g", &group, "-t", &topic, "--scan"],
+    )
+    .code(3);
+    assert!(
+        table
+            .stdout
+            .contains("Lost in partition 0 (committed, never processed): 1 (n\\u{0}b)\n"),
+        "{}",
+        table.stdout
+    );
 }
 
 async fn compare_scan_finds_producer_duplicates(backend: Backend) {

@@ -1780,7 +1780,7 @@ fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
                 .lost
                 .iter()
                 .map(|l| match &l.event_id {
-                    Some(id) => format!("{} ({id})", l.offset),
+                    Some(id) => format!("{} ({})", l.offset, crate::output::printable(id)),
                     None => format!("{} (no event id)", l.offset),
                 })
                 .collect();
@@ -1868,7 +1868,11 @@ fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
                     .iter()
                     .map(|(p, o)| format!("{p}:{o}"))
                     .collect();
-                format!("{} at {}", d.event_id, at.join(" "))
+                format!(
+                    "{} at {}",
+                    crate::output::printable(&d.event_id),
+                    at.join(" ")
+                )
             })
             .collect();
         output.print(format!(

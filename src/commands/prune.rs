@@ -889,17 +889,19 @@ fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {
     // --max-rows stopped it: the rest waits for the next run.
     if let (Some(max), false) = (report.max_rows, report.interrupted) {
         let remain = match report.rows_matched {
-            Some(matched) if matched > report.rows_deleted => Some(format!(
-                "{} older than the cutoff remain",
-                counted(matched - report.rows_deleted, "row", "rows")
-            )),
+            Some(matched) if matched > report.rows_deleted => {
+                Some(match matched - report.rows_deleted {
+                    1 => "1 row older than the cutoff remains; the next run deletes it".to_string(),
+                    n => {
+                        format!("{n} rows older than the cutoff remain; the next run deletes them")
+                    }
+                })
+            }
             Some(_) => None,
-            None => Some("older rows may remain".to_string()),
+            None => Some("older rows may remain; the next run deletes them".to_string()),
         };
         if let (Some(remain), true) = (remain, report.rows_deleted >= max) {
-            output.print(format!(
-                "--max-rows {max} reached: {remain}; the next run deletes them."
-            ));
+            output.print(format!("--max-rows {max} reached: {remain}."));
         }
     }
     print_kept(report, output);
