@@ -333,18 +333,35 @@ async fn refuse_unadoptable(
     if store.backend == Backend::Postgres {
         reasons.extend(inexact_key_collation(store, connection, migration).await?);
     }
-    if let Some(query) = store.dialect.processed_at_unconvertible {
-        let found: Option<String> = sqlx::query_scalar(query)
+    if let Some(times) = &store.dialect.processed_at_unconvertible {
+        let found: Option<String> = sqlx::query_scalar(times.type_query)
             .fetch_optional(&mut *connection)
             .await
             .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
         if let Some(type_name) = found {
             reasons.push(format!(
-                "its processed_at column is {type_name}, which migration {} cannot make \
-                 timestamptz without being told how; convert it first (ALTER TABLE \
-                 {INBOX_TABLE} ALTER COLUMN processed_at TYPE timestamptz USING …)",
-                migration.version
+                "its processed_at column is {type_name}, which migration {} cannot turn into \
+                 a time without being told how (a number may be epoch seconds or \
+                 milliseconds); convert it first ({})",
+                migration.version, times.remedy
             ));
+        }
+        if let Some(query) = times.unreadable_text {
+            let unreadable: i64 = sqlx::query_scalar(query)
+                .fetch_one(&mut *connection)
+                .await
+                .with_context(|| format!("could not read {INBOX_TABLE}"))?;
+            if unreadable > 0 {
+                reasons.push(format!(
+                    "{} a processed_at that is not a time in the form YYYY-MM-DD \
+                     HH:MM:SS[.ffffff], which migration {} cannot convert; convert {} first \
+                     ({})",
+                    crate::output::counted(unreadable as u64, "row has", "rows have"),
+                    migration.version,
+                    if unreadable == 1 { "it" } else { "them" },
+                    times.remedy
+                ));
+            }
         }
     }
     if let Some(query) = store.dialect.partition_key_beyond_the_key {

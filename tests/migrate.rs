@@ -1487,6 +1487,25 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
              NULL",
         ),
         (
+            "CREATE TABLE processed_messages (event_id VARCHAR(64) PRIMARY KEY, consumer \
+             VARCHAR(64) NOT NULL, processed_at BIGINT NOT NULL DEFAULT 1700000000000)"
+                .to_string(),
+            "its processed_at column is bigint(20), which migration 2 cannot turn into a time \
+             without being told how (a number may be epoch seconds or milliseconds); convert it first (ALTER TABLE processed_messages MODIFY \
+             processed_at DATETIME(6) NOT NULL, after making its values UTC times, with \
+             FROM_UNIXTIME for epoch seconds, say)",
+        ),
+        (
+            "CREATE TABLE processed_messages (event_id VARCHAR(64) PRIMARY KEY, consumer \
+             VARCHAR(64) NOT NULL, processed_at VARCHAR(40) NOT NULL DEFAULT \
+             '2024-01-01T10:00:00Z')"
+                .to_string(),
+            "1 row has a processed_at that is not a time in the form YYYY-MM-DD \
+             HH:MM:SS[.ffffff], which migration 2 cannot convert; convert it first (ALTER TABLE \
+             processed_messages MODIFY processed_at DATETIME(6) NOT NULL, after making its \
+             values UTC times, with FROM_UNIXTIME for epoch seconds, say)",
+        ),
+        (
             format!(
                 "CREATE TABLE processed_messages (event_id VARCHAR(64) PRIMARY KEY, consumer \
                  VARCHAR(64) NOT NULL, {classic}, KEY \
@@ -1765,7 +1784,7 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
     assert!(
         refused.stderr.contains(
             "cannot adopt table processed_messages: its processed_at column is bigint, which \
-             migration 2 cannot make timestamptz without being told how"
+             migration 2 cannot turn into a time without being told how"
         ),
         "{}",
         refused.stderr
@@ -1865,14 +1884,15 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
         Backend::Mysql => "VARCHAR(255)",
         _ => "TEXT",
     };
-    // What the server refuses only as it runs the change: on MySQL a time it cannot read,
-    // elsewhere (no primary key) one event recorded twice, which the new key refuses.
+    // What the server refuses only as it runs the change: on MySQL two ids a collation
+    // without padding tells apart and the inbox's does not, elsewhere (no primary key) one
+    // event recorded twice; the new key refuses either.
     db.exec(&match backend {
-        Backend::Mysql => format!(
-            "CREATE TABLE processed_messages (event_id {text} NOT NULL PRIMARY KEY, consumer \
-             {text} NOT NULL, processed_at VARCHAR(40) NOT NULL); \
-             INSERT INTO processed_messages VALUES ('e1', 'c', 'yesterday')"
-        ),
+        Backend::Mysql => "CREATE TABLE processed_messages (event_id VARCHAR(191) COLLATE \
+             utf8mb4_nopad_bin NOT NULL PRIMARY KEY, consumer VARCHAR(191) NOT NULL, \
+             processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) CHARSET utf8mb4; \
+             INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e1 ', 'c')"
+            .to_string(),
         _ => format!(
             "CREATE TABLE processed_messages (event_id {text} NOT NULL, consumer {text} NOT \
              NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \

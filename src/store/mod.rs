@@ -108,6 +108,17 @@ pub enum MigrationLocking {
 }
 
 /// What differs between backends. Each backend module defines one.
+/// What tells that migration 2 cannot turn `processed_at` into a time column by itself.
+pub struct UnconvertibleTimes {
+    /// The column's type, when it is none the server converts itself to a time without
+    /// being told how (a number may be epoch seconds or milliseconds).
+    pub type_query: &'static str,
+    /// Where a text column converts value by value: how many values are not in the form
+    /// the server reads as a time.
+    pub unreadable_text: Option<&'static str>,
+    pub remedy: &'static str,
+}
+
 /// See [`Dialect::inexact_key_collations`].
 pub struct InexactKeyCollations {
     pub query: &'static str,
@@ -213,8 +224,8 @@ pub struct Dialect {
     /// exact one.
     pub inexact_key_collations: Option<InexactKeyCollations>,
     /// Where migration 2 sets `processed_at`'s type with no way given to convert other
-    /// types (PostgreSQL): the column's type, when it is none the server converts itself.
-    pub processed_at_unconvertible: Option<&'static str>,
+    /// types (PostgreSQL, MySQL): see [`UnconvertibleTimes`].
+    pub processed_at_unconvertible: Option<UnconvertibleTimes>,
     /// Where a partitioned table's primary key must hold its partition key (PostgreSQL):
     /// the inbox's partition key, when it holds more than `consumer` and `event_id`, which
     /// leaves no room for migration 2's key.

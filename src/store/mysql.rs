@@ -1,6 +1,9 @@
 //! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
 
-use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking, MysqlAdoptionQueries};
+use super::{
+    BatchDelete, Dialect, InexactKeyCollations, MigrationLocking, MysqlAdoptionQueries,
+    UnconvertibleTimes,
+};
 use crate::migrate::{InPlaceIndexes, Migration};
 
 /// Migration 1's change: the inbox table exists.
@@ -96,7 +99,27 @@ pub static DIALECT: Dialect = Dialect {
     ),
     own_coordinate_columns: None,
     partition_key_beyond_the_key: None,
-    processed_at_unconvertible: None,
+    // Numbers convert as YYYYMMDDHHMMSS, which turns epoch milliseconds into nonsense dates
+    // without an error; text converts value by value, and strict mode fails on one it cannot
+    // read.
+    processed_at_unconvertible: Some(UnconvertibleTimes {
+        type_query: "SELECT CAST(column_type AS CHAR(255)) FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND LOWER(column_name) = 'processed_at' AND LOWER(data_type) NOT IN \
+         ('datetime', 'timestamp', 'date', 'char', 'varchar', 'tinytext', 'text', 'mediumtext', \
+          'longtext')",
+        unreadable_text: Some(
+            "SELECT COUNT(*) FROM processed_messages WHERE EXISTS ( \
+                 SELECT 1 FROM information_schema.columns \
+                 WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+                 AND LOWER(column_name) = 'processed_at' AND LOWER(data_type) IN \
+                 ('char', 'varchar', 'tinytext', 'text', 'mediumtext', 'longtext')) \
+             AND processed_at NOT REGEXP \
+                 '^[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?)?$'",
+        ),
+        remedy: "ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL, after \
+                 making its values UTC times, with FROM_UNIXTIME for epoch seconds, say",
+    }),
     inexact_key_collations: Some(InexactKeyCollations {
         query: "SELECT CAST(LOWER(column_name) AS CHAR), CAST(collation_name AS CHAR) \
          FROM information_schema.columns \

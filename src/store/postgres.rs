@@ -3,7 +3,7 @@
 use anyhow::Context;
 use sqlx::AnyConnection;
 
-use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking};
+use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking, UnconvertibleTimes};
 use crate::migrate::{Migration, ZonelessTimes};
 
 /// `delete_batch` for an inbox that is not a plain table (partitioned, a view), where a ctid
@@ -125,14 +125,17 @@ pub static DIALECT: Dialect = Dialect {
                  ALTER COLUMN event_id TYPE text COLLATE \"default\"",
     }),
     // Those with an assignment cast to timestamptz; a domain by the type it is over.
-    processed_at_unconvertible: Some(
-        "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a \
+    processed_at_unconvertible: Some(UnconvertibleTimes {
+        type_query: "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a \
          JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
          WHERE a.attrelid = to_regclass('processed_messages') AND a.attname = 'processed_at' \
          AND NOT a.attisdropped \
          AND CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END NOT IN \
              (CAST('timestamptz' AS regtype), CAST('timestamp' AS regtype), CAST('date' AS regtype))",
-    ),
+        unreadable_text: None,
+        remedy: "ALTER TABLE processed_messages ALTER COLUMN processed_at TYPE timestamptz \
+                 USING …",
+    }),
     partition_key_beyond_the_key: Some(
         "SELECT pg_get_partkeydef(p.partrelid) FROM pg_catalog.pg_partitioned_table p \
          WHERE p.partrelid = to_regclass('processed_messages') AND EXISTS ( \
