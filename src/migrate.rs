@@ -434,6 +434,32 @@ async fn refuse_unadoptable(
             ));
         }
     }
+    if let Some(query) = store.dialect.other_dependents_of_processed_at {
+        let dependents: Vec<String> = sqlx::query_scalar(query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not list what depends on {INBOX_TABLE}"))?;
+        if !dependents.is_empty() {
+            reasons.push(format!(
+                "{} {} on its processed_at, whose type migration {} sets (timestamptz), \
+                 which PostgreSQL refuses while {}; drop {} first and make {} again afterwards",
+                dependents.join(", "),
+                if dependents.len() == 1 {
+                    "depends"
+                } else {
+                    "depend"
+                },
+                migration.version,
+                if dependents.len() == 1 {
+                    "it does"
+                } else {
+                    "they do"
+                },
+                if dependents.len() == 1 { "it" } else { "them" },
+                if dependents.len() == 1 { "it" } else { "them" },
+            ));
+        }
+    }
     if let Some(query) = store.dialect.views_of_processed_at {
         let views: Vec<String> = sqlx::query_scalar(query)
             .fetch_all(&mut *connection)

@@ -1759,6 +1759,17 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
              column is text, which migration 2 keeps, where the inbox writes bigint there",
         ),
         (
+            "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; \
+             END$$; CREATE TRIGGER touched BEFORE UPDATE OF processed_at ON processed_messages \
+             FOR EACH ROW EXECUTE FUNCTION touch()",
+            "trigger touched depends on its processed_at, whose type migration 2 sets",
+        ),
+        (
+            "ALTER TABLE processed_messages ADD COLUMN day date GENERATED ALWAYS AS \
+             (CAST(processed_at AT TIME ZONE 'UTC' AS date)) STORED",
+            "generated column day depends on its processed_at",
+        ),
+        (
             "CREATE TABLE child (e text REFERENCES processed_messages (event_id))",
             "table(s) child reference it by foreign key, which migration 2 cannot keep while \
              it changes the table's key",
@@ -1814,6 +1825,15 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
     }
     let mut db = TestDb::new(Backend::Postgres).await;
     db.exec(&partitioned("LIST (consumer)")).await;
+    db.run(&["migrate", "run"]).ok();
+
+    // An index over an expression of a timestamptz processed_at survives the change.
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(&format!(
+        "{classic} CREATE INDEX by_day ON processed_messages \
+         ((CAST(processed_at AT TIME ZONE 'UTC' AS date)))"
+    ))
+    .await;
     db.run(&["migrate", "run"]).ok();
 
     // Coordinates of its own that fit, a domain over text among them, are kept.

@@ -241,6 +241,10 @@ pub struct Dialect {
     /// Where migration 2 sets `processed_at`'s type and the server refuses that while a view
     /// reads the column (PostgreSQL): the views that do.
     pub views_of_processed_at: Option<&'static str>,
+    /// The same for the other objects the server refuses it for (PostgreSQL): triggers and
+    /// policies that name the column, generated columns computed from it, and, where the
+    /// type changes, indexes with an expression or predicate over it. Each as `kind name`.
+    pub other_dependents_of_processed_at: Option<&'static str>,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
     pub migrations: &'static [Migration],

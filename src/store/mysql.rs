@@ -90,6 +90,7 @@ pub static DIALECT: Dialect = Dialect {
          ORDER BY index_name, seq_in_index",
     ),
     views_of_processed_at: None,
+    other_dependents_of_processed_at: None,
     tables_with_foreign_keys_to_inbox: Some(
         "SELECT DISTINCT CAST(CASE WHEN constraint_schema = DATABASE() THEN table_name \
                 ELSE CONCAT(constraint_schema, '.', table_name) END AS CHAR) \

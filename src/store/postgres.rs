@@ -161,6 +161,32 @@ pub static DIALECT: Dialect = Dialect {
          AND p.conindid = f.conindid \
          WHERE f.contype = 'f' AND f.confrelid = to_regclass('processed_messages') ORDER BY 1",
     ),
+    other_dependents_of_processed_at: Some(
+        "SELECT DISTINCT CASE d.classid \
+             WHEN CAST('pg_catalog.pg_trigger' AS regclass) THEN \
+                 'trigger ' || (SELECT tgname FROM pg_catalog.pg_trigger WHERE oid = d.objid) \
+             WHEN CAST('pg_catalog.pg_policy' AS regclass) THEN \
+                 'policy ' || (SELECT polname FROM pg_catalog.pg_policy WHERE oid = d.objid) \
+             WHEN CAST('pg_catalog.pg_attrdef' AS regclass) THEN \
+                 'generated column ' || (SELECT g.attname FROM pg_catalog.pg_attrdef ad \
+                 JOIN pg_catalog.pg_attribute g ON g.attrelid = ad.adrelid AND g.attnum = ad.adnum \
+                 WHERE ad.oid = d.objid) \
+             ELSE 'index ' || CAST(CAST(d.objid AS regclass) AS text) END \
+         FROM pg_catalog.pg_depend d \
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid \
+         WHERE d.refclassid = CAST('pg_catalog.pg_class' AS regclass) \
+         AND d.refobjid = to_regclass('processed_messages') AND a.attname = 'processed_at' \
+         AND (d.classid IN (CAST('pg_catalog.pg_trigger' AS regclass), \
+                            CAST('pg_catalog.pg_policy' AS regclass)) \
+              OR (d.classid = CAST('pg_catalog.pg_attrdef' AS regclass) \
+                  AND EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef ad WHERE ad.oid = d.objid \
+                              AND ad.adnum <> a.attnum)) \
+              OR (d.classid = CAST('pg_catalog.pg_class' AS regclass) \
+                  AND a.atttypid <> CAST('timestamptz' AS regtype) \
+                  AND EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indexrelid = d.objid \
+                              AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)))) \
+         ORDER BY 1",
+    ),
     views_of_processed_at: Some(
         "SELECT DISTINCT CAST(v.oid AS regclass)::text FROM pg_catalog.pg_depend d \
          JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \

@@ -103,6 +103,7 @@ pub static DIALECT: Dialect = Dialect {
     ),
     unique_keys: None,
     views_of_processed_at: None,
+    other_dependents_of_processed_at: None,
     mysql_adoption: None,
     own_coordinate_columns: None,
     partition_key_beyond_the_key: None,
