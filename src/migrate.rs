@@ -771,12 +771,27 @@ async fn refuse_when_referenced(
     if row.is_none() {
         return Ok(());
     }
+    // Only a referencing table with rows has something to lose.
+    let mut with_rows = Vec::new();
+    for table in tables {
+        let quoted = format!("\"{}\"", table.replace('"', "\"\""));
+        let row: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM {quoted} LIMIT 1"))
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| format!("could not read {table}"))?;
+        if row.is_some() {
+            with_rows.push(table);
+        }
+    }
+    if with_rows.is_empty() {
+        return Ok(());
+    }
     bail!(
         "{doing}, but table(s) {} reference it by foreign key: dropping the old table would \
          delete their rows (ON DELETE CASCADE) or leave their keys pointing at nothing. \
          Nothing was changed. PostgreSQL and MySQL refuse this too; remove those foreign keys \
          first (SQLite: rebuild those tables without them)",
-        tables.join(", ")
+        with_rows.join(", ")
     )
 }
 

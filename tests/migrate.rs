@@ -1257,6 +1257,21 @@ async fn sqlite_refuses_to_drop_an_inbox_that_other_tables_reference() {
         (1, 1)
     );
 
+    // A classic table with rows, referenced by a table without any: the rebuild has nothing
+    // to cascade into, and the foreign key holds on the new key.
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+         processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, UNIQUE (consumer, event_id)); \
+         CREATE TABLE invoices (consumer TEXT, event_id TEXT, FOREIGN KEY (consumer, event_id) \
+         REFERENCES processed_messages (consumer, event_id)); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e2', 'c')",
+    )
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec("INSERT INTO invoices VALUES ('c', 'e1')").await;
+    assert_eq!(db.count("processed_messages").await, 2);
+
     // An application that declared its key before the inbox existed: migration 2 rebuilds
     // the empty table migration 1 has just made, which takes nothing with it.
     let mut db = TestDb::new(Backend::Sqlite).await;
