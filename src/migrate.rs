@@ -642,8 +642,9 @@ fn whole_numeric_of_at_least(type_name: &str, digits: u32) -> bool {
     precision.trim().parse::<u32>().is_ok_and(|p| p >= digits) && scale.trim() == "0"
 }
 
-/// (engine, row format, create options, the server's default row format) of a MySQL table.
-type TableOptions = (String, String, String, String);
+/// (engine, row format, create options, the server's default row format, table type) of a
+/// MySQL table.
+type TableOptions = (String, String, String, String, String);
 /// (column, column type, data type, maximum length, character set, collation).
 type KeyColumnType = (String, String, String, i64, String, String);
 /// (constraint, column, referenced table, delete rule, update rule).
@@ -658,7 +659,14 @@ fn mysql_conversion_refusal(
     foreign_keys: &[OwnForeignKey],
 ) -> Vec<String> {
     let mut reasons = Vec::new();
-    if let Some((engine, row_format, create_options, default_row_format)) = options {
+    if let Some((engine, row_format, create_options, default_row_format, table_type)) = options {
+        // MariaDB refuses to alter one unless a session setting allows rewriting its history.
+        if table_type.eq_ignore_ascii_case("system versioned") {
+            reasons.push(format!(
+                "it is system-versioned, and MariaDB refuses to alter such a table \
+                 (ALTER TABLE {INBOX_TABLE} DROP SYSTEM VERSIONING, if its history can go)"
+            ));
+        }
         if !engine.eq_ignore_ascii_case("innodb") {
             reasons.push(format!(
                 "its engine is {engine}, where the inbox needs InnoDB, whose transactions record \
@@ -1863,11 +1871,13 @@ mod tests {
     #[test]
     fn mysql_refuses_only_tables_its_one_statement_cannot_convert() {
         let options = |engine: &str, row_format: &str, create: &str, default: &str| {
+            let table_type = "BASE TABLE".to_string();
             Some((
                 engine.into(),
                 row_format.into(),
                 create.into(),
                 default.into(),
+                table_type,
             ))
         };
         let column = |name: &str, data_type: &str, length: i64, set: &str, collation: &str| {

@@ -1502,6 +1502,14 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
              NULL",
         ),
         (
+            format!(
+                "CREATE TABLE processed_messages (event_id VARCHAR(64) PRIMARY KEY, consumer \
+                 VARCHAR(64) NOT NULL, {classic}) WITH SYSTEM VERSIONING"
+            ),
+            "it is system-versioned, and MariaDB refuses to alter such a table (ALTER TABLE \
+             processed_messages DROP SYSTEM VERSIONING, if its history can go)",
+        ),
+        (
             "CREATE TABLE processed_messages (event_id VARCHAR(64) PRIMARY KEY, consumer \
              VARCHAR(64) NOT NULL, processed_at BIGINT NOT NULL DEFAULT 1700000000000)"
                 .to_string(),

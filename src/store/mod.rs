@@ -127,7 +127,8 @@ pub struct InexactKeyCollations {
 
 /// The catalog queries that tell whether MySQL's migration 2 can convert an existing table.
 pub struct MysqlAdoptionQueries {
-    /// (engine, row format, create options, the server's default row format) of the inbox.
+    /// (engine, row format, create options, the server's default row format, table type)
+    /// of the inbox.
     pub table_options: &'static str,
     /// (column, column type, data type, maximum length, character set, collation) of
     /// `event_id` and `consumer`.

@@ -135,7 +135,8 @@ pub static DIALECT: Dialect = Dialect {
     }),
     mysql_adoption: Some(MysqlAdoptionQueries {
         table_options: "SELECT CAST(COALESCE(engine, '') AS CHAR), CAST(COALESCE(row_format, '') AS CHAR), \
-                CAST(COALESCE(create_options, '') AS CHAR), CAST(@@innodb_default_row_format AS CHAR) \
+                CAST(COALESCE(create_options, '') AS CHAR), CAST(@@innodb_default_row_format AS CHAR), \
+                CAST(table_type AS CHAR) \
          FROM information_schema.tables \
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages'",
         key_column_types: "SELECT CAST(LOWER(column_name) AS CHAR), CAST(column_type AS CHAR(255)), \
