@@ -236,10 +236,13 @@ async fn up_sql(
 }
 
 /// Refuses, before anything is written, a table that migration 2 would make into something
-/// other than the inbox, or would fail on: rows without a consumer (every backend); where
-/// it alters the table in place (PostgreSQL, MySQL), keys that can refuse rows the inbox's
-/// key keeps apart, foreign keys to it, id columns it would narrow or coordinates it would
-/// add again (MySQL), and views that read the column whose type it sets (PostgreSQL).
+/// other than the inbox, or would fail on: rows without a consumer, an event id or a time
+/// (every backend); where it alters the table in place (PostgreSQL, MySQL), keys that can
+/// refuse rows the inbox's key keeps apart, foreign keys to it, and times it cannot convert;
+/// on PostgreSQL, collations it would keep that ignore case, a partition key beyond its key,
+/// coordinate columns of the table's own that cannot hold the inbox's values, and what
+/// depends on the column whose type it sets; on MySQL, what its one statement would fail on
+/// (see [`mysql_conversion_refusal`]) and coordinates it would add again.
 async fn refuse_unadoptable(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
