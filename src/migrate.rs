@@ -228,7 +228,7 @@ async fn up_sql(
             Ok(migration.up)
         }
         RebuildPlan::AlreadyInTargetLayout => {
-            refuse_inexact_key_collation(store, connection, migration).await?;
+            refuse_kept_layout(store, connection, migration).await?;
             Ok(rebuild.up_in_target_layout)
         }
         RebuildPlan::WouldLose(lost) => Err(rebuild.refusal(migration, &lost)),
@@ -542,21 +542,38 @@ fn columns_of(list: &str) -> Vec<String> {
         .collect()
 }
 
-/// Refuses a table whose `consumer` or `event_id` compares ignoring case or accents (a
-/// `_ci` collation, SQLite's NOCASE, a nondeterministic PostgreSQL collation) where
-/// migration 2 would keep that collation: the inbox would take `Billing` and `billing` for
-/// one consumer (and prune one's rows for the other's), and `a` and `A` for one event.
-async fn refuse_inexact_key_collation(
+/// Refuses a table already in the inbox's layout, which migration 2 only records (MySQL,
+/// SQLite), when what it keeps will not do: a `consumer` or `event_id` that compares
+/// ignoring case or accents (see [`inexact_key_collation`]), or (MySQL) coordinate columns
+/// that cannot hold what the inbox writes.
+async fn refuse_kept_layout(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
 ) -> anyhow::Result<()> {
-    let reason = inexact_key_collation(store, connection, migration).await?;
-    refusal(migration, reason.as_slice())
+    let mut reasons: Vec<String> = inexact_key_collation(store, connection, migration)
+        .await?
+        .into_iter()
+        .collect();
+    // A layout made by hand keeps its coordinate types too (MySQL).
+    if let (2, Some(query)) = (migration.version, store.dialect.unfit_coordinates_in_place) {
+        let unfit: Vec<(String, String)> = sqlx::query_as(query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+        reasons.extend(
+            unfit
+                .iter()
+                .map(|(column, type_name)| coordinate_reason(column, type_name)),
+        );
+    }
+    refusal(migration, &reasons)
 }
 
-/// Why [`refuse_inexact_key_collation`] refuses, when it does: one of the reasons of a
-/// refusal.
+/// Why a table whose `consumer` or `event_id` compares ignoring case or accents (a `_ci`
+/// collation, SQLite's NOCASE, a nondeterministic PostgreSQL collation) cannot stay so, where
+/// migration 2 would keep that collation: the inbox would take `Billing` and `billing` for
+/// one consumer (and prune one's rows for the other's), and `a` and `A` for one event.
 async fn inexact_key_collation(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -615,18 +632,21 @@ fn coordinate_type_refusal(columns: &[(String, String)]) -> Vec<String> {
             };
             !fits
         })
-        .map(|(column, type_name)| {
-            let wanted = match column.as_str() {
-                "topic" => "text",
-                "partition" => "integer",
-                _ => "bigint",
-            };
-            format!(
-                "its own {column} column is {type_name}, which migration 2 keeps, where the \
-                 inbox writes {wanted} there; change its type or rename the column"
-            )
-        })
+        .map(|(column, type_name)| coordinate_reason(column, type_name))
         .collect()
+}
+
+/// Why a coordinate column of the table's own, which migration 2 keeps, does not do.
+fn coordinate_reason(column: &str, type_name: &str) -> String {
+    let wanted = match column {
+        "topic" => "text",
+        "partition" => "integer",
+        _ => "bigint",
+    };
+    format!(
+        "its own {column} column is {type_name}, which migration 2 keeps, where the inbox \
+         writes {wanted} there; change its type or rename the column"
+    )
 }
 
 /// Whether PostgreSQL's `type_name` is a `numeric` without fractional digits that holds at
@@ -1102,7 +1122,7 @@ pub async fn pending(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
         let in_place = found_in_place(store, &mut connection, migration).await?;
         let sql = match in_place {
             Some(true) => {
-                refuse_inexact_key_collation(store, &mut connection, migration).await?;
+                refuse_kept_layout(store, &mut connection, migration).await?;
                 let missing = missing_indexes(&mut connection, migration).await?;
                 match missing.is_empty() {
                     true => "-- nothing to run: its change is already in place, so it is only \
@@ -1384,7 +1404,7 @@ async fn apply_pending(
         // Judged inside the run's lock, on the table as migration 1 left it.
         let up = match in_place {
             Some(true) => {
-                refuse_inexact_key_collation(store, connection, migration).await?;
+                refuse_kept_layout(store, connection, migration).await?;
                 migration.up
             }
             _ => up_sql(store, connection, migration).await?,

@@ -1593,7 +1593,7 @@ async fn a_key_that_ignores_case_is_refused(backend: Backend) {
         Backend::Mysql => (
             "CREATE TABLE processed_messages (consumer VARCHAR(191) CHARACTER SET utf8mb4 \
              COLLATE utf8mb4_general_ci NOT NULL, event_id VARCHAR(191) CHARACTER SET utf8mb4 \
-             COLLATE utf8mb4_general_ci NOT NULL, topic VARCHAR(100), `partition` INT, \
+             COLLATE utf8mb4_general_ci NOT NULL, topic VARCHAR(255), `partition` INT, \
              `offset` BIGINT, processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
              PRIMARY KEY (consumer, event_id))",
             "its consumer column compares by utf8mb4_general_ci, its event_id column compares by \
@@ -1657,6 +1657,57 @@ async fn a_key_that_ignores_case_is_refused(backend: Backend) {
 }
 
 each_backend!(a_key_that_ignores_case_is_refused);
+
+/// A MySQL table made by hand in the inbox's layout, which migration 2 only records, keeps
+/// its coordinate types: one that cannot hold an offset past 2^31 (or a partition, or a
+/// long topic name) is refused, dry run included; wider ones are taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_values() {
+    let layout = |topic: &str, partition: &str, offset: &str| {
+        format!(
+            "CREATE TABLE processed_messages (consumer VARCHAR(255) CHARACTER SET utf8mb4 \
+             COLLATE utf8mb4_bin NOT NULL, event_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE \
+             utf8mb4_bin NOT NULL, topic {topic}, `partition` {partition}, `offset` {offset}, \
+             processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
+             PRIMARY KEY (consumer, event_id))"
+        )
+    };
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&layout("VARCHAR(50)", "SMALLINT", "INT")).await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(
+                "cannot adopt table processed_messages: its own offset column is int(11), which \
+                 migration 2 keeps, where the inbox writes bigint there; change its type or \
+                 rename the column; its own partition column is smallint(6), which migration 2 \
+                 keeps, where the inbox writes integer there; change its type or rename the \
+                 column; its own topic column is varchar(50), which migration 2 keeps"
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(
+        migration_states(&db).last(),
+        Some(&(2, "pending".to_string()))
+    );
+    // A TEXT topic does not fit in the coordinates index migration 2 makes.
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&layout("TEXT", "INT", "BIGINT")).await;
+    let refused = db.run(&["migrate", "run", "--dry-run"]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("its own topic column is text, which migration 2 keeps"),
+        "{}",
+        refused.stderr
+    );
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&layout("VARCHAR(249)", "BIGINT UNSIGNED", "DECIMAL(20,0)"))
+        .await;
+    db.run(&["migrate", "run"]).ok();
+}
 
 /// A MySQL table keyed (consumer, event_id) without the coordinates is adopted (migration 2
 /// is in place only with both); one where all of migration 2 is in place but not recorded is

@@ -231,6 +231,9 @@ pub struct Dialect {
     /// the inbox's partition key, when it holds more than `consumer` and `event_id`, which
     /// leaves no room for migration 2's key.
     pub partition_key_beyond_the_key: Option<&'static str>,
+    /// Where migration 2 only records a table already in the inbox's layout (MySQL):
+    /// (column, type) of its coordinate columns that cannot hold what the inbox writes.
+    pub unfit_coordinates_in_place: Option<&'static str>,
     /// Where migration 2 adds the coordinate columns only where they are missing
     /// (PostgreSQL): (column, type) of those the table has of its own.
     pub own_coordinate_columns: Option<&'static str>,

@@ -100,6 +100,21 @@ pub static DIALECT: Dialect = Dialect {
     ),
     own_coordinate_columns: None,
     partition_key_beyond_the_key: None,
+    // Wider integers hold them too; every read casts to a 64-bit integer. A topic must fit
+    // in the coordinates index beside the consumer (3072 bytes, 4 a character).
+    unfit_coordinates_in_place: Some(
+        "SELECT CAST(LOWER(column_name) AS CHAR), CAST(column_type AS CHAR(255)) \
+         FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND LOWER(column_name) IN ('topic', 'partition', 'offset') AND NOT ( \
+             (LOWER(column_name) = 'topic' AND data_type IN ('varchar', 'char') \
+                 AND character_maximum_length BETWEEN 249 AND 500) \
+             OR (LOWER(column_name) = 'partition' AND (data_type IN ('int', 'bigint') \
+                 OR (data_type = 'decimal' AND numeric_precision >= 10 AND numeric_scale = 0))) \
+             OR (LOWER(column_name) = 'offset' AND (data_type = 'bigint' \
+                 OR (data_type = 'decimal' AND numeric_precision >= 19 AND numeric_scale = 0)))) \
+         ORDER BY 1",
+    ),
     // Numbers convert as YYYYMMDDHHMMSS, which turns epoch milliseconds into nonsense dates
     // without an error; text converts value by value, and strict mode fails on one it cannot
     // read.

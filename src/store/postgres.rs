@@ -136,6 +136,7 @@ pub static DIALECT: Dialect = Dialect {
         remedy: "ALTER TABLE processed_messages ALTER COLUMN processed_at TYPE timestamptz \
                  USING …",
     }),
+    unfit_coordinates_in_place: None,
     partition_key_beyond_the_key: Some(
         "SELECT pg_get_partkeydef(p.partrelid) FROM pg_catalog.pg_partitioned_table p \
          WHERE p.partrelid = to_regclass('processed_messages') AND EXISTS ( \
