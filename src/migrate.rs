@@ -443,23 +443,16 @@ async fn refuse_unadoptable(
             .await
             .with_context(|| format!("could not list what depends on {INBOX_TABLE}"))?;
         if !dependents.is_empty() {
+            let (depend, they_do, them) = match dependents.len() {
+                1 => ("depends", "it does", "it"),
+                _ => ("depend", "they do", "them"),
+            };
             reasons.push(format!(
-                "{} {} on its processed_at, whose type migration {} sets (timestamptz), \
-                 which PostgreSQL refuses while {}; drop {} first and make {} again afterwards",
+                "{} {depend} on its processed_at, whose type migration {} sets (timestamptz), \
+                 which PostgreSQL refuses while {they_do}; drop {them} first and make {them} \
+                 again afterwards",
                 dependents.join(", "),
-                if dependents.len() == 1 {
-                    "depends"
-                } else {
-                    "depend"
-                },
                 migration.version,
-                if dependents.len() == 1 {
-                    "it does"
-                } else {
-                    "they do"
-                },
-                if dependents.len() == 1 { "it" } else { "them" },
-                if dependents.len() == 1 { "it" } else { "them" },
             ));
         }
     }
@@ -795,22 +788,13 @@ async fn refuse_when_referenced(
     if tables.is_empty() || !store.table_exists_on(connection, INBOX_TABLE).await? {
         return Ok(());
     }
-    let row: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM {INBOX_TABLE} LIMIT 1"))
-        .fetch_optional(&mut *connection)
-        .await
-        .with_context(|| format!("could not read {INBOX_TABLE}"))?;
-    if row.is_none() {
+    if !has_rows(connection, INBOX_TABLE).await? {
         return Ok(());
     }
     // Only a referencing table with rows has something to lose.
     let mut with_rows = Vec::new();
     for table in tables {
-        let quoted = format!("\"{}\"", table.replace('"', "\"\""));
-        let row: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM {quoted} LIMIT 1"))
-            .fetch_optional(&mut *connection)
-            .await
-            .with_context(|| format!("could not read {table}"))?;
-        if row.is_some() {
+        if has_rows(connection, &table).await? {
             with_rows.push(table);
         }
     }
@@ -824,6 +808,16 @@ async fn refuse_when_referenced(
          first (SQLite: rebuild those tables without them)",
         with_rows.join(", ")
     )
+}
+
+/// Whether `table` (a name as SQLite's catalog gives it) holds a row.
+async fn has_rows(connection: &mut sqlx::AnyConnection, table: &str) -> anyhow::Result<bool> {
+    let quoted = format!("\"{}\"", table.replace('"', "\"\""));
+    let row: Option<i64> = sqlx::query_scalar(&format!("SELECT 1 FROM {quoted} LIMIT 1"))
+        .fetch_optional(&mut *connection)
+        .await
+        .with_context(|| format!("could not read {table}"))?;
+    Ok(row.is_some())
 }
 
 /// PostgreSQL's `timestamp` to `timestamptz` reads each value in the session's TimeZone.

@@ -306,7 +306,6 @@ async fn replay(
         store.require_insert_returning().await?;
     }
     let widths = inbox_widths(store).await?;
-    let nul_refused = store.backend == Backend::Postgres;
     let id_key = store.id_key().await?;
     if let Some(width) = widths.consumer {
         let length = args.consumer.chars().count();
@@ -567,7 +566,7 @@ async fn replay(
             .enumerate()
             .filter_map(|(index, m)| {
                 let id = m.event_id.as_deref().unwrap_or_default();
-                unstorable_id(id, widths.event_id, nul_refused).map(|why| (index, why))
+                unstorable_id(store, id, widths.event_id).map(|why| (index, why))
             })
             .collect();
         let mut accepted: Vec<usize> = Vec::new();
@@ -616,7 +615,7 @@ async fn replay(
                         peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
                                 m.event_id.as_deref().is_some_and(|id| {
-                                    unstorable_id(id, widths.event_id, nul_refused).is_none()
+                                    unstorable_id(store, id, widths.event_id).is_none()
                                 })
                             }))
                         })
@@ -1021,12 +1020,12 @@ fn message_value(
     handler::value(name, built_in, pointers, payload)
 }
 
-/// Whether the inbox's event_id column (at most `width` characters, if limited) holds `id`.
-/// Why the inbox cannot hold this event id, when it cannot: it is longer than the column, or
-/// holds a NUL character where the column's text cannot (`nul_refused`, PostgreSQL). Such a
-/// message fails on its own, before any lookup or handler sees it.
-fn unstorable_id(id: &str, width: Option<usize>, nul_refused: bool) -> Option<String> {
-    if nul_refused && id.contains('\0') {
+/// Why the inbox cannot hold this event id, when it cannot: it is longer than the column (at
+/// most `width` characters, if limited), or holds a character the column's text cannot (see
+/// [`Store::can_store_text`]). Such a message fails on its own, before any lookup or handler
+/// sees it.
+fn unstorable_id(store: &Store, id: &str, width: Option<usize>) -> Option<String> {
+    if !store.can_store_text(id) {
         return Some(
             "the event id holds a NUL character, which PostgreSQL's text cannot store".into(),
         );

@@ -2549,6 +2549,11 @@ impl Store {
         Ok(())
     }
 
+    /// Whether a text column can hold `text`: PostgreSQL's text cannot hold a NUL character.
+    pub fn can_store_text(&self, text: &str) -> bool {
+        self.backend != Backend::Postgres || !text.contains('\0')
+    }
+
     /// Which of these event ids the consumer has processed. One query per call: callers pass
     /// chunks of at most a few thousand ids.
     pub async fn processed_ids(
@@ -2556,19 +2561,19 @@ impl Store {
         consumer: &str,
         event_ids: &[&str],
     ) -> anyhow::Result<std::collections::HashSet<String>> {
-        // PostgreSQL's text cannot hold a NUL character, so no row holds such an id; asked
-        // for one, the server refuses the whole query.
+        // No row holds an id the column cannot; asked for one, PostgreSQL refuses the whole
+        // query.
         let stored: Vec<&str>;
-        let event_ids = match self.backend {
-            Backend::Postgres if event_ids.iter().any(|id| id.contains('\0')) => {
+        let event_ids = match event_ids.iter().all(|id| self.can_store_text(id)) {
+            true => event_ids,
+            false => {
                 stored = event_ids
                     .iter()
                     .copied()
-                    .filter(|id| !id.contains('\0'))
+                    .filter(|id| self.can_store_text(id))
                     .collect();
                 &stored[..]
             }
-            _ => event_ids,
         };
         if event_ids.is_empty() {
             return Ok(Default::default());
