@@ -236,13 +236,15 @@ async fn up_sql(
 }
 
 /// Refuses, before anything is written, a table that migration 2 would make into something
-/// other than the inbox, or would fail on: rows without a consumer, an event id or a time
-/// (every backend); where it alters the table in place (PostgreSQL, MySQL), keys that can
-/// refuse rows the inbox's key keeps apart, foreign keys to it, and times it cannot convert;
-/// on PostgreSQL, collations it would keep that ignore case, a partition key beyond its key,
+/// other than the inbox, or would fail on: rows without a consumer, an event id or a time,
+/// rows its key would hold as one, and names of its own objects already taken (every
+/// backend); where it alters the table in place (PostgreSQL, MySQL), keys that can refuse
+/// rows the inbox's key keeps apart, foreign keys to it, and times it cannot convert; on
+/// PostgreSQL, collations it would keep that ignore case, a partition key beyond its key,
 /// coordinate columns of the table's own that cannot hold the inbox's values, and what
-/// depends on the column whose type it sets; on MySQL, what its one statement would fail on
-/// (see [`mysql_conversion_refusal`]) and coordinates it would add again.
+/// depends on the column whose type it sets or on the key it drops; on MySQL, what its one
+/// statement would fail on (see [`mysql_conversion_refusal`]) and coordinates it would add
+/// again.
 async fn refuse_unadoptable(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -294,13 +296,13 @@ async fn refuse_unadoptable(
             migration.version,
         ));
     }
-    let Some(query) = store.dialect.unique_keys else {
-        return refusal(migration, &reasons);
+    let key_columns: Vec<(String, String, String)> = match store.dialect.unique_keys {
+        Some(query) => sqlx::query_as(query)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not list the unique keys of {INBOX_TABLE}"))?,
+        None => Vec::new(),
     };
-    let key_columns: Vec<(String, String, String)> = sqlx::query_as(query)
-        .fetch_all(&mut *connection)
-        .await
-        .with_context(|| format!("could not list the unique keys of {INBOX_TABLE}"))?;
     let mut keys: Vec<(String, String, String)> = Vec::new();
     for (name, kind, column) in key_columns {
         match keys.last_mut() {
@@ -310,6 +312,30 @@ async fn refuse_unadoptable(
             }
             _ => keys.push((name, kind, column)),
         }
+    }
+    // PostgreSQL keeps the values and their collations (a nondeterministic one is refused
+    // below), so a unique key of the table within (consumer, event_id) already rules out
+    // duplicates; MySQL's conversion and SQLite's copy can make two values one.
+    let keyed = keys.iter().any(|(_, _, list)| {
+        columns_of(list)
+            .iter()
+            .all(|column| column == "consumer" || column == "event_id")
+    });
+    if store.backend != Backend::Postgres || !keyed {
+        reasons.extend(duplicate_keys(store, connection, migration).await?);
+    }
+    let taken: Vec<String> = sqlx::query_scalar(store.dialect.names_taken)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| "could not look up which names of migration 2's objects are taken")?;
+    reasons.extend(taken.iter().map(|holder| {
+        format!(
+            "{holder} has a name migration {} gives to one of its own; drop or rename it",
+            migration.version
+        )
+    }));
+    if store.dialect.unique_keys.is_none() {
+        return refusal(migration, &reasons);
     }
     let mysql = store.backend == Backend::Mysql;
     reasons.extend(adoption_refusal(&keys, mysql));
@@ -407,17 +433,6 @@ async fn refuse_unadoptable(
             &columns,
             &foreign_keys,
         ));
-        let taken: Vec<String> = sqlx::query_scalar(queries.taken_index_names)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| read("indexes"))?;
-        reasons.extend(taken.iter().map(|name| {
-            format!(
-                "it already has an index named {name}, which migration {} adds in one \
-                 statement that would fail on it; drop or rename that index",
-                migration.version
-            )
-        }));
     }
     if let Some(query) = store.dialect.tables_with_foreign_keys_to_inbox {
         let tables: Vec<String> = sqlx::query_scalar(query)
@@ -456,22 +471,94 @@ async fn refuse_unadoptable(
             ));
         }
     }
-    if let Some(query) = store.dialect.views_of_processed_at {
-        let views: Vec<String> = sqlx::query_scalar(query)
+    if let Some(query) = store.dialect.views_in_the_way {
+        let views: Vec<(String, bool)> = sqlx::query_as(query)
             .fetch_all(&mut *connection)
             .await
             .with_context(|| format!("could not list the views that read {INBOX_TABLE}"))?;
-        if !views.is_empty() {
+        let named = |on_key: bool| {
+            let names: Vec<&str> = views
+                .iter()
+                .filter(|(_, key)| *key == on_key)
+                .map(|(name, _)| name.as_str())
+                .collect();
+            (!names.is_empty()).then(|| names.join(", "))
+        };
+        if let Some(views) = named(false) {
             reasons.push(format!(
-                "view(s) {} read its processed_at, whose type migration {} sets (timestamptz), \
-                 which PostgreSQL refuses while a view reads the column; drop them first and \
-                 make them again afterwards",
-                views.join(", "),
+                "view(s) {views} read its processed_at, whose type migration {} sets \
+                 (timestamptz), which PostgreSQL refuses while a view reads the column; drop \
+                 them first and make them again afterwards",
+                migration.version
+            ));
+        }
+        if let Some(views) = named(true) {
+            reasons.push(format!(
+                "view(s) {views} depend on its primary key (by grouping by it, say), which \
+                 migration {} drops to make the key (consumer, event_id), which PostgreSQL \
+                 refuses while a view depends on it; drop them first and make them again \
+                 afterwards, grouping by consumer and event_id",
                 migration.version
             ));
         }
     }
     refusal(migration, &reasons)
+}
+
+/// Why migration 2's key would refuse the table's rows, if it would: the (consumer, event_id)
+/// pairs that more than one row holds, compared as the new key will compare them. It reads
+/// the whole table, as the change itself does.
+async fn duplicate_keys(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+) -> anyhow::Result<Option<String>> {
+    let dialect = &store.dialect;
+    let (consumer, event_id) = (
+        (dialect.migrated_key.value)("consumer"),
+        (dialect.migrated_key.value)("event_id"),
+    );
+    let duplicates: Vec<(String, String, i64, i64)> = sqlx::query_as(&format!(
+        "SELECT {}, {}, {}, {} FROM (SELECT {consumer} AS c, {event_id} AS e, COUNT(*) AS n \
+         FROM {INBOX_TABLE} GROUP BY {consumer}, {event_id} HAVING COUNT(*) > 1) d \
+         ORDER BY n DESC, c, e LIMIT 3",
+        (dialect.text)("c"),
+        (dialect.text)("e"),
+        (dialect.bigint)("n"),
+        (dialect.bigint)("COUNT(*) OVER ()"),
+    ))
+    .fetch_all(&mut *connection)
+    .await
+    .with_context(|| format!("could not read {INBOX_TABLE}"))?;
+    let Some((_, _, _, pairs)) = duplicates.first() else {
+        return Ok(None);
+    };
+    let examples: Vec<String> = duplicates
+        .iter()
+        .map(|(consumer, event_id, rows, _)| {
+            format!(
+                "({}, {}) in {rows} rows",
+                crate::output::shown_id(consumer),
+                crate::output::shown_id(event_id)
+            )
+        })
+        .collect();
+    let more = match *pairs as usize > examples.len() {
+        true => ", …",
+        false => "",
+    };
+    Ok(Some(format!(
+        "{} more than one row{}: {}{more}; migration {}'s key (consumer, event_id) holds one \
+         row for each, so keep one and delete the others",
+        crate::output::counted(
+            *pairs as u64,
+            "(consumer, event_id) is held by",
+            "(consumer, event_id) pairs are each held by"
+        ),
+        dialect.migrated_key.compared_as,
+        examples.join(", "),
+        migration.version,
+    )))
 }
 
 /// The refusal of [`refuse_unadoptable`], when there are `reasons`.

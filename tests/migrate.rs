@@ -1360,11 +1360,11 @@ async fn mysql_tables_that_adoption_would_not_make_an_inbox_are_refused() {
     tables_that_adoption_would_not_make_an_inbox_are_refused(Backend::Mysql).await;
 }
 
-/// PostgreSQL refuses to set the type of a column a view reads, even to the type it has:
-/// adoption names the views that read processed_at before anything is written, and adopts
-/// a table whose views read other columns only.
+/// PostgreSQL refuses to set the type of a column a view reads, even to the type it has, and
+/// to drop a primary key a view depends on (one that groups by it): adoption names those
+/// views before anything is written, and adopts a table whose views read other columns only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_adoption_names_the_views_that_read_processed_at() {
+async fn postgres_adoption_names_the_views_in_its_way() {
     let mut db = TestDb::new(Backend::Postgres).await;
     db.exec(
         "CREATE TABLE processed_messages (event_id text PRIMARY KEY, consumer text NOT NULL, \
@@ -1372,6 +1372,8 @@ async fn postgres_adoption_names_the_views_that_read_processed_at() {
          INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'); \
          CREATE VIEW recent AS SELECT event_id FROM processed_messages \
          WHERE processed_at > now() - interval '1 day'; \
+         CREATE VIEW per_event AS SELECT event_id, consumer FROM processed_messages \
+         GROUP BY event_id; \
          CREATE VIEW ids AS SELECT event_id, consumer FROM processed_messages",
     )
     .await;
@@ -1381,15 +1383,18 @@ async fn postgres_adoption_names_the_views_that_read_processed_at() {
             refused.stderr.contains(
                 "cannot adopt table processed_messages: view(s) recent read its processed_at, \
                  whose type migration 2 sets (timestamptz), which PostgreSQL refuses while a \
-                 view reads the column; drop them first and make them again afterwards. \
-                 Nothing was changed;"
+                 view reads the column; drop them first and make them again afterwards; \
+                 view(s) per_event depend on its primary key (by grouping by it, say), which \
+                 migration 2 drops to make the key (consumer, event_id), which PostgreSQL \
+                 refuses while a view depends on it; drop them first and make them again \
+                 afterwards, grouping by consumer and event_id. Nothing was changed;"
             ),
             "{args:?}: {}",
             refused.stderr
         );
     }
     assert!(!db.table_exists("inboxctl_migrations").await);
-    db.exec("DROP VIEW recent").await;
+    db.exec("DROP VIEW recent; DROP VIEW per_event").await;
     db.run(&["migrate", "run"]).ok();
     assert_eq!(db.count("ids").await, 1);
 }
@@ -1534,9 +1539,8 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
                  VARCHAR(64) NOT NULL, {classic}, KEY \
                  processed_messages_consumer_processed_at_idx (consumer, processed_at))"
             ),
-            "it already has an index named processed_messages_consumer_processed_at_idx, \
-             which migration 2 adds in one statement that would fail on it; drop or rename \
-             that index",
+            "index processed_messages_consumer_processed_at_idx of table processed_messages \
+             has a name migration 2 gives to one of its own; drop or rename it",
         ),
         (
             format!(
@@ -1974,49 +1978,85 @@ async fn mysql_migration_2_stays_applied_after_its_index_is_renamed() {
 /// (on SQLite the run is one transaction, and nothing stays); fixed, the next run goes on.
 async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
     let mut db = TestDb::new(backend).await;
-    let text = match backend {
-        Backend::Mysql => "VARCHAR(255)",
-        _ => "TEXT",
-    };
-    // What the server refuses only as it runs the change: on MySQL two ids a collation
-    // without padding tells apart and the inbox's does not, elsewhere (no primary key) one
-    // event recorded twice; the new key refuses either.
-    db.exec(&match backend {
-        Backend::Mysql => "CREATE TABLE processed_messages (event_id VARCHAR(191) COLLATE \
-             utf8mb4_nopad_bin NOT NULL PRIMARY KEY, consumer VARCHAR(191) NOT NULL, \
-             processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) CHARSET utf8mb4; \
-             INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e1 ', 'c')"
-            .to_string(),
-        _ => format!(
-            "CREATE TABLE processed_messages (event_id {text} NOT NULL, consumer {text} NOT \
-             NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
-             INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'), ('e1', 'c')"
+    // What the server refuses only as it runs the change, which nothing checks before: on
+    // PostgreSQL another session's lock past the lock_timeout the URL sets; on MariaDB a row
+    // too large for the compressed row format once the coordinates are added; on SQLite a
+    // table named like the one the rebuild makes.
+    let (table, options, obstacle, fix) = match backend {
+        Backend::Postgres => (
+            "event_id text PRIMARY KEY, consumer text NOT NULL, \
+             processed_at timestamptz NOT NULL DEFAULT now()",
+            "",
+            "",
+            "",
         ),
-    })
+        Backend::Mysql => (
+            "event_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PRIMARY KEY, \
+             consumer VARCHAR(255) NOT NULL, \
+             processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+            " ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4",
+            "",
+            "ALTER TABLE processed_messages ROW_FORMAT=DYNAMIC KEY_BLOCK_SIZE=0",
+        ),
+        Backend::Sqlite => (
+            "event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+             processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
+            "",
+            "; CREATE TABLE processed_messages_inboxctl_new (x INTEGER)",
+            "DROP TABLE processed_messages_inboxctl_new",
+        ),
+    };
+    db.exec(&format!(
+        "CREATE TABLE processed_messages ({table}){options}; \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c'){obstacle}"
+    ))
     .await;
-    let failed = db.run(&["migrate", "run"]).code(1);
-    let (applied, states) = match backend {
-        Backend::Sqlite => ("", vec![(1, "pending".into()), (2, "pending".into())]),
-        _ => (
+    let pool = db.pool().await;
+    let mut lock = pool.begin().await.unwrap();
+    let mut command = db.cmd();
+    if backend == Backend::Postgres {
+        sqlx::query("LOCK TABLE processed_messages IN ACCESS SHARE MODE")
+            .execute(&mut *lock)
+            .await
+            .unwrap();
+        let separator = if db.url.contains('?') { '&' } else { '?' };
+        command.env(
+            "DATABASE_URL",
+            format!("{}{separator}options=-c%20lock_timeout%3D100ms", db.url),
+        );
+    }
+    let failed = Run::from(command.args(["migrate", "run"]).output().unwrap()).code(1);
+    lock.rollback().await.unwrap();
+    let (applied, states, cause) = match backend {
+        Backend::Postgres => (
             " (this run applied 1 before it)",
             vec![(1, "applied".into()), (2, "pending".into())],
+            "canceling statement due to lock timeout",
+        ),
+        Backend::Mysql => (
+            " (this run applied 1 before it)",
+            vec![(1, "applied".into()), (2, "pending".into())],
+            "1118 (42000): Row size too large.",
+        ),
+        Backend::Sqlite => (
+            "",
+            vec![(1, "pending".into()), (2, "pending".into())],
+            "table processed_messages_inboxctl_new already exists",
         ),
     };
     assert!(
         failed.stderr.starts_with(&format!(
             "error: migration 2 (key (consumer, event_id), topic/partition/offset, indexes) \
              failed{applied}: "
-        )),
+        )) && failed.stderr.contains(cause),
         "{}",
         failed.stderr
     );
     assert_eq!(migration_states(&db), states);
-    db.exec(
-        "DELETE FROM processed_messages; \
-         INSERT INTO processed_messages (event_id, consumer, processed_at) \
-         VALUES ('e1', 'c', CURRENT_TIMESTAMP)",
-    )
-    .await;
+    assert_eq!(db.count("processed_messages").await, 1);
+    if !fix.is_empty() {
+        db.exec(fix).await;
+    }
     let again = db.run(&["migrate", "run"]).ok();
     assert!(again.stdout.contains("Applied 2/"), "{}", again.stdout);
     assert_eq!(
@@ -2086,6 +2126,148 @@ async fn rows_without_a_consumer_are_refused(backend: Backend) {
 }
 
 each_backend!(rows_without_a_consumer_are_refused);
+
+/// Rows that migration 2's key `(consumer, event_id)` would hold as one are refused before
+/// anything is written, compared as the new key compares them: a table without a key
+/// (PostgreSQL), an `event_id` in a collation where trailing spaces count (MySQL converts it
+/// to `utf8mb4_bin`, where they do not), an untyped key holding the number 1 and the text '1'
+/// (SQLite copies both into a TEXT column). With the extra rows deleted, the run goes on.
+async fn rows_the_new_key_would_hold_as_one_are_refused(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (table, rows, expected) = match backend {
+        Backend::Postgres => (
+            "event_id text NOT NULL, consumer text NOT NULL, \
+             processed_at timestamptz NOT NULL DEFAULT now()",
+            "('e2', 'c'), ('e2', 'c'), ('e2', 'c'), ('e1', 'c'), ('e1', 'c'), ('e3', 'c'), \
+             ('e3', 'c'), ('e1', 'd'), ('e1', 'd'), ('e4', 'c')",
+            "4 (consumer, event_id) pairs are each held by more than one row: (c, e2) in 3 rows, \
+             (c, e1) in 2 rows, (c, e3) in 2 rows, …; migration 2's key (consumer, event_id) \
+             holds one row for each, so keep one and delete the others",
+        ),
+        Backend::Mysql => (
+            "event_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin PRIMARY KEY, \
+             consumer VARCHAR(255) NOT NULL, \
+             processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+            "('x', 'c'), ('x ', 'c'), ('y', 'c')",
+            "1 (consumer, event_id) is held by more than one row, compared as utf8mb4_bin \
+             compares them (trailing spaces ignored): (c, x) in 2 rows; migration 2's key \
+             (consumer, event_id) holds one row for each, so keep one and delete the others",
+        ),
+        Backend::Sqlite => (
+            "event_id PRIMARY KEY, consumer TEXT NOT NULL, \
+             processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP",
+            "(1, 'c'), ('1', 'c'), ('2', 'c')",
+            "1 (consumer, event_id) is held by more than one row, compared as text (the number \
+             1 and the text '1' are one id): (c, 1) in 2 rows; migration 2's key (consumer, \
+             event_id) holds one row for each, so keep one and delete the others",
+        ),
+    };
+    db.exec(&format!(
+        "CREATE TABLE processed_messages ({table}); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES {rows}"
+    ))
+    .await;
+    let total = db.count("processed_messages").await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(&format!(
+                "cannot adopt table processed_messages: {expected}. Nothing was changed"
+            )),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    assert_eq!(db.count("processed_messages").await, total);
+    let extra = match backend {
+        Backend::Postgres => {
+            "DELETE FROM processed_messages a USING processed_messages b \
+             WHERE a.consumer = b.consumer AND a.event_id = b.event_id AND a.ctid > b.ctid"
+        }
+        Backend::Mysql => "DELETE FROM processed_messages WHERE event_id = 'x '",
+        Backend::Sqlite => "DELETE FROM processed_messages WHERE event_id = 1",
+    };
+    db.exec(extra).await;
+    db.run(&["migrate", "run"]).ok();
+    let kept = match backend {
+        Backend::Postgres => 5,
+        _ => 2,
+    };
+    assert_eq!(db.count("processed_messages").await, kept);
+}
+
+each_backend!(rows_the_new_key_would_hold_as_one_are_refused);
+
+/// What already holds the name of an object migration 2 makes is refused before anything is
+/// written: the server would refuse to make the object, or take the one there for it (the
+/// inbox would go without its processed_at index, say). An index of the inbox that is already
+/// the one migration 2 makes keeps its name. Renamed, the run makes the inbox's schema.
+async fn names_migration_2_gives_its_own_objects_must_be_free(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    let (setup, expected, fix) = match backend {
+        Backend::Postgres => (
+            "CREATE TABLE processed_messages (event_id text CONSTRAINT classic_key PRIMARY KEY, \
+             consumer text NOT NULL, processed_at timestamptz NOT NULL DEFAULT now()); \
+             CREATE TABLE processed_messages_pkey (id int); \
+             CREATE TABLE other (id int); \
+             CREATE INDEX processed_messages_consumer_processed_at_idx ON other (id); \
+             CREATE INDEX processed_messages_consumer_coordinates_idx \
+             ON processed_messages (consumer) WHERE consumer <> ''",
+            "index processed_messages_consumer_coordinates_idx of table processed_messages has \
+             a name migration 2 gives to one of its own; drop or rename it; index \
+             processed_messages_consumer_processed_at_idx of table other has a name migration 2 \
+             gives to one of its own; drop or rename it; table processed_messages_pkey has a \
+             name migration 2 gives to one of its own; drop or rename it",
+            "DROP TABLE processed_messages_pkey; DROP TABLE other; \
+             DROP INDEX processed_messages_consumer_coordinates_idx; \
+             CREATE INDEX processed_messages_consumer_processed_at_idx \
+             ON processed_messages (consumer, processed_at)",
+        ),
+        Backend::Mysql => (
+            "CREATE TABLE processed_messages (event_id VARCHAR(255) CHARACTER SET utf8mb4 \
+             COLLATE utf8mb4_bin PRIMARY KEY, consumer VARCHAR(255) NOT NULL, \
+             processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
+             KEY processed_messages_consumer_coordinates_idx (consumer))",
+            "index processed_messages_consumer_coordinates_idx of table processed_messages has \
+             a name migration 2 gives to one of its own; drop or rename it",
+            "DROP INDEX processed_messages_consumer_coordinates_idx ON processed_messages",
+        ),
+        Backend::Sqlite => (
+            "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT \
+             NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
+             CREATE TABLE other (id INTEGER); \
+             CREATE INDEX processed_messages_consumer_processed_at_idx ON other (id); \
+             CREATE VIEW processed_messages_consumer_coordinates_idx AS SELECT 1",
+            "index processed_messages_consumer_processed_at_idx of table other has a name \
+             migration 2 gives to one of its own; drop or rename it; view \
+             processed_messages_consumer_coordinates_idx has a name migration 2 gives to one \
+             of its own; drop or rename it",
+            "DROP INDEX processed_messages_consumer_processed_at_idx; \
+             DROP VIEW processed_messages_consumer_coordinates_idx",
+        ),
+    };
+    db.exec(setup).await;
+    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')")
+        .await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(&format!(
+                "cannot adopt table processed_messages: {expected}. Nothing was changed"
+            )),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(!db.table_exists("inboxctl_migrations").await);
+    db.exec(fix).await;
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.schema().await, expected_schema(backend));
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
+each_backend!(names_migration_2_gives_its_own_objects_must_be_free);
 
 /// Reverting migration 2 drops the Kafka coordinates with their columns: while rows hold
 /// them, only with a confirmation (`--yes` without a terminal); without rows that do, as

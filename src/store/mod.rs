@@ -125,6 +125,14 @@ pub struct InexactKeyCollations {
     pub remedy: &'static str,
 }
 
+/// How migration 2's key `(consumer, event_id)` will compare the values a table holds now.
+pub struct MigratedKey {
+    /// Wraps `consumer` or `event_id` into the value the new key will hold.
+    pub value: fn(&str) -> String,
+    /// How that comparison differs from the table's own, for a reader ("" where it does not).
+    pub compared_as: &'static str,
+}
+
 /// The catalog queries that tell whether MySQL's migration 2 can convert an existing table.
 pub struct MysqlAdoptionQueries {
     /// (engine, row format, create options, the server's default row format, table type)
@@ -136,8 +144,6 @@ pub struct MysqlAdoptionQueries {
     /// (constraint, column, referenced table, delete rule, update rule) of the inbox's own
     /// foreign keys, one row per column.
     pub foreign_keys: &'static str,
-    /// The names of the indexes migration 2 adds that the table already has an index of.
-    pub taken_index_names: &'static str,
 }
 
 pub struct Dialect {
@@ -224,6 +230,14 @@ pub struct Dialect {
     /// (case, accents or, SQLite's RTRIM, trailing spaces ignored), and how to give them an
     /// exact one.
     pub inexact_key_collations: Option<InexactKeyCollations>,
+    /// What already holds a name that migration 2 gives to an object of its own, each as
+    /// `<kind> <name>[ of table <table>]`: the server would refuse to make that object, or
+    /// (`CREATE INDEX IF NOT EXISTS`) take the one there for it. An index of the inbox that
+    /// migration 2 drops first, or that is already the one it makes, holds its name rightly.
+    pub names_taken: &'static str,
+    /// How migration 2's key will compare the values of an adopted table, so that `migrate`
+    /// can find the rows it would refuse as duplicates before it changes anything.
+    pub migrated_key: MigratedKey,
     /// Where migration 2 sets `processed_at`'s type with no way given to convert other
     /// types (PostgreSQL, MySQL): see [`UnconvertibleTimes`].
     pub processed_at_unconvertible: Option<UnconvertibleTimes>,
@@ -242,9 +256,10 @@ pub struct Dialect {
     /// keep while it changes the key (PostgreSQL refuses; MariaDB breaks them). PostgreSQL
     /// names only those that reference the primary key.
     pub tables_with_foreign_keys_to_inbox: Option<&'static str>,
-    /// Where migration 2 sets `processed_at`'s type and the server refuses that while a view
-    /// reads the column (PostgreSQL): the views that do.
-    pub views_of_processed_at: Option<&'static str>,
+    /// Where migration 2 sets `processed_at`'s type and drops the primary key, and the server
+    /// refuses either while a view depends on it (PostgreSQL): the views that do, each as
+    /// (view, whether it depends on the key rather than the column).
+    pub views_in_the_way: Option<&'static str>,
     /// The same for the other objects the server refuses it for (PostgreSQL): triggers and
     /// policies that name the column, generated columns computed from it, and, where the
     /// type changes, indexes with an expression or predicate over it. Each as `kind name`.

@@ -1,8 +1,8 @@
 //! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
 
 use super::{
-    BatchDelete, Dialect, InexactKeyCollations, MigrationLocking, MysqlAdoptionQueries,
-    UnconvertibleTimes,
+    BatchDelete, Dialect, InexactKeyCollations, MigratedKey, MigrationLocking,
+    MysqlAdoptionQueries, UnconvertibleTimes,
 };
 use crate::migrate::{InPlaceIndexes, Migration};
 
@@ -89,7 +89,7 @@ pub static DIALECT: Dialect = Dialect {
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' AND non_unique = 0 \
          ORDER BY index_name, seq_in_index",
     ),
-    views_of_processed_at: None,
+    views_in_the_way: None,
     other_dependents_of_processed_at: None,
     tables_with_foreign_keys_to_inbox: Some(
         "SELECT DISTINCT CAST(CASE WHEN constraint_schema = DATABASE() THEN table_name \
@@ -148,6 +148,18 @@ pub static DIALECT: Dialect = Dialect {
                  MODIFY consumer VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, \
                  MODIFY event_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL",
     }),
+    // The change converts both columns to utf8mb4_bin, whose comparison pads with spaces.
+    // Index names are the table's own; its one statement fails on one it has.
+    names_taken: "SELECT DISTINCT CONCAT('index ', CAST(index_name AS CHAR), \
+         ' of table processed_messages') FROM information_schema.statistics \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND index_name IN ('processed_messages_consumer_processed_at_idx', \
+                            'processed_messages_consumer_coordinates_idx') \
+         ORDER BY 1",
+    migrated_key: MigratedKey {
+        value: |column| format!("CONVERT({column} USING utf8mb4) COLLATE utf8mb4_bin"),
+        compared_as: ", compared as utf8mb4_bin compares them (trailing spaces ignored)",
+    },
     mysql_adoption: Some(MysqlAdoptionQueries {
         table_options: "SELECT CAST(COALESCE(engine, '') AS CHAR), CAST(COALESCE(row_format, '') AS CHAR), \
                 CAST(COALESCE(create_options, '') AS CHAR), CAST(@@innodb_default_row_format AS CHAR), \
@@ -170,11 +182,6 @@ pub static DIALECT: Dialect = Dialect {
          WHERE k.table_schema = DATABASE() AND k.table_name = 'processed_messages' \
          AND k.referenced_table_name IS NOT NULL \
          ORDER BY 1, k.ordinal_position",
-        taken_index_names: "SELECT DISTINCT CAST(index_name AS CHAR) FROM information_schema.statistics \
-         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
-         AND index_name IN ('processed_messages_consumer_processed_at_idx', \
-                            'processed_messages_consumer_coordinates_idx') \
-         ORDER BY 1",
     }),
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::SessionLock {

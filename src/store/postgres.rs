@@ -3,7 +3,9 @@
 use anyhow::Context;
 use sqlx::AnyConnection;
 
-use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking, UnconvertibleTimes};
+use super::{
+    BatchDelete, Dialect, InexactKeyCollations, MigratedKey, MigrationLocking, UnconvertibleTimes,
+};
 use crate::migrate::{Migration, ZonelessTimes};
 
 /// `delete_batch` for an inbox that is not a plain table (partitioned, a view), where a ctid
@@ -124,6 +126,33 @@ pub static DIALECT: Dialect = Dialect {
         remedy: "ALTER TABLE processed_messages ALTER COLUMN consumer TYPE text COLLATE \"default\", \
                  ALTER COLUMN event_id TYPE text COLLATE \"default\"",
     }),
+    // The change keeps the values and their collations.
+    // Names are the schema's: any relation there may hold one. The primary key is dropped
+    // before the new one is made.
+    names_taken: "SELECT CASE c.relkind WHEN 'r' THEN 'table ' WHEN 'p' THEN 'table ' \
+             WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' WHEN 'S' THEN 'sequence ' \
+             WHEN 'i' THEN 'index ' WHEN 'I' THEN 'index ' ELSE 'relation ' END \
+             || CAST(CAST(c.oid AS regclass) AS text) \
+             || COALESCE(' of table ' || CAST(CAST(i.indrelid AS regclass) AS text), '') \
+         FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid \
+         WHERE c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class \
+                                 WHERE oid = to_regclass('processed_messages')) \
+         AND c.relname IN ('processed_messages_pkey', \
+                           'processed_messages_consumer_processed_at_idx', \
+                           'processed_messages_consumer_coordinates_idx') \
+         AND NOT (i.indrelid IS NOT DISTINCT FROM to_regclass('processed_messages') \
+                  AND (i.indisprimary OR COALESCE( \
+                      substring(pg_catalog.pg_get_indexdef(c.oid) from ' USING (.*)$') \
+                      = CASE c.relname \
+                        WHEN 'processed_messages_consumer_processed_at_idx' \
+                            THEN 'btree (consumer, processed_at)' \
+                        WHEN 'processed_messages_consumer_coordinates_idx' \
+                            THEN 'btree (consumer, topic, partition, \"offset\")' END, false))) \
+         ORDER BY 1",
+    migrated_key: MigratedKey {
+        value: |column| column.to_string(),
+        compared_as: "",
+    },
     // Those with an assignment cast to timestamptz; a domain by the type it is over.
     processed_at_unconvertible: Some(UnconvertibleTimes {
         type_query: "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a \
@@ -188,14 +217,23 @@ pub static DIALECT: Dialect = Dialect {
                               AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)))) \
          ORDER BY 1",
     ),
-    views_of_processed_at: Some(
-        "SELECT DISTINCT CAST(v.oid AS regclass)::text FROM pg_catalog.pg_depend d \
+    views_in_the_way: Some(
+        "SELECT DISTINCT CAST(v.oid AS regclass)::text, false FROM pg_catalog.pg_depend d \
          JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
          JOIN pg_catalog.pg_class v ON v.oid = r.ev_class \
          JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid \
          WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass \
          AND d.refobjid = to_regclass('processed_messages') \
-         AND a.attname = 'processed_at' AND v.oid <> d.refobjid ORDER BY 1",
+         AND a.attname = 'processed_at' AND v.oid <> d.refobjid \
+         UNION \
+         SELECT DISTINCT CAST(v.oid AS regclass)::text, true FROM pg_catalog.pg_depend d \
+         JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
+         JOIN pg_catalog.pg_class v ON v.oid = r.ev_class \
+         JOIN pg_catalog.pg_constraint p ON p.oid = d.refobjid \
+         WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass \
+         AND d.refclassid = 'pg_catalog.pg_constraint'::regclass \
+         AND p.conrelid = to_regclass('processed_messages') AND p.contype = 'p' \
+         ORDER BY 2, 1",
     ),
     inbox_outside_creation_schema: Some(
         "SELECT CAST(n.nspname AS text), CAST(current_schema() AS text) \

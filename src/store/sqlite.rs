@@ -4,7 +4,7 @@
 use anyhow::Context;
 use sqlx::AnyConnection;
 
-use super::{BatchDelete, Dialect, InexactKeyCollations, MigrationLocking};
+use super::{BatchDelete, Dialect, InexactKeyCollations, MigratedKey, MigrationLocking};
 use crate::migrate::{Migration, TableRebuild};
 
 /// A batch delete that finds its rows by rowid: the subquery reads only the
@@ -102,7 +102,7 @@ pub static DIALECT: Dialect = Dialect {
          AND f.\"table\" = 'processed_messages' COLLATE NOCASE ORDER BY m.name",
     ),
     unique_keys: None,
-    views_of_processed_at: None,
+    views_in_the_way: None,
     other_dependents_of_processed_at: None,
     mysql_adoption: None,
     own_coordinate_columns: None,
@@ -129,6 +129,19 @@ pub static DIALECT: Dialect = Dialect {
         remedy: "SQLite cannot change a column's collation: make the table again without \
                  COLLATE, copying its rows",
     }),
+    // The rebuild copies into TEXT columns, whose affinity turns numbers into text.
+    // Names are the database's: a table, view or index of another table may hold one. The
+    // rebuild drops the inbox's own indexes with it.
+    names_taken: "SELECT type || ' ' || name \
+             || CASE type WHEN 'index' THEN ' of table ' || tbl_name ELSE '' END \
+         FROM sqlite_master WHERE name IN ('processed_messages_consumer_processed_at_idx', \
+                                           'processed_messages_consumer_coordinates_idx') \
+         AND type <> 'trigger' AND NOT (type = 'index' AND tbl_name = 'processed_messages') \
+         ORDER BY 1",
+    migrated_key: MigratedKey {
+        value: |column| format!("CASE WHEN typeof({column}) IN ('integer', 'real') THEN CAST({column} AS TEXT) ELSE {column} END"),
+        compared_as: ", compared as text (the number 1 and the text '1' are one id)",
+    },
     tables_with_foreign_keys_to_inbox: None,
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::ExclusiveTransaction {
