@@ -1377,23 +1377,16 @@ async fn postgres_adoption_names_the_views_in_its_way() {
          CREATE VIEW ids AS SELECT event_id, consumer FROM processed_messages",
     )
     .await;
-    for args in [&["migrate", "run"][..], &["migrate", "run", "--dry-run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.contains(
-                "cannot adopt table processed_messages: view(s) recent read its processed_at, \
-                 whose type migration 2 sets (timestamptz), which PostgreSQL refuses while a \
-                 view reads the column; drop them first and make them again afterwards; \
-                 view(s) per_event depend on its primary key (by grouping by it, say), which \
-                 migration 2 drops to make the key (consumer, event_id), which PostgreSQL \
-                 refuses while a view depends on it; drop them first and make them again \
-                 afterwards, grouping by consumer and event_id. Nothing was changed;"
-            ),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
-    assert!(!db.table_exists("inboxctl_migrations").await);
+    adoption_refused(
+        &mut db,
+        "view(s) recent read its processed_at, whose type migration 2 sets (timestamptz), \
+         which PostgreSQL refuses while a view reads the column; drop them first and make them \
+         again afterwards; view(s) per_event depend on its primary key (by grouping by it, \
+         say), which migration 2 drops to make the key (consumer, event_id), which PostgreSQL \
+         refuses while a view depends on it; drop them first and make them again afterwards, \
+         grouping by consumer and event_id",
+    )
+    .await;
     db.exec("DROP VIEW recent; DROP VIEW per_event").await;
     db.run(&["migrate", "run"]).ok();
     assert_eq!(db.count("ids").await, 1);
@@ -2070,6 +2063,22 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
 
 each_backend!(a_run_that_fails_midway_says_what_it_applied);
 
+/// Runs `migrate run`, dry and not, which must both refuse to adopt the inbox for `reasons`
+/// and change nothing: no migration is recorded.
+async fn adoption_refused(db: &mut TestDb, reasons: &str) {
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(&format!(
+                "cannot adopt table processed_messages: {reasons}. Nothing was changed;"
+            )),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert!(!db.table_exists("inboxctl_migrations").await);
+}
+
 /// Rows without a consumer or a time (or, on SQLite, whose text key can hold NULL, an event
 /// id) are refused before anything is written, on every backend: the change makes those
 /// columns NOT NULL. Given them, the run goes on.
@@ -2103,19 +2112,9 @@ async fn rows_without_a_consumer_are_refused(backend: Backend) {
     }
     reasons.push_str(
         "1 row has no processed_at (NULL), and migration 2 makes processed_at NOT NULL; give it \
-         the time it was processed. Nothing was changed",
+         the time it was processed",
     );
-    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused
-                .stderr
-                .contains(&format!("cannot adopt table processed_messages: {reasons}")),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
-    assert!(!db.table_exists("inboxctl_migrations").await);
+    adoption_refused(&mut db, &reasons).await;
     db.exec(
         "UPDATE processed_messages SET consumer = 'c', processed_at = CURRENT_TIMESTAMP; \
          DELETE FROM processed_messages WHERE event_id IS NULL",
@@ -2168,17 +2167,7 @@ async fn rows_the_new_key_would_hold_as_one_are_refused(backend: Backend) {
     ))
     .await;
     let total = db.count("processed_messages").await;
-    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.contains(&format!(
-                "cannot adopt table processed_messages: {expected}. Nothing was changed"
-            )),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
-    assert!(!db.table_exists("inboxctl_migrations").await);
+    adoption_refused(&mut db, expected).await;
     assert_eq!(db.count("processed_messages").await, total);
     let extra = match backend {
         Backend::Postgres => {
@@ -2250,17 +2239,7 @@ async fn names_migration_2_gives_its_own_objects_must_be_free(backend: Backend) 
     db.exec(setup).await;
     db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')")
         .await;
-    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.contains(&format!(
-                "cannot adopt table processed_messages: {expected}. Nothing was changed"
-            )),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
-    assert!(!db.table_exists("inboxctl_migrations").await);
+    adoption_refused(&mut db, expected).await;
     db.exec(fix).await;
     db.run(&["migrate", "run"]).ok();
     assert_eq!(db.schema().await, expected_schema(backend));
