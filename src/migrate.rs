@@ -598,18 +598,34 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
             .push("it has no primary key, where the classic table's is on (event_id)".to_string()),
         None => {}
     }
-    // Only a key that holds both refuses nothing the inbox's key keeps apart.
+    // Only a key that holds both, whole, refuses nothing the inbox's key keeps apart.
     for (name, _, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
         let columns = columns_of(list);
-        if !["consumer", "event_id"]
-            .iter()
-            .all(|key| columns.iter().any(|c| c == key))
-        {
-            reasons.push(format!(
-                "its unique key {name} on ({list}) does not hold both consumer and event_id, so \
-                 it can refuse rows that the inbox's key keeps apart"
-            ));
+        let holds = |key: &str| columns.iter().any(|c| c == key);
+        if holds("consumer") && holds("event_id") {
+            continue;
         }
+        // MySQL: `event_id(20)`, a key on the column's first 20 characters.
+        let prefixed: Vec<&str> = ["consumer", "event_id"]
+            .into_iter()
+            .filter(|key| {
+                columns.iter().any(|c| {
+                    c.strip_prefix(key)
+                        .is_some_and(|rest| rest.starts_with('(') && rest.ends_with(')'))
+                })
+            })
+            .collect();
+        let what = match prefixed.is_empty() {
+            true => "does not hold both consumer and event_id".to_string(),
+            false => format!(
+                "holds only the first characters of {}",
+                prefixed.join(" and ")
+            ),
+        };
+        reasons.push(format!(
+            "its unique key {name} on ({list}) {what}, so it can refuse rows that the inbox's \
+             key keeps apart"
+        ));
     }
     reasons
 }
@@ -2113,8 +2129,20 @@ mod tests {
             );
         }
         assert_eq!(
-            adoption_refusal(&[current, key("lower", "u", "(expression)")], false).len(),
+            adoption_refusal(&[current.clone(), key("lower", "u", "(expression)")], false).len(),
             1
+        );
+        // MySQL keys on the first characters of a column: two ids alike that far are one.
+        assert_eq!(
+            adoption_refusal(
+                &[current, key("uq", "u", "consumer(10),event_id(20),topic")],
+                true
+            ),
+            [
+                "its unique key uq on (consumer(10),event_id(20),topic) holds only the first \
+              characters of consumer and event_id, so it can refuse rows that the inbox's key \
+              keeps apart"
+            ]
         );
     }
 

@@ -82,9 +82,13 @@ pub static DIALECT: Dialect = Dialect {
     ],
     insert_new: ("INSERT IGNORE INTO", " RETURNING event_id"),
     tables_referencing_inbox: None,
+    // A prefix of a unique key's column is shown (`event_id(20)`); the primary key's
+    // is not, as migration 2 drops that key.
     unique_keys: Some(
         "SELECT CAST(index_name AS CHAR), CASE WHEN index_name = 'PRIMARY' THEN 'p' ELSE 'u' END, \
-                CAST(COALESCE(column_name, '(expression)') AS CHAR) \
+                CAST(CASE WHEN sub_part IS NOT NULL AND index_name <> 'PRIMARY' \
+                     THEN CONCAT(column_name, '(', sub_part, ')') \
+                     ELSE COALESCE(column_name, '(expression)') END AS CHAR) \
          FROM information_schema.statistics \
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' AND non_unique = 0 \
          ORDER BY index_name, seq_in_index",
