@@ -69,8 +69,13 @@ enum RebuildPlan {
     Rebuild,
     /// The table already has the target key and columns: run `up_in_target_layout`.
     AlreadyInTargetLayout,
-    /// The rebuild would lose these columns.
-    WouldLose(Vec<String>),
+    /// The rebuild would lose these columns; where the table has the target key and columns,
+    /// `nullable` names the copied ones that lack NOT NULL, which alone kept it from being
+    /// taken for the target layout.
+    WouldLose {
+        lost: Vec<String>,
+        nullable: Vec<String>,
+    },
 }
 
 impl TableRebuild {
@@ -94,20 +99,31 @@ impl TableRebuild {
                 .iter()
                 .zip(self.target_key)
                 .all(|((name, _, _), wanted)| name.eq_ignore_ascii_case(wanted));
-        let copied_not_null = columns.iter().all(|(name, _, not_null)| {
-            *not_null == 1
-                || !self
-                    .copied_columns
-                    .iter()
-                    .any(|c| name.eq_ignore_ascii_case(c))
-        });
-        if key_is_target && copied_not_null && self.added_columns.iter().all(|column| has(column)) {
+        let nullable: Vec<String> = columns
+            .iter()
+            .filter(|(name, _, not_null)| {
+                *not_null != 1
+                    && self
+                        .copied_columns
+                        .iter()
+                        .any(|c| name.eq_ignore_ascii_case(c))
+            })
+            .map(|(name, _, _)| name.clone())
+            .collect();
+        let target_layout = key_is_target && self.added_columns.iter().all(|column| has(column));
+        if target_layout && nullable.is_empty() {
             return RebuildPlan::AlreadyInTargetLayout;
         }
         let lost = self.lost_keeping(columns, self.copied_columns, &[]);
         match lost.is_empty() {
             true => RebuildPlan::Rebuild,
-            false => RebuildPlan::WouldLose(lost),
+            false => RebuildPlan::WouldLose {
+                lost,
+                nullable: match target_layout {
+                    true => nullable,
+                    false => Vec::new(),
+                },
+            },
         }
     }
 
@@ -131,9 +147,22 @@ impl TableRebuild {
             .collect()
     }
 
-    fn refusal(&self, migration: &Migration, lost: &[String]) -> anyhow::Error {
+    fn refusal(
+        &self,
+        migration: &Migration,
+        lost: &[String],
+        nullable: &[String],
+    ) -> anyhow::Error {
+        let not_the_layout = match nullable.is_empty() {
+            true => String::new(),
+            false => format!(
+                "it has the key and the columns of the inbox's layout, but {} may be NULL (no NOT \
+                 NULL), so it is not taken for that layout; ",
+                nullable.join(", ")
+            ),
+        };
         anyhow::anyhow!(
-            "migration {} ({}) would lose column(s) {} of table {INBOX_TABLE}: SQLite cannot change a \
+            "migration {} ({}) would lose column(s) {} of table {INBOX_TABLE}: {not_the_layout}SQLite cannot change a \
              primary key, so the migration rebuilds the table and copies only {}. Nothing was changed. \
              Give the table the primary key ({}), with {} NOT NULL, and the columns {} yourself, \
              keeping your own (migrate run then only adds its indexes), or drop the columns named if \
@@ -231,7 +260,9 @@ async fn up_sql(
             refuse_kept_layout(store, connection, migration).await?;
             Ok(rebuild.up_in_target_layout)
         }
-        RebuildPlan::WouldLose(lost) => Err(rebuild.refusal(migration, &lost)),
+        RebuildPlan::WouldLose { lost, nullable } => {
+            Err(rebuild.refusal(migration, &lost, &nullable))
+        }
     }
 }
 
@@ -2182,12 +2213,15 @@ mod tests {
         nullable[0].2 = 0;
         assert_eq!(
             rebuild.plan(&nullable),
-            RebuildPlan::WouldLose(vec![
-                "topic".into(),
-                "partition".into(),
-                "OFFSET".into(),
-                "note".into()
-            ])
+            RebuildPlan::WouldLose {
+                lost: vec![
+                    "topic".into(),
+                    "partition".into(),
+                    "OFFSET".into(),
+                    "note".into()
+                ],
+                nullable: vec!["Consumer".into()],
+            }
         );
         // The key the other way round would be rebuilt, losing the coordinates and the note.
         let reversed = table(&[
@@ -2201,12 +2235,15 @@ mod tests {
         ]);
         assert_eq!(
             rebuild.plan(&reversed),
-            RebuildPlan::WouldLose(vec![
-                "topic".into(),
-                "partition".into(),
-                "offset".into(),
-                "note".into()
-            ])
+            RebuildPlan::WouldLose {
+                lost: vec![
+                    "topic".into(),
+                    "partition".into(),
+                    "offset".into(),
+                    "note".into()
+                ],
+                nullable: Vec::new(),
+            }
         );
     }
 

@@ -994,27 +994,30 @@ async fn sqlite_table_whose_rebuild_would_lose_columns_is_refused() {
         (
             "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
              processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, payload TEXT)",
-            "payload",
+            "payload of table processed_messages: ",
         ),
         (
             "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
              topic TEXT, \"partition\" INTEGER, \"offset\" BIGINT, \
              processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
-            "topic, partition, offset",
+            "topic, partition, offset of table processed_messages: ",
         ),
         // A generated column, which pragma_table_info leaves out.
         (
             "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
              processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, \
              day TEXT GENERATED ALWAYS AS (substr(processed_at, 1, 10)) STORED)",
-            "day",
+            "day of table processed_messages: ",
         ),
-        // The target key and columns, but a key column that may be NULL.
+        // The target key and columns, but columns that may be NULL: the error says so.
         (
             "CREATE TABLE processed_messages (consumer TEXT, event_id TEXT NOT NULL, \
              topic TEXT, \"partition\" INTEGER, \"offset\" BIGINT, \
-             processed_at TIMESTAMP NOT NULL, PRIMARY KEY (consumer, event_id))",
-            "topic, partition, offset",
+             processed_at TIMESTAMP, PRIMARY KEY (consumer, event_id))",
+            "topic, partition, offset of table processed_messages: it has the key and the \
+             columns of the inbox's layout, but \
+             consumer, processed_at may be NULL (no NOT NULL), so it is not taken for that \
+             layout; ",
         ),
     ] {
         let mut db = TestDb::new(Backend::Sqlite).await;
@@ -1024,7 +1027,7 @@ async fn sqlite_table_whose_rebuild_would_lose_columns_is_refused() {
         let schema = db.schema().await;
         let expected = format!(
             "error: migration 2 (key (consumer, event_id), topic/partition/offset, indexes) would lose \
-             column(s) {lost} of table processed_messages: SQLite cannot change a primary key, so the \
+             column(s) {lost}SQLite cannot change a primary key, so the \
              migration rebuilds the table and copies only consumer, event_id, processed_at. Nothing was \
              changed. Give the table the primary key (consumer, event_id), with consumer, event_id, \
              processed_at NOT NULL, and the columns topic, partition, offset yourself, keeping your \
