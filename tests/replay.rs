@@ -3256,8 +3256,8 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
     );
     assert_eq!(inbox(&mut db, "mailer").await, vec![row(0), row(1), row(2)]);
 
-    // A failure it answered before it stopped is named with the error, which ends the run
-    // before failures are reported.
+    // A failure it answered before it stopped is reported as a batch's is, in the summary
+    // and the dead-letter file; the batch ends where it stopped, as the summary says.
     script(
         &db,
         "fails.sh",
@@ -3265,15 +3265,61 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
          echo '{\"ok\":true}'\nexit 3\n",
         true,
     );
-    let failed = replay(&db, &topic, "other", &["--exec", "./fails.sh"]).code(1);
+    // Messages without an id at offsets 2 and 4: the one before the stop is the batch's, the
+    // one after is not.
+    let mixed = self::topic(1).await;
+    let mut events = deposits("q", 1, 5);
+    events[2].forget_id();
+    events[4].forget_id();
+    produce(&mixed, &events).await;
+    let failed = replay(
+        &db,
+        &mixed,
+        "other",
+        &[
+            "--exec",
+            "./fails.sh",
+            "--dead-letter",
+            "failed.jsonl",
+            "--on-missing-id",
+            "skip",
+        ],
+    )
+    .code(1);
     assert_eq!(
         failed.stderr.trim(),
         format!(
-            "error: the exec handler (./fails.sh) exited with status 3 before answering 0:2; \
-             before that it answered a failure for 0:0 (boom){recorded}"
+            "warning: 0:0 (event q-p0-0): boom\n\
+             error: the exec handler (./fails.sh) exited with status 3 before answering \
+             0:3{recorded}"
         )
     );
-    assert_eq!(inbox(&mut db, "other").await, vec![row(1)]);
+    let json = failed.json();
+    assert_eq!(totals(&json), (3, 1, 0, 1, 1));
+    assert_eq!(json["partitions"][0]["last_offset"], 2);
+    let dead: Vec<Value> = std::fs::read_to_string(db.dir.path().join("failed.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let dead: Vec<(&Value, &str)> = dead
+        .iter()
+        .map(|line| (&line["offset"], line["error"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        dead,
+        [
+            (&json!(0), "boom"),
+            (
+                &json!(2),
+                "no event id (header:event_id, then json:/event_id) in message 0:2"
+            )
+        ]
+    );
+    assert_eq!(
+        inbox(&mut db, "other").await,
+        vec![("q-p0-1".to_string(), mixed.clone(), 0, 1)]
+    );
 
     // One that closes its output and goes on running is reported as such, although the wait
     // for its exit (5 s) outlasts --handler-timeout, which bounds only the answer; it is

@@ -643,6 +643,41 @@ async fn replay(
             outcome.failed.extend(unstorable);
             outcome.failed.sort_by_key(|(index, _)| *index);
         }
+        // An exec handler that stopped partway: the batch is what came before the message it
+        // did not answer, which a re-run reads again with the rest.
+        if let Some((at, error)) = outcome.stopped.take() {
+            let cut = positions[at];
+            outcome.failed.retain(|(index, _)| positions[*index] < cut);
+            let mut unreached = |message: &Replayed, missing_id: bool| {
+                let summary = summaries.get_mut(&message.partition).unwrap();
+                summary.messages -= 1;
+                summary.missing_id -= u64::from(missing_id);
+            };
+            for (index, message) in with_id.iter().enumerate() {
+                if positions[index] >= cut {
+                    unreached(message, false);
+                }
+            }
+            without_id.retain(|(position, message, _)| {
+                let reached = *position < cut;
+                if !reached {
+                    unreached(message, true);
+                }
+                reached
+            });
+            last_offsets = with_id
+                .iter()
+                .enumerate()
+                .filter(|(index, _)| positions[*index] < cut)
+                .map(|(_, message)| message)
+                .chain(without_id.iter().map(|(_, message, _)| message))
+                .fold(BTreeMap::new(), |mut last, message| {
+                    let offset = last.entry(message.partition).or_insert(message.offset);
+                    *offset = (*offset).max(message.offset);
+                    last
+                });
+            failure = Some(error);
+        }
         for &index in &outcome.processed {
             summaries
                 .get_mut(&with_id[index].partition)
@@ -950,6 +985,9 @@ struct Outcome {
     processed: Vec<usize>,
     duplicates: Vec<usize>,
     failed: Vec<(usize, String)>,
+    /// Where an exec handler stopped partway through the batch, and why: the message it did
+    /// not answer, from which on the batch was not handled.
+    stopped: Option<(usize, anyhow::Error)>,
 }
 
 impl Outcome {
@@ -959,7 +997,8 @@ impl Outcome {
         for index in self.processed.iter_mut().chain(self.duplicates.iter_mut()) {
             *index = subset[*index];
         }
-        for (index, _) in &mut self.failed {
+        let failed = self.failed.iter_mut().map(|(index, _)| index);
+        for index in failed.chain(self.stopped.as_mut().map(|(index, _)| index)) {
             *index = subset[*index];
         }
     }
@@ -1973,8 +2012,9 @@ async fn apply_exec(
     // A handler that stops answering ends the run, but only after the events it did answer
     // ok for are recorded: their effects happened, and a re-run must not send them again.
     let mut stopped = None;
-    // The messages it answered a failure for, which a stop's error names.
-    let mut answered_failed = Vec::new();
+    // Where the failures of handlers that ended before answering anything began, in a row:
+    // if no handler can be started after them, they were the handler's, not the messages'.
+    let mut unanswered_from: Option<usize> = None;
     for (index, message) in batch.iter().enumerate() {
         let id = message.event_id.as_deref().unwrap_or_default();
         if done.contains(id) || applied.contains(id_key.of(id)) {
@@ -1988,14 +2028,15 @@ async fn apply_exec(
                 return Err(error);
             }
             Err(error) if !skip => {
-                stopped = Some(error);
+                stopped = Some((index, error));
                 break;
             }
             Err(error) => {
                 let chain = crate::error_chain(&error);
-                stopped = Some(match restart_exec(exec).await {
+                let error = match restart_exec(exec).await {
                     Ok(None) => {
                         outcome.failed.push((index, chain));
+                        unanswered_from.get_or_insert(index);
                         continue;
                     }
                     Ok(Some(why)) => anyhow!(
@@ -2006,10 +2047,14 @@ async fn apply_exec(
                         "{chain}; and starting it again failed: {}",
                         crate::error_chain(&restart)
                     ),
-                });
+                };
+                let from = unanswered_from.unwrap_or(index);
+                outcome.failed.retain(|(failed, _)| *failed < from);
+                stopped = Some((from, error));
                 break;
             }
         };
+        unanswered_from = None;
         if reply.get("ok") == Some(&Value::Bool(true)) {
             applied.insert(id_key.of(id));
             ok.push(message);
@@ -2026,7 +2071,6 @@ async fn apply_exec(
                 ),
             };
             outcome.failed.push((index, error));
-            answered_failed.push(index);
         }
     }
     // A last answer given twice shows only now. A handler that failed is past asking.
@@ -2063,44 +2107,24 @@ async fn apply_exec(
             )));
         }
     }
-    // The failures it answered before it stopped are not reported as a batch's are (the
-    // run ends here): the error names them.
-    let answered: Vec<&(usize, String)> = outcome
-        .failed
-        .iter()
-        .filter(|(index, _)| answered_failed.contains(index))
-        .collect();
-    let failures = match answered.as_slice() {
-        [] => String::new(),
-        failed => format!(
-            "; before that it answered a failure for {}",
-            failed
-                .iter()
-                .take(3)
-                .map(|(index, error)| {
-                    let message = &batch[*index];
-                    format!("{}:{} ({error})", message.partition, message.offset)
-                })
-                .chain((failed.len() > 3).then(|| format!("{} more", failed.len() - 3)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    match stopped {
-        Some(error) if ok.is_empty() && failures.is_empty() => Err(error),
-        Some(error) if ok.is_empty() => Err(anyhow!("{}{failures}", crate::error_chain(&error))),
+    // The run ends here; what the handler answered is reported as a batch's is.
+    outcome.stopped = stopped.map(|(index, error)| match ok.len() {
+        0 => (index, error),
         // The cause first, as every other failure of the handler reads.
-        Some(error) => Err(anyhow!(
-            "{}{failures}; {} of this batch it had answered ok for {} recorded in the inbox",
-            crate::error_chain(&error),
-            match ok.len() {
-                1 => "the 1 event".to_string(),
-                n => format!("the {n} events"),
-            },
-            if ok.len() == 1 { "is" } else { "are" }
-        )),
-        None => Ok(outcome),
-    }
+        recorded => (
+            index,
+            anyhow!(
+                "{}; {} of this batch it had answered ok for {} recorded in the inbox",
+                crate::error_chain(&error),
+                match recorded {
+                    1 => "the 1 event".to_string(),
+                    n => format!("the {n} events"),
+                },
+                if recorded == 1 { "is" } else { "are" }
+            ),
+        ),
+    });
+    Ok(outcome)
 }
 
 fn open_dead_letter(path: &Path) -> anyhow::Result<std::fs::File> {
