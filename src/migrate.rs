@@ -344,17 +344,7 @@ async fn refuse_unadoptable(
             _ => keys.push((name, kind, column)),
         }
     }
-    // PostgreSQL keeps the values and their collations (a nondeterministic one is refused
-    // below), so a unique key of the table within (consumer, event_id) already rules out
-    // duplicates; MySQL's conversion and SQLite's copy can make two values one.
-    let keyed = keys.iter().any(|(_, _, list)| {
-        columns_of(list)
-            .iter()
-            .all(|column| column == "consumer" || column == "event_id")
-    });
-    if store.backend != Backend::Postgres || !keyed {
-        reasons.extend(duplicate_keys(store, connection, migration).await?);
-    }
+    reasons.extend(rows_made_one(store, connection, migration, &keys).await?);
     let taken: Vec<String> = sqlx::query_scalar(store.dialect.names_taken)
         .fetch_all(&mut *connection)
         .await
@@ -534,6 +524,122 @@ async fn refuse_unadoptable(
         }
     }
     refusal(migration, &reasons)
+}
+
+/// Why migration 2 would refuse the table's rows as duplicates, or could not convert their
+/// key values, where it could: on MySQL, values the conversion to utf8mb4 cannot keep; then
+/// the (consumer, event_id) pairs more than one row holds, compared as the new key will
+/// compare them. Each reads the whole table, as the change itself does, and is skipped where
+/// the table rules it out: PostgreSQL keeps the values and their collations (a
+/// nondeterministic one is refused elsewhere), so its primary key within (consumer,
+/// event_id) suffices (a unique index may be partial or invalid); MySQL's conversion is
+/// lossless from these character sets, and makes two values one only from a collation in
+/// which trailing spaces count (`_nopad_`); SQLite copies only a table it rebuilds.
+async fn rows_made_one(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+    keys: &[(String, String, String)],
+) -> anyhow::Result<Vec<String>> {
+    let within_the_key = |kinds: &[&str]| {
+        keys.iter().any(|(_, kind, list)| {
+            kinds.contains(&kind.as_str())
+                && columns_of(list)
+                    .iter()
+                    .all(|column| column == "consumer" || column == "event_id")
+        })
+    };
+    let possible = match store.backend {
+        Backend::Postgres => !within_the_key(&["p"]),
+        Backend::Sqlite => match &migration.rebuild {
+            Some(rebuild) => {
+                let columns = rebuild.columns(connection).await?;
+                rebuild.plan(&columns) != RebuildPlan::AlreadyInTargetLayout
+            }
+            None => true,
+        },
+        Backend::Mysql => {
+            let Some(queries) = &store.dialect.mysql_adoption else {
+                return Ok(Vec::new());
+            };
+            let columns: Vec<KeyColumnType> = sqlx::query_as(queries.key_column_types)
+                .fetch_all(&mut *connection)
+                .await
+                .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+            let unconvertible: Vec<&str> = columns
+                .iter()
+                .filter(|(_, _, _, _, set, _)| !MYSQL_LOSSLESS_INTO_UTF8MB4.contains(&set.as_str()))
+                .map(|(column, ..)| column.as_str())
+                .collect();
+            if let Some(reason) = unconvertible_keys(connection, migration, &unconvertible).await? {
+                return Ok(vec![reason]);
+            }
+            let padding_changes = columns
+                .iter()
+                .any(|(_, _, _, _, _, collation)| collation.contains("_nopad_"));
+            !within_the_key(&["p", "u"]) || !unconvertible.is_empty() || padding_changes
+        }
+    };
+    match possible {
+        true => Ok(duplicate_keys(store, connection, migration)
+            .await?
+            .into_iter()
+            .collect()),
+        false => Ok(Vec::new()),
+    }
+}
+
+/// The character sets (MySQL/MariaDB) whose every value converts to utf8mb4 as itself, and
+/// two different values to two different ones; a column of no character set (a number) too.
+const MYSQL_LOSSLESS_INTO_UTF8MB4: &[&str] = &["", "utf8mb4", "utf8mb3", "utf8", "latin1", "ascii"];
+
+/// Why migration 2 cannot convert the values of these MySQL key columns to utf8mb4, if it
+/// cannot: rows holding characters utf8mb4 has no match for, which the conversion turns into
+/// `?` (counted as the difference in `?`s, which the value may hold of its own).
+async fn unconvertible_keys(
+    connection: &mut sqlx::AnyConnection,
+    migration: &Migration,
+    columns: &[&str],
+) -> anyhow::Result<Option<String>> {
+    if columns.is_empty() {
+        return Ok(None);
+    }
+    let questions =
+        |value: &str| format!("CHAR_LENGTH({value}) - CHAR_LENGTH(REPLACE({value}, '?', ''))");
+    let counts = columns
+        .iter()
+        .map(|column| {
+            format!(
+                "CAST(COUNT(CASE WHEN {} <> {} THEN 1 END) AS SIGNED)",
+                questions(column),
+                questions(&format!("CONVERT({column} USING utf8mb4)"))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let row = sqlx::query(&format!("SELECT {counts} FROM {INBOX_TABLE}"))
+        .fetch_one(&mut *connection)
+        .await
+        .with_context(|| format!("could not read {INBOX_TABLE}"))?;
+    let mut found = Vec::new();
+    for (index, column) in columns.iter().enumerate() {
+        let rows: i64 = row.try_get(index)?;
+        if rows > 0 {
+            found.push(format!(
+                "{} {column} with characters utf8mb4 has no match for",
+                crate::output::counted(rows as u64, "row has an", "rows have an"),
+            ));
+        }
+    }
+    Ok((!found.is_empty()).then(|| {
+        format!(
+            "{}, which migration {}'s conversion of the column to utf8mb4 cannot keep (it would \
+             refuse them, or make them '?'); change or delete those rows first (then migrate \
+             also checks for rows the new key would hold as one)",
+            found.join(", and "),
+            migration.version
+        )
+    }))
 }
 
 /// Why migration 2's key would refuse the table's rows, if it would: the (consumer, event_id)

@@ -2149,6 +2149,8 @@ each_backend!(rows_without_a_consumer_are_refused);
 async fn rows_the_new_key_would_hold_as_one_are_refused(backend: Backend) {
     let mut db = TestDb::new(backend).await;
     let (table, rows, expected) = match backend {
+        // A unique index on the key proves nothing where it is partial (or invalid, as a
+        // CREATE UNIQUE INDEX CONCURRENTLY that failed leaves it).
         Backend::Postgres => (
             "event_id text NOT NULL, consumer text NOT NULL, \
              processed_at timestamptz NOT NULL DEFAULT now()",
@@ -2181,6 +2183,13 @@ async fn rows_the_new_key_would_hold_as_one_are_refused(backend: Backend) {
          INSERT INTO processed_messages (event_id, consumer) VALUES {rows}"
     ))
     .await;
+    if backend == Backend::Postgres {
+        db.exec(
+            "CREATE UNIQUE INDEX recent ON processed_messages (consumer, event_id) \
+             WHERE processed_at > '2100-01-01'",
+        )
+        .await;
+    }
     let total = db.count("processed_messages").await;
     adoption_refused(&mut db, expected).await;
     assert_eq!(db.count("processed_messages").await, total);
@@ -2199,6 +2208,54 @@ async fn rows_the_new_key_would_hold_as_one_are_refused(backend: Backend) {
         _ => 2,
     };
     assert_eq!(db.count("processed_messages").await, kept);
+
+    // A SQLite table already in the inbox's layout is not copied: its untyped 1 and '1' stay
+    // two ids, and the run only adds the indexes.
+    if backend == Backend::Sqlite {
+        let mut db = TestDb::new(backend).await;
+        db.exec(
+            "CREATE TABLE processed_messages (consumer NOT NULL, event_id NOT NULL, topic TEXT, \
+             \"partition\" INTEGER, \"offset\" BIGINT, processed_at TIMESTAMP NOT NULL \
+             DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (consumer, event_id)); \
+             INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 1), ('c', '1')",
+        )
+        .await;
+        db.run(&["migrate", "run"]).ok();
+        assert_eq!(db.count("processed_messages").await, 2);
+    }
+}
+
+/// MariaDB converts consumer and event_id to utf8mb4: values of another character set that
+/// utf8mb4 has no match for would be refused, or become '?' (and then duplicates), so they
+/// are refused before anything is written, as themselves. Without them the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_key_values_utf8mb4_cannot_hold_are_refused() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id VARCHAR(100) CHARACTER SET sjis \
+         COLLATE sjis_bin NOT NULL PRIMARY KEY, consumer VARCHAR(100) NOT NULL, \
+         processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)); \
+         INSERT INTO processed_messages (event_id, consumer) \
+         VALUES (_sjis 0x8540, 'c'), (_sjis 0x8541, 'c'), ('x?', 'c')",
+    )
+    .await;
+    adoption_refused(
+        &mut db,
+        "2 rows have an event_id with characters utf8mb4 has no match for, which migration 2's \
+         conversion of the column to utf8mb4 cannot keep (it would refuse them, or make them \
+         '?'); change or delete those rows first (then migrate also checks for rows the new \
+         key would hold as one)",
+    )
+    .await;
+    assert_eq!(db.count("processed_messages").await, 3);
+    db.exec("DELETE FROM processed_messages WHERE event_id <> 'x?'")
+        .await;
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(
+        db.scalar("SELECT COUNT(*) FROM processed_messages WHERE event_id = 'x?'")
+            .await,
+        1
+    );
 }
 
 each_backend!(rows_the_new_key_would_hold_as_one_are_refused);
@@ -2217,13 +2274,18 @@ async fn names_migration_2_gives_its_own_objects_must_be_free(backend: Backend) 
              CREATE TABLE other (id int); \
              CREATE INDEX processed_messages_consumer_processed_at_idx ON other (id); \
              CREATE INDEX processed_messages_consumer_coordinates_idx \
-             ON processed_messages (consumer) WHERE consumer <> ''",
-            "index processed_messages_consumer_coordinates_idx of table processed_messages has \
+             ON processed_messages (consumer) WHERE consumer <> ''; \
+             ALTER TABLE processed_messages ADD CONSTRAINT processed_messages_pkey \
+             CHECK (consumer <> '')",
+            "constraint processed_messages_pkey of table processed_messages has a name \
+             migration 2 gives to one of its own; drop or rename it; \
+             index processed_messages_consumer_coordinates_idx of table processed_messages has \
              a name migration 2 gives to one of its own; drop or rename it; index \
              processed_messages_consumer_processed_at_idx of table other has a name migration 2 \
              gives to one of its own; drop or rename it; table processed_messages_pkey has a \
              name migration 2 gives to one of its own; drop or rename it",
             "DROP TABLE processed_messages_pkey; DROP TABLE other; \
+             ALTER TABLE processed_messages DROP CONSTRAINT processed_messages_pkey; \
              DROP INDEX processed_messages_consumer_coordinates_idx; \
              CREATE INDEX processed_messages_consumer_processed_at_idx \
              ON processed_messages (consumer, processed_at)",
@@ -2241,9 +2303,9 @@ async fn names_migration_2_gives_its_own_objects_must_be_free(backend: Backend) 
             "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT \
              NULL, processed_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP); \
              CREATE TABLE other (id INTEGER); \
-             CREATE INDEX processed_messages_consumer_processed_at_idx ON other (id); \
+             CREATE INDEX Processed_Messages_Consumer_Processed_At_Idx ON other (id); \
              CREATE VIEW processed_messages_consumer_coordinates_idx AS SELECT 1",
-            "index processed_messages_consumer_processed_at_idx of table other has a name \
+            "index Processed_Messages_Consumer_Processed_At_Idx of table other has a name \
              migration 2 gives to one of its own; drop or rename it; view \
              processed_messages_consumer_coordinates_idx has a name migration 2 gives to one \
              of its own; drop or rename it",

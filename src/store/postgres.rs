@@ -127,8 +127,9 @@ pub static DIALECT: Dialect = Dialect {
                  ALTER COLUMN event_id TYPE text COLLATE \"default\"",
     }),
     // The change keeps the values and their collations.
-    // Names are the schema's: any relation there may hold one. The primary key is dropped
-    // before the new one is made.
+    // Names are the schema's: any relation there may hold one, and the primary key's also a
+    // constraint of the table's (a unique key's or exclusion constraint's index is a relation
+    // already). The primary key is dropped before the new one is made.
     names_taken: "SELECT CASE c.relkind WHEN 'r' THEN 'table ' WHEN 'p' THEN 'table ' \
              WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' WHEN 'S' THEN 'sequence ' \
              WHEN 'i' THEN 'index ' WHEN 'I' THEN 'index ' ELSE 'relation ' END \
@@ -148,6 +149,11 @@ pub static DIALECT: Dialect = Dialect {
                             THEN 'btree (consumer, processed_at)' \
                         WHEN 'processed_messages_consumer_coordinates_idx' \
                             THEN 'btree (consumer, topic, partition, \"offset\")' END, false))) \
+         UNION ALL \
+         SELECT 'constraint ' || conname || ' of table processed_messages' \
+         FROM pg_catalog.pg_constraint \
+         WHERE conrelid = to_regclass('processed_messages') \
+         AND conname = 'processed_messages_pkey' AND contype NOT IN ('p', 'u', 'x') \
          ORDER BY 1",
     migrated_key: MigratedKey {
         value: |column| column.to_string(),

@@ -130,13 +130,15 @@ pub static DIALECT: Dialect = Dialect {
                  COLLATE, copying its rows",
     }),
     // The rebuild copies into TEXT columns, whose affinity turns numbers into text.
-    // Names are the database's: a table, view or index of another table may hold one. The
-    // rebuild drops the inbox's own indexes with it.
+    // Names are the database's, in any case: a table, view or index of another table may
+    // hold one. The rebuild drops the inbox's own indexes with it.
     names_taken: "SELECT type || ' ' || name \
              || CASE type WHEN 'index' THEN ' of table ' || tbl_name ELSE '' END \
-         FROM sqlite_master WHERE name IN ('processed_messages_consumer_processed_at_idx', \
-                                           'processed_messages_consumer_coordinates_idx') \
-         AND type <> 'trigger' AND NOT (type = 'index' AND tbl_name = 'processed_messages') \
+         FROM sqlite_master \
+         WHERE name COLLATE NOCASE IN ('processed_messages_consumer_processed_at_idx', \
+                                       'processed_messages_consumer_coordinates_idx') \
+         AND type <> 'trigger' \
+         AND NOT (type = 'index' AND tbl_name = 'processed_messages' COLLATE NOCASE) \
          ORDER BY 1",
     migrated_key: MigratedKey {
         value: |column| format!("CASE WHEN typeof({column}) IN ('integer', 'real') THEN CAST({column} AS TEXT) ELSE {column} END"),
