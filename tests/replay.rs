@@ -3109,17 +3109,22 @@ async fn an_exec_handler_out_of_step_with_the_messages_stops_the_run() {
 /// before answering anything. It is not skipped message by message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_on_error_skip_a_handler_that_cannot_run_still_ends_the_run() {
-    let db = TestDb::new(Backend::Sqlite).await;
+    let mut db = TestDb::new(Backend::Sqlite).await;
     db.run(&["migrate", "run"]).ok();
     let topic = topic(1).await;
     produce(&topic, &deposits("n", 1, 4)).await;
+    // Already in the inbox, between the failures: not counted either.
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('mailer', 'n-p0-1')")
+        .await;
     let stops = "so the run stops (--on-error skip skips a message, not a handler that cannot run)";
     for (command, error) in [
         (
             "exit 3",
             format!(
-                "error: the exec handler (exit 3) exited with status 3 before answering 0:2; 3 \
-                 handlers in a row failed before answering anything, {stops}"
+                "error: the exec handler (exit 3) exited with status 3 before answering 0:3; 3 \
+                 handlers in a row failed before answering anything, {stops}; the batch ends at \
+                 0:0, where those handlers began to fail: its messages from there on are not \
+                 counted, and a re-run sends them again"
             ),
         ),
         (

@@ -2033,10 +2033,15 @@ async fn apply_exec(
             }
             Err(error) => {
                 let chain = crate::error_chain(&error);
+                // A handler that had answered before it failed failed on the message.
+                let on_the_message = exec.answered;
                 let error = match restart_exec(exec).await {
                     Ok(None) => {
                         outcome.failed.push((index, chain));
-                        unanswered_from.get_or_insert(index);
+                        match on_the_message {
+                            true => unanswered_from = None,
+                            false => _ = unanswered_from.get_or_insert(index),
+                        }
                         continue;
                     }
                     Ok(Some(why)) => anyhow!(
@@ -2050,6 +2055,17 @@ async fn apply_exec(
                 };
                 let from = unanswered_from.unwrap_or(index);
                 outcome.failed.retain(|(failed, _)| *failed < from);
+                outcome.duplicates.retain(|duplicate| *duplicate < from);
+                let error = match from < index {
+                    true => anyhow!(
+                        "{}; the batch ends at {}:{}, where those handlers began to fail: its \
+                         messages from there on are not counted, and a re-run sends them again",
+                        crate::error_chain(&error),
+                        batch[from].partition,
+                        batch[from].offset
+                    ),
+                    false => error,
+                };
                 stopped = Some((from, error));
                 break;
             }
