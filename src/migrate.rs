@@ -369,35 +369,10 @@ async fn refuse_unadoptable(
             .into_iter()
             .filter(|column| columns.contains(column))
             .collect();
-        // A migrated table that lost a coordinate column (dropped by hand): made whole, it
-        // is in place, and migration 2 is only recorded.
-        let keyed_as_the_inbox = keys.iter().any(|(_, kind, list)| {
-            let mut columns = columns_of(list);
-            columns.sort();
-            kind == "p" && columns == ["consumer", "event_id"]
-        });
-        let remedy = match keyed_as_the_inbox {
-            true => format!(
-                "; its key is already (consumer, event_id), so add what it lacks as migration \
-                 {} makes it ({}), and migrate then only records the migration",
-                migration.version,
-                [
-                    ("topic", "ADD COLUMN topic VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL"),
-                    ("partition", "ADD COLUMN `partition` INT NULL"),
-                    ("offset", "ADD COLUMN `offset` BIGINT NULL"),
-                ]
-                .iter()
-                .filter(|(column, _)| !present.contains(column))
-                .map(|(_, add)| format!("ALTER TABLE {INBOX_TABLE} {add}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-            ),
-            false => String::new(),
-        };
         if !present.is_empty() {
             reasons.push(format!(
                 "it already has the column(s) {}, which migration {} adds in one statement \
-                 that would fail on them{remedy}",
+                 that would fail on them",
                 present.join(", "),
                 migration.version
             ));
