@@ -566,18 +566,24 @@ async fn rows_made_one(
                 .fetch_all(&mut *connection)
                 .await
                 .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+            // A number (no character set) converts to text without a '?', but two floats
+            // may become one text.
             let unconvertible: Vec<&str> = columns
                 .iter()
-                .filter(|(_, _, _, _, set, _)| !MYSQL_LOSSLESS_INTO_UTF8MB4.contains(&set.as_str()))
+                .filter(|(_, _, _, _, set, _)| {
+                    !set.is_empty() && !MYSQL_LOSSLESS_INTO_UTF8MB4.contains(&set.as_str())
+                })
                 .map(|(column, ..)| column.as_str())
                 .collect();
+            let numbers = columns.iter().any(|(_, _, _, _, set, _)| set.is_empty());
             if let Some(reason) = unconvertible_keys(connection, migration, &unconvertible).await? {
                 return Ok(vec![reason]);
             }
-            let padding_changes = columns
-                .iter()
-                .any(|(_, _, _, _, _, collation)| collation.contains("_nopad_"));
-            !within_the_key(&["p", "u"]) || !unconvertible.is_empty() || padding_changes
+            // MariaDB names its NO PAD collations so; MySQL 8's 0900 ones are all NO PAD.
+            let padding_changes = columns.iter().any(|(_, _, _, _, _, collation)| {
+                collation.contains("_nopad_") || collation.contains("_0900_")
+            });
+            !within_the_key(&["p", "u"]) || !unconvertible.is_empty() || numbers || padding_changes
         }
     };
     match possible {
@@ -590,8 +596,8 @@ async fn rows_made_one(
 }
 
 /// The character sets (MySQL/MariaDB) whose every value converts to utf8mb4 as itself, and
-/// two different values to two different ones; a column of no character set (a number) too.
-const MYSQL_LOSSLESS_INTO_UTF8MB4: &[&str] = &["", "utf8mb4", "utf8mb3", "utf8", "latin1", "ascii"];
+/// two different values to two different ones.
+const MYSQL_LOSSLESS_INTO_UTF8MB4: &[&str] = &["utf8mb4", "utf8mb3", "utf8", "latin1", "ascii"];
 
 /// Why migration 2 cannot convert the values of these MySQL key columns to utf8mb4, if it
 /// cannot: rows holding characters utf8mb4 has no match for, which the conversion turns into
@@ -625,15 +631,16 @@ async fn unconvertible_keys(
     for (index, column) in columns.iter().enumerate() {
         let rows: i64 = row.try_get(index)?;
         if rows > 0 {
+            let article = if column.starts_with('e') { "an" } else { "a" };
             found.push(format!(
-                "{} {column} with characters utf8mb4 has no match for",
-                crate::output::counted(rows as u64, "row has an", "rows have an"),
+                "{} {article} {column} with characters utf8mb4 has no match for",
+                crate::output::counted(rows as u64, "row has", "rows have"),
             ));
         }
     }
     Ok((!found.is_empty()).then(|| {
         format!(
-            "{}, which migration {}'s conversion of the column to utf8mb4 cannot keep (it would \
+            "{}, which migration {}'s conversion to utf8mb4 cannot keep (it would \
              refuse them, or make them '?'); change or delete those rows first (then migrate \
              also checks for rows the new key would hold as one)",
             found.join(", and "),
@@ -643,8 +650,8 @@ async fn unconvertible_keys(
 }
 
 /// Why migration 2's key would refuse the table's rows, if it would: the (consumer, event_id)
-/// pairs that more than one row holds, compared as the new key will compare them. It reads
-/// the whole table, as the change itself does.
+/// pairs that more than one row holds, compared as the new key will compare them (rows
+/// without either are refused on their own). It reads the whole table, as the change does.
 async fn duplicate_keys(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -657,7 +664,8 @@ async fn duplicate_keys(
     );
     let duplicates: Vec<(String, String, i64, i64)> = sqlx::query_as(&format!(
         "SELECT {}, {}, {}, {} FROM (SELECT {consumer} AS c, {event_id} AS e, COUNT(*) AS n \
-         FROM {INBOX_TABLE} GROUP BY {consumer}, {event_id} HAVING COUNT(*) > 1) d \
+         FROM {INBOX_TABLE} WHERE consumer IS NOT NULL AND event_id IS NOT NULL \
+         GROUP BY {consumer}, {event_id} HAVING COUNT(*) > 1) d \
          ORDER BY n DESC, c, e LIMIT 3",
         (dialect.text)("c"),
         (dialect.text)("e"),

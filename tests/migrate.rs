@@ -2117,12 +2117,15 @@ async fn rows_without_a_consumer_are_refused(backend: Backend) {
     let mut reasons = "2 rows have no consumer (NULL), and migration 2 makes consumer NOT NULL; \
                        give them the consumer that processed them; "
         .to_string();
+    // Two, which the look for duplicates must pass over.
     if backend == Backend::Sqlite {
-        db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES (NULL, 'c')")
-            .await;
+        db.exec(
+            "INSERT INTO processed_messages (event_id, consumer) VALUES (NULL, 'c'), (NULL, 'c')",
+        )
+        .await;
         reasons.push_str(
-            "1 row has no event_id (NULL), and migration 2 makes event_id NOT NULL; give it its \
-             event id, or delete it; ",
+            "2 rows have no event_id (NULL), and migration 2 makes event_id NOT NULL; give them \
+             their event id, or delete them; ",
         );
     }
     reasons.push_str(
@@ -2242,14 +2245,32 @@ async fn mysql_key_values_utf8mb4_cannot_hold_are_refused() {
     adoption_refused(
         &mut db,
         "2 rows have an event_id with characters utf8mb4 has no match for, which migration 2's \
-         conversion of the column to utf8mb4 cannot keep (it would refuse them, or make them \
-         '?'); change or delete those rows first (then migrate also checks for rows the new \
-         key would hold as one)",
+         conversion to utf8mb4 cannot keep (it would refuse them, or make them '?'); change or \
+         delete those rows first (then migrate also checks for rows the new key would hold as \
+         one)",
     )
     .await;
     assert_eq!(db.count("processed_messages").await, 3);
     db.exec("DELETE FROM processed_messages WHERE event_id <> 'x?'")
         .await;
+    // A float key that two values share as text once converted: a duplicate then.
+    let mut floats = TestDb::new(Backend::Mysql).await;
+    floats
+        .exec(
+            "CREATE TABLE processed_messages (event_id FLOAT PRIMARY KEY, consumer VARCHAR(255) \
+             NOT NULL, processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)); \
+             INSERT INTO processed_messages (event_id, consumer) \
+             VALUES (1.00001e0, 'c'), (1.000011e0, 'c'), (1.5e0, 'c')",
+        )
+        .await;
+    let refused = floats.run(&["migrate", "run", "--dry-run"]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("1 (consumer, event_id) is held by more than one row"),
+        "{}",
+        refused.stderr
+    );
     db.run(&["migrate", "run"]).ok();
     assert_eq!(
         db.scalar("SELECT COUNT(*) FROM processed_messages WHERE event_id = 'x?'")
