@@ -3091,7 +3091,9 @@ async fn an_exec_handler_out_of_step_with_the_messages_stops_the_run() {
         "error: the exec handler answered 0:2 with 'handling {}', not a JSON object like \
          {{\"ok\":true}} (it must print one line per message on stdout; log to stderr); 3 \
          handlers in a row failed before answering anything, so the run stops (--on-error \
-         skip skips a message, not a handler that cannot run)",
+         skip skips a message, not a handler that cannot run); the batch ends at 0:0, where \
+         those handlers began to fail: its messages from there on are not counted, and a \
+         re-run sends them again",
         chatty[2].id.clone().unwrap()
     );
     assert_eq!(
