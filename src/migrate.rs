@@ -808,6 +808,21 @@ async fn refuse_kept_layout(
                 .map(|(column, type_name)| coordinate_reason(column, type_name)),
         );
     }
+    // And its processed_at: a number there is no time to prune or inspect by (MySQL).
+    if let (2, Some(times)) = (migration.version, &store.dialect.processed_at_unconvertible) {
+        let found: Option<String> = sqlx::query_scalar(times.type_query)
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+        if let Some(type_name) = found {
+            reasons.push(format!(
+                "its processed_at column is {type_name}, not a time, which migration {} keeps in \
+                 a table already in the inbox's layout (prune and inspect would read a number \
+                 as a date); convert it first ({})",
+                migration.version, times.remedy
+            ));
+        }
+    }
     refusal(migration, &reasons)
 }
 

@@ -1715,6 +1715,30 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
         "{}",
         refused.stderr
     );
+    // Nor is a processed_at that holds numbers (epoch milliseconds, say) a time to prune by.
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
+        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+        "processed_at BIGINT NOT NULL",
+    ))
+    .await;
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(
+                "cannot adopt table processed_messages: its processed_at column is bigint(20), \
+                 not a time, which migration 2 keeps in a table already in the inbox's layout \
+                 (prune and inspect would read a number as a date); convert it first (ALTER \
+                 TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL"
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(
+        migration_states(&db).last(),
+        Some(&(2, "pending".to_string()))
+    );
     let mut db = TestDb::new(Backend::Mysql).await;
     db.exec(&layout("VARCHAR(249)", "BIGINT UNSIGNED", "DECIMAL(20,0)"))
         .await;
