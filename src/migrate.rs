@@ -239,14 +239,21 @@ async fn up_sql(
             );
         }
     }
+    // Judged first: whether the rows are copied decides what adoption looks for.
+    let plan = match &migration.rebuild {
+        Some(rebuild) => Some((rebuild, rebuild.plan(&rebuild.columns(connection).await?))),
+        None => None,
+    };
     if migration.version == 2 {
-        refuse_unadoptable(store, connection, migration).await?;
+        let copied = plan
+            .as_ref()
+            .is_some_and(|(_, plan)| *plan != RebuildPlan::AlreadyInTargetLayout);
+        refuse_unadoptable(store, connection, migration, copied).await?;
     }
-    let Some(rebuild) = &migration.rebuild else {
+    let Some((rebuild, plan)) = plan else {
         return Ok(migration.up);
     };
-    let columns = rebuild.columns(connection).await?;
-    match rebuild.plan(&columns) {
+    match plan {
         RebuildPlan::Rebuild => {
             let doing = format!(
                 "migration {} ({}) rebuilds table {INBOX_TABLE} (SQLite cannot change a \
@@ -275,11 +282,12 @@ async fn up_sql(
 /// coordinate columns of the table's own that cannot hold the inbox's values, and what
 /// depends on the column whose type it sets or on the key it drops; on MySQL, what its one
 /// statement would fail on (see [`mysql_conversion_refusal`]) and coordinates it would add
-/// again.
+/// again. `copied`: whether the change copies the rows into a new table (SQLite's rebuild).
 async fn refuse_unadoptable(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
+    copied: bool,
 ) -> anyhow::Result<()> {
     if !store.table_exists_on(connection, INBOX_TABLE).await? {
         return Ok(());
@@ -344,7 +352,24 @@ async fn refuse_unadoptable(
             _ => keys.push((name, kind, column)),
         }
     }
-    reasons.extend(rows_made_one(store, connection, migration, &keys).await?);
+    let key_column_types: Vec<KeyColumnType> = match &store.dialect.mysql_adoption {
+        Some(queries) => sqlx::query_as(queries.key_column_types)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?,
+        None => Vec::new(),
+    };
+    reasons.extend(
+        rows_made_one(
+            store,
+            connection,
+            migration,
+            &keys,
+            &key_column_types,
+            copied,
+        )
+        .await?,
+    );
     let taken: Vec<String> = sqlx::query_scalar(store.dialect.names_taken)
         .fetch_all(&mut *connection)
         .await
@@ -441,17 +466,13 @@ async fn refuse_unadoptable(
             .fetch_optional(&mut *connection)
             .await
             .with_context(|| read("engine and row format"))?;
-        let columns: Vec<KeyColumnType> = sqlx::query_as(queries.key_column_types)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| read("column types"))?;
         let foreign_keys: Vec<OwnForeignKey> = sqlx::query_as(queries.foreign_keys)
             .fetch_all(&mut *connection)
             .await
             .with_context(|| read("foreign keys"))?;
         reasons.extend(mysql_conversion_refusal(
             options.as_ref(),
-            &columns,
+            &key_column_types,
             &foreign_keys,
         ));
     }
@@ -534,12 +555,15 @@ async fn refuse_unadoptable(
 /// nondeterministic one is refused elsewhere), so its primary key within (consumer,
 /// event_id) suffices (a unique index may be partial or invalid); MySQL's conversion is
 /// lossless from these character sets, and makes two values one only from a collation in
-/// which trailing spaces count (`_nopad_`); SQLite copies only a table it rebuilds.
+/// which trailing spaces count (`_nopad_`); SQLite copies the rows only where `copied` (not
+/// into a table already in the layout). `columns` are MySQL's [`KeyColumnType`]s.
 async fn rows_made_one(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
     migration: &Migration,
     keys: &[(String, String, String)],
+    columns: &[KeyColumnType],
+    copied: bool,
 ) -> anyhow::Result<Vec<String>> {
     let within_the_key = |kinds: &[&str]| {
         keys.iter().any(|(_, kind, list)| {
@@ -551,21 +575,8 @@ async fn rows_made_one(
     };
     let possible = match store.backend {
         Backend::Postgres => !within_the_key(&["p"]),
-        Backend::Sqlite => match &migration.rebuild {
-            Some(rebuild) => {
-                let columns = rebuild.columns(connection).await?;
-                rebuild.plan(&columns) != RebuildPlan::AlreadyInTargetLayout
-            }
-            None => true,
-        },
+        Backend::Sqlite => copied,
         Backend::Mysql => {
-            let Some(queries) = &store.dialect.mysql_adoption else {
-                return Ok(Vec::new());
-            };
-            let columns: Vec<KeyColumnType> = sqlx::query_as(queries.key_column_types)
-                .fetch_all(&mut *connection)
-                .await
-                .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
             // A number (no character set) converts to text without a '?', but two floats
             // may become one text.
             let unconvertible: Vec<&str> = columns
