@@ -10,7 +10,10 @@ use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, Connection, Executor, Row};
 
-use crate::store::{Backend, MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE};
+use crate::store::{
+    Backend, MigrationLocking, Store, UnconvertibleTimes, INBOX_TABLE, MIGRATIONS_TABLE,
+    PRUNES_TABLE,
+};
 use crate::time::parse_stored_timestamp;
 
 /// One schema change, with the SQL that undoes it.
@@ -409,11 +412,7 @@ async fn refuse_unadoptable(
         reasons.extend(inexact_key_collation(store, connection, migration).await?);
     }
     if let Some(times) = &store.dialect.processed_at_unconvertible {
-        let found: Option<String> = sqlx::query_scalar(times.type_query)
-            .fetch_optional(&mut *connection)
-            .await
-            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
-        if let Some(type_name) = found {
+        if let Some(type_name) = processed_at_type_not_a_time(connection, times).await? {
             reasons.push(format!(
                 "its processed_at column is {type_name}, which migration {} cannot turn into \
                  a time without being told how (a number may be epoch seconds or \
@@ -821,11 +820,7 @@ async fn refuse_kept_layout(
     }
     // And its processed_at: a number there is no time to prune or inspect by (MySQL).
     if let (2, Some(times)) = (migration.version, &store.dialect.processed_at_unconvertible) {
-        let found: Option<String> = sqlx::query_scalar(times.type_query)
-            .fetch_optional(&mut *connection)
-            .await
-            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
-        if let Some(type_name) = found {
+        if let Some(type_name) = processed_at_type_not_a_time(connection, times).await? {
             reasons.push(format!(
                 "its processed_at column is {type_name}, not a time, which migration {} keeps in \
                  a table already in the inbox's layout (prune and inspect would read a number \
@@ -835,6 +830,18 @@ async fn refuse_kept_layout(
         }
     }
     refusal(migration, &reasons)
+}
+
+/// The type of `processed_at` where it is one the server cannot read as a time by itself
+/// (see [`UnconvertibleTimes`]).
+async fn processed_at_type_not_a_time(
+    connection: &mut sqlx::AnyConnection,
+    times: &UnconvertibleTimes,
+) -> anyhow::Result<Option<String>> {
+    sqlx::query_scalar(times.type_query)
+        .fetch_optional(&mut *connection)
+        .await
+        .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))
 }
 
 /// Why a table whose `consumer` or `event_id` compares ignoring case or accents (a `_ci`
