@@ -10,10 +10,7 @@ use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, Connection, Executor, Row};
 
-use crate::store::{
-    Backend, MigrationLocking, Store, UnconvertibleTimes, INBOX_TABLE, MIGRATIONS_TABLE,
-    PRUNES_TABLE,
-};
+use crate::store::{Backend, MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE};
 use crate::time::parse_stored_timestamp;
 
 /// One schema change, with the SQL that undoes it.
@@ -412,7 +409,7 @@ async fn refuse_unadoptable(
         reasons.extend(inexact_key_collation(store, connection, migration).await?);
     }
     if let Some(times) = &store.dialect.processed_at_unconvertible {
-        if let Some(type_name) = processed_at_type_not_a_time(connection, times).await? {
+        if let Some(type_name) = processed_at_type(connection, times.type_query).await? {
             reasons.push(format!(
                 "its processed_at column is {type_name}, which migration {} cannot turn into \
                  a time without being told how (a number may be epoch seconds or \
@@ -755,6 +752,22 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
     }
     // Only a key that holds both, whole, refuses nothing the inbox's key keeps apart.
     for (name, _, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
+        // PostgreSQL: `event_id COLLATE ignoring_case`, a key that compares by a collation
+        // that takes differing text for equal.
+        let collated: Vec<String> = list
+            .split(',')
+            .filter_map(|column| column.split_once(" COLLATE "))
+            .map(|(column, collation)| format!("{column} by {collation}"))
+            .collect();
+        if !collated.is_empty() {
+            reasons.push(format!(
+                "its unique key {name} on ({list}) compares {}, which takes text that differs \
+                 (in case or accents, say) for equal, so it can refuse rows that the inbox's \
+                 key keeps apart",
+                collated.join(" and ")
+            ));
+            continue;
+        }
         let columns = columns_of(list);
         let holds = |key: &str| columns.iter().any(|c| c == key);
         if holds("consumer") && holds("event_id") {
@@ -795,8 +808,9 @@ fn columns_of(list: &str) -> Vec<String> {
 
 /// Refuses a table already in the inbox's layout, which migration 2 only records (MySQL,
 /// SQLite), when what it keeps will not do: a `consumer` or `event_id` that compares
-/// ignoring case or accents (see [`inexact_key_collation`]), or (MySQL) coordinate columns
-/// that cannot hold what the inbox writes.
+/// ignoring case or accents (see [`inexact_key_collation`]); on MySQL, coordinate columns
+/// that cannot hold what the inbox writes, a `processed_at` that is not a time, or a key on
+/// the first characters of a column.
 async fn refuse_kept_layout(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -818,27 +832,52 @@ async fn refuse_kept_layout(
                 .map(|(column, type_name)| coordinate_reason(column, type_name)),
         );
     }
-    // And its processed_at: a number there is no time to prune or inspect by (MySQL).
-    if let (2, Some(times)) = (migration.version, &store.dialect.processed_at_unconvertible) {
-        if let Some(type_name) = processed_at_type_not_a_time(connection, times).await? {
+    // And its processed_at: a number there is no time to prune or inspect by, and text one
+    // prune compares with its cutoff row by row (MySQL).
+    if let Some(times) = &store.dialect.processed_at_unconvertible {
+        if let (2, Some(query)) = (migration.version, times.kept_type_query) {
+            if let Some(type_name) = processed_at_type(connection, query).await? {
+                let read_as = match type_name.contains("char") || type_name.contains("text") {
+                    true => "prune would compare text with its cutoff row by row, past the index",
+                    false => "prune and inspect would read a number as a date",
+                };
+                reasons.push(format!(
+                    "its processed_at column is {type_name}, not a time, which migration {} \
+                     keeps in a table already in the inbox's layout ({read_as}); convert it \
+                     first ({})",
+                    migration.version, times.remedy
+                ));
+            }
+        }
+    }
+    // And its key: one on the first characters of an id would take two ids alike in those
+    // for one event (MySQL).
+    if let (2, Some(queries)) = (migration.version, &store.dialect.mysql_adoption) {
+        let prefixes: Vec<String> = sqlx::query_scalar(queries.primary_key_prefixes)
+            .fetch_all(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the primary key of {INBOX_TABLE}"))?;
+        if !prefixes.is_empty() {
             reasons.push(format!(
-                "its processed_at column is {type_name}, not a time, which migration {} keeps in \
-                 a table already in the inbox's layout (prune and inspect would read a number \
-                 as a date); convert it first ({})",
-                migration.version, times.remedy
+                "its primary key holds only the first characters of {}, which migration {} \
+                 keeps in a table already in the inbox's layout, and two event ids alike in \
+                 those would be taken for one event; make the key whole (ALTER TABLE \
+                 {INBOX_TABLE} DROP PRIMARY KEY, ADD PRIMARY KEY (consumer, event_id))",
+                prefixes.join(", "),
+                migration.version
             ));
         }
     }
     refusal(migration, &reasons)
 }
 
-/// The type of `processed_at` where it is one the server cannot read as a time by itself
-/// (see [`UnconvertibleTimes`]).
-async fn processed_at_type_not_a_time(
+/// The type of `processed_at` where `query` (see [`crate::store::UnconvertibleTimes`]) finds
+/// it wanting.
+async fn processed_at_type(
     connection: &mut sqlx::AnyConnection,
-    times: &UnconvertibleTimes,
+    query: &str,
 ) -> anyhow::Result<Option<String>> {
-    sqlx::query_scalar(times.type_query)
+    sqlx::query_scalar(query)
         .fetch_optional(&mut *connection)
         .await
         .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))
@@ -2320,6 +2359,22 @@ mod tests {
                 "its unique key uq on (consumer(10),event_id(20),topic) holds only the first \
               characters of consumer and event_id, so it can refuse rows that the inbox's key \
               keeps apart"
+            ]
+        );
+        // PostgreSQL keys by a collation that takes differing text for equal.
+        assert_eq!(
+            adoption_refusal(
+                &[
+                    classic,
+                    key("ci", "u", "consumer COLLATE nocase,event_id COLLATE nocase")
+                ],
+                true
+            ),
+            [
+                "its unique key ci on (consumer COLLATE nocase,event_id COLLATE nocase) compares \
+                 consumer by nocase and event_id by nocase, which takes text that differs (in \
+                 case or accents, say) for equal, so it can refuse rows that the inbox's key \
+                 keeps apart"
             ]
         );
     }

@@ -1294,7 +1294,8 @@ async fn sqlite_refuses_to_drop_an_inbox_that_other_tables_reference() {
 }
 
 /// A table whose keys would go on refusing a second consumer's row after migration 2 (a
-/// surrogate primary key with a unique event_id, a unique index beside the classic key), or
+/// surrogate primary key with a unique event_id, a unique index beside the classic key, one
+/// on a column's first characters or by a collation that ignores case), or
 /// whose id column migration 2 would narrow (MySQL), is refused before anything is written,
 /// dry run included, and named with what to change.
 async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backend) {
@@ -1342,7 +1343,23 @@ async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backe
             .to_string(),
     );
     let mysql_only = (backend == Backend::Mysql).then_some(prefixed);
-    for (table, reasons) in cases.into_iter().chain(mysql_only) {
+    // PostgreSQL keys by a collation of their own: one that ignores case takes `a` and `A`
+    // for one id, where the inbox's key (the column's collation) keeps them apart.
+    let collated = (
+        "CREATE COLLATION ignoring_case (provider = icu, locale = 'und-u-ks-level2', \
+         deterministic = false); \
+         CREATE TABLE processed_messages (event_id text PRIMARY KEY, consumer text NOT NULL, \
+         processed_at timestamptz NOT NULL DEFAULT now()); \
+         CREATE UNIQUE INDEX pm_ci ON processed_messages (consumer, event_id COLLATE \
+         ignoring_case)"
+            .to_string(),
+        "its unique key pm_ci on (consumer,event_id COLLATE ignoring_case) compares event_id \
+         by ignoring_case, which takes text that differs (in case or accents, say) for equal, \
+         so it can refuse rows that the inbox's key keeps apart"
+            .to_string(),
+    );
+    let postgres_only = (backend == Backend::Postgres).then_some(collated);
+    for (table, reasons) in cases.into_iter().chain(mysql_only).chain(postgres_only) {
         let mut db = TestDb::new(backend).await;
         db.exec(&table).await;
         db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')")
@@ -1739,6 +1756,68 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
         migration_states(&db).last(),
         Some(&(2, "pending".to_string()))
     );
+    // Nor text, which prune would compare with its cutoff row by row, past the index; the
+    // remedy given makes it a time.
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
+        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+        "processed_at VARCHAR(32) NOT NULL",
+    ))
+    .await;
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
+         VALUES ('c', 'e', '2026-12-01 10:00:00')",
+    )
+    .await;
+    let refused = db.run(&["migrate", "run"]).code(1);
+    assert!(
+        refused.stderr.contains(
+            "cannot adopt table processed_messages: its processed_at column is varchar(32), not \
+             a time, which migration 2 keeps in a table already in the inbox's layout (prune \
+             would compare text with its cutoff row by row, past the index); convert it first"
+        ),
+        "{}",
+        refused.stderr
+    );
+    db.exec("ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL")
+        .await;
+    db.run(&["migrate", "run"]).ok();
+    // Nor a key on the first characters of an id, which takes two ids alike in those for one
+    // event; the statement given makes the key whole.
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
+        "PRIMARY KEY (consumer, event_id)",
+        "PRIMARY KEY (consumer, event_id(20))",
+    ))
+    .await;
+    let remedy = "ALTER TABLE processed_messages DROP PRIMARY KEY, ADD PRIMARY KEY (consumer, \
+                  event_id)";
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(&format!(
+                "cannot adopt table processed_messages: its primary key holds only the first \
+                 characters of event_id(20), which migration 2 keeps in a table already in the \
+                 inbox's layout, and two event ids alike in those would be taken for one event; \
+                 make the key whole ({remedy})"
+            )),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(
+        migration_states(&db).last(),
+        Some(&(2, "pending".to_string()))
+    );
+    db.exec(remedy).await;
+    db.run(&["migrate", "run"]).ok();
+    let alike = format!("{}-", "e".repeat(20));
+    db.exec(&format!(
+        "INSERT INTO processed_messages (consumer, event_id) VALUES ('c', '{alike}a'), \
+         ('c', '{alike}b')"
+    ))
+    .await;
+    assert_eq!(db.count("processed_messages").await, 2);
     let mut db = TestDb::new(Backend::Mysql).await;
     db.exec(&layout("VARCHAR(249)", "BIGINT UNSIGNED", "DECIMAL(20,0)"))
         .await;

@@ -4571,6 +4571,75 @@ async fn long_event_ids_are_applied_or_refused_never_cut(backend: Backend) {
     );
 }
 
+/// A MySQL inbox made by hand in the inbox's layout, which migrate only records, may keep
+/// ids in a narrower character set (latin1 here). An id with characters it lacks must fail on
+/// its own, not be stored with `?` in their place (MySQL's `INSERT IGNORE` does so with a
+/// warning), which took the message for a duplicate, its effect never applied; with an exec
+/// handler, whose batch is looked up first, the run stops before the handler sees it. A
+/// consumer name the column cannot hold is refused before anything is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_a_narrower_character_set_cannot_hold_fail_on_their_own_on_mysql() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(
+        "CREATE TABLE processed_messages (consumer VARCHAR(255) CHARACTER SET latin1 COLLATE \
+         latin1_bin NOT NULL, event_id VARCHAR(255) CHARACTER SET latin1 COLLATE latin1_bin NOT \
+         NULL, topic VARCHAR(255), `partition` INT, `offset` BIGINT, processed_at DATETIME(6) \
+         NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (consumer, event_id))",
+    )
+    .await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    // ó is in latin1; ż, ł and ć are not.
+    let mut events = deposits("n", 1, 4);
+    events[1] = deposit(0, "zażółć", 1, 5);
+    events[2] = deposit(0, "gó", 1, 6);
+    produce(&topic, &events).await;
+    let why = "(event zażółć): the inbox stored event id za?ó?? for 0:1 (event zażółć): its \
+               event_id column cannot hold the id as it is";
+    let (command, effects, _) = exec_handler(&db, 0.0);
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let sql = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&sql.json()), (4, 3, 0, 1, 0), "{}", sql.stderr);
+    assert!(sql.stderr.contains(why), "{}", sql.stderr);
+    assert_eq!(ledger(&mut db).await, ["gó", "n-p0-0", "n-p0-3"]);
+    // The exec handler's batch is looked up first, which the server refuses: the run stops
+    // before the handler sees it.
+    let exec = replay(&db, &topic, "mailer", &["--exec", &command]).code(1);
+    assert!(
+        exec.stderr.contains(
+            "could not look up event ids in the inbox: one of them has characters the character \
+             set of its event_id column lacks"
+        ),
+        "{}",
+        exec.stderr
+    );
+    assert_eq!(lines(&effects), Vec::<String>::new());
+    assert!(inbox(&mut db, "mailer").await.is_empty());
+    let pool = db.pool().await;
+    let ids: Vec<(String, String)> =
+        sqlx::query_as("SELECT consumer, event_id FROM processed_messages ORDER BY 1, 2")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let billing = |id: &str| ("billing".to_string(), id.to_string());
+    assert_eq!(ids, [billing("gó"), billing("n-p0-0"), billing("n-p0-3")]);
+    let refused = replay(&db, &topic, "płatności", &["--sql", &handler]).code(2);
+    assert!(
+        refused.stderr.contains(
+            "error: --consumer płatności has characters the inbox's consumer column (latin1) \
+             cannot hold"
+        ),
+        "{}",
+        refused.stderr
+    );
+}
+
 /// replay ends every session it opens as the protocol asks: the store's and the two of the
 /// PostgreSQL pipeline, after a run that applies, one that finds everything done, one whose
 /// handler fails and one that stops with an error.

@@ -315,6 +315,13 @@ async fn replay(
             )));
         }
     }
+    if let Some(character_set) = consumer_not_held(store, &args.consumer).await? {
+        return Err(usage(format!(
+            "--consumer {} has characters the inbox's consumer column ({character_set}) cannot \
+             hold",
+            crate::output::printable(&args.consumer)
+        )));
+    }
     // Checked in a dry run too: it says whether the real run could go.
     let statements = match &args.sql {
         Some(path) => {
@@ -1037,6 +1044,40 @@ async fn inbox_widths(store: &Store) -> anyhow::Result<Widths> {
     })
 }
 
+/// The character set of the inbox's consumer column where `consumer` does not come back
+/// from it as it went in (MySQL, whose `INSERT IGNORE` would store a `?` for each character
+/// the set lacks, and record every event under another consumer's name).
+async fn consumer_not_held(store: &Store, consumer: &str) -> anyhow::Result<Option<String>> {
+    if store.backend != Backend::Mysql {
+        return Ok(None);
+    }
+    let read = || format!("could not read the character set of {INBOX_TABLE}.consumer");
+    let character_set: Option<Option<String>> = sqlx::query_scalar(
+        "SELECT CAST(character_set_name AS CHAR) FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'consumer'",
+    )
+    .bind(INBOX_TABLE)
+    .fetch_optional(store.pool())
+    .await
+    .with_context(read)?;
+    // utf8mb4 holds every character; a name the server gave is a bare word.
+    let Some(character_set) = character_set.flatten().filter(|set| {
+        set != "utf8mb4" && set.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    }) else {
+        return Ok(None);
+    };
+    let held: i64 = sqlx::query_scalar(&format!(
+        "SELECT CAST(HEX(CONVERT(CONVERT(? USING {character_set}) USING utf8mb4)) = \
+         HEX(CONVERT(? USING utf8mb4)) AS SIGNED)"
+    ))
+    .bind(consumer)
+    .bind(consumer)
+    .fetch_one(store.pool())
+    .await
+    .with_context(read)?;
+    Ok((held == 0).then_some(character_set))
+}
+
 /// A placeholder's value for one message: a built-in, a `--param` pointer or a payload field.
 fn message_value(
     topic: &str,
@@ -1390,9 +1431,7 @@ impl SqlJob<'_> {
         indexes: &[usize],
     ) -> Result<HashSet<usize>, BatchError> {
         let messages: Vec<&Replayed> = indexes.iter().map(|i| &self.batch[*i]).collect();
-        let inserted = insert_new(self.store, conn, self.consumer, self.topic, &messages)
-            .await
-            .map_err(BatchError::from_sqlx)?;
+        let inserted = insert_new(self.store, conn, self.consumer, self.topic, &messages).await?;
         let mut new = HashSet::new();
         let mut handled: HashSet<&str> = HashSet::new();
         for &index in indexes {
@@ -1468,13 +1507,17 @@ impl SqlJob<'_> {
 }
 
 /// One multi-row insert into the inbox; returns the event ids it inserted (the new ones).
+/// Fails on an id the inbox stored as another: MySQL's `INSERT IGNORE` turns a value its
+/// column cannot hold (a character outside its character set, a text id in a number column)
+/// into a warning and stores what it made of it, which would record the event under an id
+/// no message has, and take the message for a duplicate.
 async fn insert_new(
     store: &Store,
     conn: &mut AnyConnection,
     consumer: &str,
     topic: &str,
     messages: &[&Replayed],
-) -> Result<HashSet<String>, sqlx::Error> {
+) -> Result<HashSet<String>, BatchError> {
     let d = store.dialect;
     let (prefix, suffix) = d.insert_new;
     let mut sql = store.sql();
@@ -1500,7 +1543,43 @@ async fn insert_new(
             .bind(message.partition)
             .bind(message.offset);
     }
-    Ok(query.fetch_all(&mut *conn).await?.into_iter().collect())
+    let inserted: HashSet<String> = query.fetch_all(&mut *conn).await?.into_iter().collect();
+    let given = |id: &String| messages.iter().any(|m| m.event_id.as_ref() == Some(id));
+    let Some(stored) = inserted.iter().find(|id| !given(id)) else {
+        return Ok(inserted);
+    };
+    // Which id it was is known only of a message alone (the SQL path retries one by one).
+    let candidates: Vec<String> = messages
+        .iter()
+        .filter(|m| !m.event_id.as_ref().is_some_and(|id| inserted.contains(id)))
+        .map(|m| {
+            format!(
+                "{}:{} (event {})",
+                m.partition,
+                m.offset,
+                crate::output::shown_id(m.event_id.as_deref().unwrap_or_default())
+            )
+        })
+        .collect();
+    let shown = candidates
+        .iter()
+        .take(3)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let given = match candidates.len() {
+        0 => "an id of this batch".to_string(),
+        1 => shown,
+        2 | 3 => format!("one of {shown}"),
+        more => format!("one of {shown} and {} more", more - 3),
+    };
+    Err(BatchError::final_error(anyhow!(
+        "the inbox stored event id {} for {given}: its event_id column cannot hold the id as \
+         it is (characters outside its character set, say, which MySQL's INSERT IGNORE \
+         replaces with '?'), and the event would be recorded under an id no message has; \
+         nothing of this was kept",
+        crate::output::shown_id(stored),
+    )))
 }
 
 /// A --param named like a built-in, or given twice, would be silently overruled.
@@ -2102,7 +2181,6 @@ async fn apply_exec(
                 insert_new(store, conn, consumer, topic, &ok)
                     .await
                     .map(|_| ())
-                    .map_err(BatchError::from_sqlx)
             })
             .await
         })

@@ -107,12 +107,15 @@ pub enum MigrationLocking {
     },
 }
 
-/// What differs between backends. Each backend module defines one.
 /// What tells that migration 2 cannot turn `processed_at` into a time column by itself.
 pub struct UnconvertibleTimes {
     /// The column's type, when it is none the server converts itself to a time without
     /// being told how (a number may be epoch seconds or milliseconds).
     pub type_query: &'static str,
+    /// The column's type, when it is not a time, where migration 2 only records a table
+    /// already in the inbox's layout and so keeps it (MySQL): text too, which prune would
+    /// compare with its cutoff row by row, past the index.
+    pub kept_type_query: Option<&'static str>,
     /// Where a text column converts value by value: how many values are not in the form
     /// the server reads as a time.
     pub unreadable_text: Option<&'static str>,
@@ -144,8 +147,11 @@ pub struct MysqlAdoptionQueries {
     /// (constraint, column, referenced table, delete rule, update rule) of the inbox's own
     /// foreign keys, one row per column.
     pub foreign_keys: &'static str,
+    /// `column(N)` for each column of the primary key that holds only its first N characters.
+    pub primary_key_prefixes: &'static str,
 }
 
+/// What differs between backends. Each backend module defines one.
 pub struct Dialect {
     pub name: &'static str,
     /// Statements run on every new connection (time zone, busy timeout).
@@ -2613,10 +2619,22 @@ impl Store {
         for id in event_ids {
             query = query.bind(*id);
         }
-        let found: Vec<String> = query
-            .fetch_all(&self.pool)
-            .await
-            .context("could not look up event ids in the inbox")?;
+        let found: Vec<String> = query.fetch_all(&self.pool).await.map_err(|error| {
+            // MySQL's 1271: an id the column's character set cannot hold (a narrower one
+            // than utf8mb4, in a table made by hand) cannot be compared with its values.
+            let unholdable = error
+                .as_database_error()
+                .and_then(|database| database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+                .is_some_and(|mysql| mysql.number() == 1271);
+            let context = match unholdable {
+                true => {
+                    "could not look up event ids in the inbox: one of them has characters \
+                         the character set of its event_id column lacks"
+                }
+                false => "could not look up event ids in the inbox",
+            };
+            anyhow::Error::from(error).context(context)
+        })?;
         if self.backend != Backend::Mysql {
             return Ok(found.into_iter().collect());
         }

@@ -128,6 +128,12 @@ pub static DIALECT: Dialect = Dialect {
          AND LOWER(column_name) = 'processed_at' AND LOWER(data_type) NOT IN \
          ('datetime', 'timestamp', 'date', 'char', 'varchar', 'tinytext', 'text', 'mediumtext', \
           'longtext')",
+        kept_type_query: Some(
+            "SELECT CAST(column_type AS CHAR(255)) FROM information_schema.columns \
+             WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+             AND LOWER(column_name) = 'processed_at' \
+             AND LOWER(data_type) NOT IN ('datetime', 'timestamp', 'date')",
+        ),
         unreadable_text: Some(
             "SELECT COUNT(*) FROM processed_messages WHERE EXISTS ( \
                  SELECT 1 FROM information_schema.columns \
@@ -186,6 +192,11 @@ pub static DIALECT: Dialect = Dialect {
          WHERE k.table_schema = DATABASE() AND k.table_name = 'processed_messages' \
          AND k.referenced_table_name IS NOT NULL \
          ORDER BY 1, k.ordinal_position",
+        primary_key_prefixes: "SELECT CAST(CONCAT(LOWER(column_name), '(', sub_part, ')') AS CHAR) \
+         FROM information_schema.statistics \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND index_name = 'PRIMARY' AND sub_part IS NOT NULL \
+         ORDER BY seq_in_index",
     }),
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::SessionLock {

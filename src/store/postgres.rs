@@ -104,14 +104,15 @@ pub static DIALECT: Dialect = Dialect {
     begin_write: "BEGIN",
     begin_snapshot: &["BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"],
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
-    // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
     tables_referencing_inbox: None,
     unique_keys: Some(
         "SELECT CAST(c.relname AS text), CASE WHEN i.indisprimary THEN 'p' ELSE 'u' END, \
-                COALESCE(CAST(a.attname AS text), '(expression)') \
+                COALESCE(CAST(a.attname AS text) || CASE WHEN NOT coll.collisdeterministic \
+                    THEN ' COLLATE ' || CAST(coll.collname AS text) ELSE '' END, '(expression)') \
          FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
          CROSS JOIN unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(n, position) \
          LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n \
+         LEFT JOIN pg_catalog.pg_collation coll ON coll.oid = i.indcollation[k.position - 1] \
          WHERE i.indrelid = to_regclass('processed_messages') \
          AND (i.indisunique OR i.indisexclusion) AND k.position <= i.indnkeyatts \
          ORDER BY c.relname, k.position",
@@ -167,6 +168,8 @@ pub static DIALECT: Dialect = Dialect {
          AND NOT a.attisdropped \
          AND CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END NOT IN \
              (CAST('timestamptz' AS regtype), CAST('timestamp' AS regtype), CAST('date' AS regtype))",
+        // Migration 2 sets the type on every table.
+        kept_type_query: None,
         unreadable_text: None,
         remedy: "ALTER TABLE processed_messages ALTER COLUMN processed_at TYPE timestamptz \
                  USING …",
@@ -248,6 +251,7 @@ pub static DIALECT: Dialect = Dialect {
          AND n.nspname IS DISTINCT FROM current_schema()",
     ),
     migration_locking: MigrationLocking::SessionLock {
+        // The advisory lock's key is the bytes of "inboxctl" as a big-endian i64.
         lock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_lock(7597117852321281132)) AS l",
         unlock: "SELECT CAST(1 AS bigint) FROM (SELECT pg_advisory_unlock(7597117852321281132)) AS l",
         transactional_ddl: true,
