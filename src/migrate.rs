@@ -10,7 +10,10 @@ use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, Connection, Executor, Row};
 
-use crate::store::{Backend, MigrationLocking, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE};
+use crate::store::{
+    Backend, MigrationLocking, MysqlAdoptionQueries, Store, INBOX_TABLE, MIGRATIONS_TABLE,
+    PRUNES_TABLE,
+};
 use crate::time::parse_stored_timestamp;
 
 /// One schema change, with the SQL that undoes it.
@@ -335,23 +338,7 @@ async fn refuse_unadoptable(
             migration.version,
         ));
     }
-    let key_columns: Vec<(String, String, String)> = match store.dialect.unique_keys {
-        Some(query) => sqlx::query_as(query)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| format!("could not list the unique keys of {INBOX_TABLE}"))?,
-        None => Vec::new(),
-    };
-    let mut keys: Vec<(String, String, String)> = Vec::new();
-    for (name, kind, column) in key_columns {
-        match keys.last_mut() {
-            Some((last, _, columns)) if *last == name => {
-                columns.push(',');
-                columns.push_str(&column);
-            }
-            _ => keys.push((name, kind, column)),
-        }
-    }
+    let keys = unique_keys(store, connection).await?;
     let key_column_types: Vec<KeyColumnType> = match &store.dialect.mysql_adoption {
         Some(queries) => sqlx::query_as(queries.key_column_types)
             .fetch_all(&mut *connection)
@@ -409,7 +396,11 @@ async fn refuse_unadoptable(
         reasons.extend(inexact_key_collation(store, connection, migration).await?);
     }
     if let Some(times) = &store.dialect.processed_at_unconvertible {
-        if let Some(type_name) = processed_at_type(connection, times.type_query).await? {
+        let type_name: Option<String> = sqlx::query_scalar(times.type_query)
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+        if let Some(type_name) = type_name {
             reasons.push(format!(
                 "its processed_at column is {type_name}, which migration {} cannot turn into \
                  a time without being told how (a number may be epoch seconds or \
@@ -541,6 +532,32 @@ async fn refuse_unadoptable(
         }
     }
     refusal(migration, &reasons)
+}
+
+/// The inbox's unique keys as (name, `p` for the primary key or `u`, its columns joined by
+/// commas), where the dialect lists them (see [`Dialect::unique_keys`]).
+async fn unique_keys(
+    store: &Store,
+    connection: &mut sqlx::AnyConnection,
+) -> anyhow::Result<Vec<(String, String, String)>> {
+    let Some(query) = store.dialect.unique_keys else {
+        return Ok(Vec::new());
+    };
+    let key_columns: Vec<(String, String, String)> = sqlx::query_as(query)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not list the unique keys of {INBOX_TABLE}"))?;
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for (name, kind, column) in key_columns {
+        match keys.last_mut() {
+            Some((last, _, columns)) if *last == name => {
+                columns.push(',');
+                columns.push_str(&column);
+            }
+            _ => keys.push((name, kind, column)),
+        }
+    }
+    Ok(keys)
 }
 
 /// Why migration 2 would refuse the table's rows as duplicates, or could not convert their
@@ -753,7 +770,7 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
     // Only a key that holds both, whole, refuses nothing the inbox's key keeps apart.
     for (name, _, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
         // PostgreSQL: `event_id COLLATE ignoring_case`, a key that compares by a collation
-        // that takes differing text for equal.
+        // of its own that takes differing text for equal.
         let collated: Vec<String> = list
             .split(',')
             .filter_map(|column| column.split_once(" COLLATE "))
@@ -763,7 +780,8 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
             reasons.push(format!(
                 "its unique key {name} on ({list}) compares {}, which takes text that differs \
                  (in case or accents, say) for equal, so it can refuse rows that the inbox's \
-                 key keeps apart",
+                 key keeps apart; drop it (DROP INDEX {name}), or make it again without that \
+                 COLLATE",
                 collated.join(" and ")
             ));
             continue;
@@ -808,9 +826,8 @@ fn columns_of(list: &str) -> Vec<String> {
 
 /// Refuses a table already in the inbox's layout, which migration 2 only records (MySQL,
 /// SQLite), when what it keeps will not do: a `consumer` or `event_id` that compares
-/// ignoring case or accents (see [`inexact_key_collation`]); on MySQL, coordinate columns
-/// that cannot hold what the inbox writes, a `processed_at` that is not a time, or a key on
-/// the first characters of a column.
+/// ignoring case or accents (see [`inexact_key_collation`]), and on MySQL what
+/// [`mysql_kept_layout_refusal`] finds.
 async fn refuse_kept_layout(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -820,67 +837,119 @@ async fn refuse_kept_layout(
         .await?
         .into_iter()
         .collect();
-    // A layout made by hand keeps its coordinate types too (MySQL).
-    if let (2, Some(query)) = (migration.version, store.dialect.unfit_coordinates_in_place) {
-        let unfit: Vec<(String, String)> = sqlx::query_as(query)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
-        reasons.extend(
-            unfit
-                .iter()
-                .map(|(column, type_name)| coordinate_reason(column, type_name)),
-        );
-    }
-    // And its processed_at: a number there is no time to prune or inspect by, and text one
-    // prune compares with its cutoff row by row (MySQL).
-    if let Some(times) = &store.dialect.processed_at_unconvertible {
-        if let (2, Some(query)) = (migration.version, times.kept_type_query) {
-            if let Some(type_name) = processed_at_type(connection, query).await? {
-                let read_as = match type_name.contains("char") || type_name.contains("text") {
-                    true => "prune would compare text with its cutoff row by row, past the index",
-                    false => "prune and inspect would read a number as a date",
-                };
-                reasons.push(format!(
-                    "its processed_at column is {type_name}, not a time, which migration {} \
-                     keeps in a table already in the inbox's layout ({read_as}); convert it \
-                     first ({})",
-                    migration.version, times.remedy
-                ));
-            }
-        }
-    }
-    // And its key: one on the first characters of an id would take two ids alike in those
-    // for one event (MySQL).
     if let (2, Some(queries)) = (migration.version, &store.dialect.mysql_adoption) {
-        let prefixes: Vec<String> = sqlx::query_scalar(queries.primary_key_prefixes)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| format!("could not read the primary key of {INBOX_TABLE}"))?;
-        if !prefixes.is_empty() {
-            reasons.push(format!(
-                "its primary key holds only the first characters of {}, which migration {} \
-                 keeps in a table already in the inbox's layout, and two event ids alike in \
-                 those would be taken for one event; make the key whole (ALTER TABLE \
-                 {INBOX_TABLE} DROP PRIMARY KEY, ADD PRIMARY KEY (consumer, event_id))",
-                prefixes.join(", "),
-                migration.version
-            ));
-        }
+        reasons.extend(mysql_kept_layout_refusal(store, connection, queries).await?);
     }
     refusal(migration, &reasons)
 }
 
-/// The type of `processed_at` where `query` (see [`crate::store::UnconvertibleTimes`]) finds
-/// it wanting.
-async fn processed_at_type(
+/// The statement that gives a MySQL table the inbox's `processed_at`.
+const MYSQL_PROCESSED_AT: &str =
+    "ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL DEFAULT \
+     CURRENT_TIMESTAMP(6)";
+
+/// Why a MySQL table made by hand in the inbox's layout, which migration 2 only records and
+/// so keeps as it is, will not do: coordinate columns that cannot hold what the inbox writes,
+/// a `processed_at` that is not a time or not dated by the server when a row is written
+/// (see [`mysql_kept_processed_at`]), a primary key on the first characters of a column,
+/// or another unique key that can refuse rows the inbox's key keeps apart.
+async fn mysql_kept_layout_refusal(
+    store: &Store,
     connection: &mut sqlx::AnyConnection,
-    query: &str,
-) -> anyhow::Result<Option<String>> {
-    sqlx::query_scalar(query)
+    queries: &MysqlAdoptionQueries,
+) -> anyhow::Result<Vec<String>> {
+    let read = |what: &str| format!("could not read the {what} of {INBOX_TABLE}");
+    let unfit: Vec<(String, String)> = sqlx::query_as(queries.unfit_coordinates_in_place)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| read("column types"))?;
+    let mut reasons: Vec<String> = unfit
+        .iter()
+        .map(|(column, type_name)| coordinate_reason(column, type_name))
+        .collect();
+    let processed_at: Option<(String, String, String)> = sqlx::query_as(queries.processed_at)
         .fetch_optional(&mut *connection)
         .await
-        .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))
+        .with_context(|| read("column types"))?;
+    if let Some((column_type, data_type, default)) = processed_at {
+        reasons.extend(mysql_kept_processed_at(&column_type, &data_type, &default));
+    }
+    let prefixes: Vec<String> = sqlx::query_scalar(queries.primary_key_prefixes)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| read("primary key"))?;
+    if !prefixes.is_empty() {
+        reasons.push(format!(
+            "its primary key holds only the first characters of a column ({}), which \
+             migration 2 keeps in a table already in the inbox's layout, and two event ids \
+             alike in those would be taken for one event; make the key whole on the inbox's \
+             columns (ALTER TABLE {INBOX_TABLE} MODIFY consumer VARCHAR(255) CHARACTER SET \
+             utf8mb4 COLLATE utf8mb4_bin NOT NULL, MODIFY event_id VARCHAR(255) CHARACTER SET \
+             utf8mb4 COLLATE utf8mb4_bin NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (consumer, \
+             event_id))",
+            prefixes.join(", ")
+        ));
+    }
+    // Its primary key is (consumer, event_id), which [`adoption_refusal`] takes.
+    reasons.extend(adoption_refusal(
+        &unique_keys(store, connection).await?,
+        true,
+    ));
+    Ok(reasons)
+}
+
+/// Why the `processed_at` of a MySQL table already in the inbox's layout will not do, by its
+/// column type, data type and default: not a date and time (a number prune and inspect
+/// would read as a date, text prune would compare with its cutoff row by row), or without
+/// the default replay's insert relies on, where `INSERT IGNORE` would date its rows
+/// `0000-00-00`.
+fn mysql_kept_processed_at(column_type: &str, data_type: &str, default: &str) -> Vec<String> {
+    let text = [
+        "char",
+        "varchar",
+        "tinytext",
+        "text",
+        "mediumtext",
+        "longtext",
+    ];
+    let number = [
+        "tinyint",
+        "smallint",
+        "mediumint",
+        "int",
+        "bigint",
+        "decimal",
+        "float",
+        "double",
+        "year",
+        "bit",
+    ];
+    if !["datetime", "timestamp"].contains(&data_type) {
+        let read_as = match (text.contains(&data_type), number.contains(&data_type)) {
+            (true, _) => "prune would compare text with its cutoff row by row, past the index",
+            (_, true) => "prune and inspect would read a number as a date",
+            _ => "prune and inspect cannot read it as one",
+        };
+        return vec![format!(
+            "its processed_at column is {column_type}, not a date and time, which migration 2 \
+             keeps in a table already in the inbox's layout ({read_as}); convert it first \
+             ({MYSQL_PROCESSED_AT}, after making its values UTC times, with FROM_UNIXTIME for \
+             epoch seconds, say)"
+        )];
+    }
+    if default.to_lowercase().starts_with("current_timestamp") {
+        return Vec::new();
+    }
+    let has = match default {
+        "" | "NULL" => "no default".to_string(),
+        other => format!("the default {other}"),
+    };
+    vec![format!(
+        "its processed_at column has {has}, where the inbox's is the time a row is written, \
+         which replay's insert relies on and migration 2 keeps in a table already in the \
+         inbox's layout (MySQL's INSERT IGNORE would date those rows 0000-00-00, and prune \
+         delete them first); give it that default ({MYSQL_PROCESSED_AT})"
+    )]
 }
 
 /// Why a table whose `consumer` or `event_id` compares ignoring case or accents (a `_ci`
@@ -2374,7 +2443,7 @@ mod tests {
                 "its unique key ci on (consumer COLLATE nocase,event_id COLLATE nocase) compares \
                  consumer by nocase and event_id by nocase, which takes text that differs (in \
                  case or accents, say) for equal, so it can refuse rows that the inbox's key \
-                 keeps apart"
+                 keeps apart; drop it (DROP INDEX ci), or make it again without that COLLATE"
             ]
         );
     }

@@ -1355,7 +1355,8 @@ async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backe
             .to_string(),
         "its unique key pm_ci on (consumer,event_id COLLATE ignoring_case) compares event_id \
          by ignoring_case, which takes text that differs (in case or accents, say) for equal, \
-         so it can refuse rows that the inbox's key keeps apart"
+         so it can refuse rows that the inbox's key keeps apart; drop it (DROP INDEX pm_ci), \
+         or make it again without that COLLATE"
             .to_string(),
     );
     let postgres_only = (backend == Backend::Postgres).then_some(collated);
@@ -1379,6 +1380,21 @@ async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backe
         }
         assert_eq!(db.schema().await, schema, "{table}");
         assert!(!db.table_exists("inboxctl_migrations").await);
+    }
+    // A key that holds both whole refuses nothing the inbox's keeps apart, whatever it
+    // compares its other columns by.
+    if backend == Backend::Postgres {
+        let mut db = TestDb::new(backend).await;
+        db.exec(
+            "CREATE COLLATION ignoring_case (provider = icu, locale = 'und-u-ks-level2', \
+             deterministic = false); \
+             CREATE TABLE processed_messages (event_id text PRIMARY KEY, consumer text NOT NULL, \
+             note text, processed_at timestamptz NOT NULL DEFAULT now()); \
+             CREATE UNIQUE INDEX pm_noted ON processed_messages (consumer, event_id, note \
+             COLLATE ignoring_case)",
+        )
+        .await;
+        db.run(&["migrate", "run"]).ok();
     }
 }
 
@@ -1544,8 +1560,9 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
              VARCHAR(64) NOT NULL, processed_at BIGINT NOT NULL DEFAULT 1700000000000)"
                 .to_string(),
             "its processed_at column is bigint(20), which migration 2 cannot turn into a time \
-             without being told how (a number may be epoch seconds or milliseconds); convert it first (ALTER TABLE processed_messages MODIFY \
-             processed_at DATETIME(6) NOT NULL, after making its values UTC times, with \
+             without being told how (a number may be epoch seconds or milliseconds); convert it \
+             first (ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL \
+             DEFAULT CURRENT_TIMESTAMP(6), after making its values UTC times, with \
              FROM_UNIXTIME for epoch seconds, say)",
         ),
         (
@@ -1555,7 +1572,8 @@ async fn mysql_adoption_refuses_tables_its_statement_cannot_convert() {
                 .to_string(),
             "1 row has a processed_at that is not a time in the form YYYY-MM-DD \
              HH:MM:SS[.ffffff], which migration 2 cannot convert; convert it first (ALTER TABLE \
-             processed_messages MODIFY processed_at DATETIME(6) NOT NULL, after making its \
+             processed_messages MODIFY processed_at DATETIME(6) NOT NULL DEFAULT \
+             CURRENT_TIMESTAMP(6), after making its \
              values UTC times, with FROM_UNIXTIME for epoch seconds, say)",
         ),
         (
@@ -1670,6 +1688,12 @@ async fn a_key_that_ignores_case_is_refused(backend: Backend) {
             "{args:?}: {}",
             refused.stderr
         );
+        // Said once, of the column: its key compares as the column does.
+        assert!(
+            !refused.stderr.contains(" key "),
+            "{args:?}: {}",
+            refused.stderr
+        );
     }
     assert_eq!(
         migration_states(&db).last(),
@@ -1689,7 +1713,9 @@ each_backend!(a_key_that_ignores_case_is_refused);
 
 /// A MySQL table made by hand in the inbox's layout, which migration 2 only records, keeps
 /// its coordinate types: one that cannot hold an offset past 2^31 (or a partition, or a
-/// long topic name) is refused, dry run included; wider ones are taken.
+/// long topic name) is refused, dry run included; wider ones are taken. So are a
+/// processed_at that is not a time or has no default, and keys that can refuse rows the
+/// inbox's key keeps apart; each is taken once changed as the error says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_values() {
     let layout = |topic: &str, partition: &str, offset: &str| {
@@ -1744,9 +1770,10 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
         assert!(
             refused.stderr.contains(
                 "cannot adopt table processed_messages: its processed_at column is bigint(20), \
-                 not a time, which migration 2 keeps in a table already in the inbox's layout \
-                 (prune and inspect would read a number as a date); convert it first (ALTER \
-                 TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL"
+                 not a date and time, which migration 2 keeps in a table already in the inbox's \
+                 layout (prune and inspect would read a number as a date); convert it first \
+                 (ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL \
+                 DEFAULT CURRENT_TIMESTAMP(6), after"
             ),
             "{args:?}: {}",
             refused.stderr
@@ -1757,11 +1784,11 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
         Some(&(2, "pending".to_string()))
     );
     // Nor text, which prune would compare with its cutoff row by row, past the index; the
-    // remedy given makes it a time.
+    // statement given makes it the inbox's column, whose default replay's insert relies on.
     let mut db = TestDb::new(Backend::Mysql).await;
     db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
         "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
-        "processed_at VARCHAR(32) NOT NULL",
+        "processed_at VARCHAR(32) NOT NULL DEFAULT '2024-01-01 00:00:00'",
     ))
     .await;
     db.exec(
@@ -1769,37 +1796,85 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
          VALUES ('c', 'e', '2026-12-01 10:00:00')",
     )
     .await;
+    let convert = "ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL \
+                   DEFAULT CURRENT_TIMESTAMP(6)";
     let refused = db.run(&["migrate", "run"]).code(1);
     assert!(
-        refused.stderr.contains(
+        refused.stderr.contains(&format!(
             "cannot adopt table processed_messages: its processed_at column is varchar(32), not \
-             a time, which migration 2 keeps in a table already in the inbox's layout (prune \
-             would compare text with its cutoff row by row, past the index); convert it first"
-        ),
+             a date and time, which migration 2 keeps in a table already in the inbox's layout \
+             (prune would compare text with its cutoff row by row, past the index); convert it \
+             first ({convert}, after"
+        )),
         "{}",
         refused.stderr
     );
-    db.exec("ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL")
-        .await;
+    db.exec(convert).await;
     db.run(&["migrate", "run"]).ok();
-    // Nor a key on the first characters of an id, which takes two ids alike in those for one
-    // event; the statement given makes the key whole.
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 'new')")
+        .await;
+    let pool = db.pool().await;
+    let recent: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM processed_messages WHERE processed_at > NOW() - INTERVAL 1 DAY",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(recent, 1);
+    // Nor a time without a default of the time a row is written: the inbox's insert gives
+    // none, and MySQL's INSERT IGNORE would date its rows 0000-00-00.
     let mut db = TestDb::new(Backend::Mysql).await;
     db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
-        "PRIMARY KEY (consumer, event_id)",
-        "PRIMARY KEY (consumer, event_id(20))",
+        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+        "processed_at DATETIME(6) NOT NULL",
     ))
     .await;
-    let remedy = "ALTER TABLE processed_messages DROP PRIMARY KEY, ADD PRIMARY KEY (consumer, \
-                  event_id)";
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused.stderr.contains(&format!(
+                "cannot adopt table processed_messages: its processed_at column has no default, \
+                 where the inbox's is the time a row is written, which replay's insert relies \
+                 on and migration 2 keeps in a table already in the inbox's layout (MySQL's \
+                 INSERT IGNORE would date those rows 0000-00-00, and prune delete them first); \
+                 give it that default ({convert})"
+            )),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    db.exec(convert).await;
+    db.run(&["migrate", "run"]).ok();
+    // Nor a key on the first characters of an id, which takes two ids alike in those for one
+    // event, nor another unique key that can refuse what the inbox's keeps apart. The
+    // statement given makes the key whole, a TEXT id included.
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(
+        &layout("VARCHAR(255)", "INT", "BIGINT")
+            .replace(
+                "event_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL",
+                "event_id TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL",
+            )
+            .replace(
+                "PRIMARY KEY (consumer, event_id)",
+                "PRIMARY KEY (consumer, event_id(20)), UNIQUE KEY once (event_id(100))",
+            ),
+    )
+    .await;
+    let whole = "ALTER TABLE processed_messages MODIFY consumer VARCHAR(255) CHARACTER SET \
+                 utf8mb4 COLLATE utf8mb4_bin NOT NULL, MODIFY event_id VARCHAR(255) CHARACTER \
+                 SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY \
+                 (consumer, event_id)";
     for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
         let refused = db.run(args).code(1);
         assert!(
             refused.stderr.contains(&format!(
                 "cannot adopt table processed_messages: its primary key holds only the first \
-                 characters of event_id(20), which migration 2 keeps in a table already in the \
-                 inbox's layout, and two event ids alike in those would be taken for one event; \
-                 make the key whole ({remedy})"
+                 characters of a column (event_id(20)), which migration 2 keeps in a table \
+                 already in the inbox's layout, and two event ids alike in those would be taken \
+                 for one event; make the key whole on the inbox's columns ({whole}); its unique \
+                 key once on (event_id(100)) holds only the first characters of event_id, so it \
+                 can refuse rows that the inbox's key keeps apart"
             )),
             "{args:?}: {}",
             refused.stderr
@@ -1809,7 +1884,9 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
         migration_states(&db).last(),
         Some(&(2, "pending".to_string()))
     );
-    db.exec(remedy).await;
+    db.exec(whole).await;
+    db.exec("ALTER TABLE processed_messages DROP INDEX once")
+        .await;
     db.run(&["migrate", "run"]).ok();
     let alike = format!("{}-", "e".repeat(20));
     db.exec(&format!(

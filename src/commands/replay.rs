@@ -315,11 +315,15 @@ async fn replay(
             )));
         }
     }
-    if let Some(character_set) = consumer_not_held(store, &args.consumer).await? {
+    if !store
+        .not_held("consumer", &[&args.consumer])
+        .await?
+        .is_empty()
+    {
         return Err(usage(format!(
-            "--consumer {} has characters the inbox's consumer column ({character_set}) cannot \
-             hold",
-            crate::output::printable(&args.consumer)
+            "--consumer {} has characters the inbox's consumer column ({}) cannot hold",
+            crate::output::printable(&args.consumer),
+            store.narrow_character_set("consumer").unwrap_or_default()
         )));
     }
     // Checked in a dry run too: it says whether the real run could go.
@@ -568,12 +572,16 @@ async fn replay(
             break;
         }
         // Ids the inbox cannot hold fail on their own; the handler sees the others.
-        let unstorable: Vec<(usize, String)> = with_id
+        let ids: Vec<&str> = with_id
+            .iter()
+            .map(|m| m.event_id.as_deref().unwrap_or_default())
+            .collect();
+        let not_held = or_fail!(store.not_held("event_id", &ids).await);
+        let unstorable: Vec<(usize, String)> = ids
             .iter()
             .enumerate()
-            .filter_map(|(index, m)| {
-                let id = m.event_id.as_deref().unwrap_or_default();
-                unstorable_id(store, id, widths.event_id).map(|why| (index, why))
+            .filter_map(|(index, id)| {
+                unstorable_id(store, id, widths.event_id, &not_held).map(|why| (index, why))
             })
             .collect();
         let mut accepted: Vec<usize> = Vec::new();
@@ -621,8 +629,11 @@ async fn replay(
                         peeked = receiver.try_recv().ok();
                         peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
+                                // The pipeline is PostgreSQL's, whose text holds every
+                                // character but NUL.
                                 m.event_id.as_deref().is_some_and(|id| {
-                                    unstorable_id(store, id, widths.event_id).is_none()
+                                    unstorable_id(store, id, widths.event_id, &HashSet::new())
+                                        .is_none()
                                 })
                             }))
                         })
@@ -1044,40 +1055,6 @@ async fn inbox_widths(store: &Store) -> anyhow::Result<Widths> {
     })
 }
 
-/// The character set of the inbox's consumer column where `consumer` does not come back
-/// from it as it went in (MySQL, whose `INSERT IGNORE` would store a `?` for each character
-/// the set lacks, and record every event under another consumer's name).
-async fn consumer_not_held(store: &Store, consumer: &str) -> anyhow::Result<Option<String>> {
-    if store.backend != Backend::Mysql {
-        return Ok(None);
-    }
-    let read = || format!("could not read the character set of {INBOX_TABLE}.consumer");
-    let character_set: Option<Option<String>> = sqlx::query_scalar(
-        "SELECT CAST(character_set_name AS CHAR) FROM information_schema.columns \
-         WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'consumer'",
-    )
-    .bind(INBOX_TABLE)
-    .fetch_optional(store.pool())
-    .await
-    .with_context(read)?;
-    // utf8mb4 holds every character; a name the server gave is a bare word.
-    let Some(character_set) = character_set.flatten().filter(|set| {
-        set != "utf8mb4" && set.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    }) else {
-        return Ok(None);
-    };
-    let held: i64 = sqlx::query_scalar(&format!(
-        "SELECT CAST(HEX(CONVERT(CONVERT(? USING {character_set}) USING utf8mb4)) = \
-         HEX(CONVERT(? USING utf8mb4)) AS SIGNED)"
-    ))
-    .bind(consumer)
-    .bind(consumer)
-    .fetch_one(store.pool())
-    .await
-    .with_context(read)?;
-    Ok((held == 0).then_some(character_set))
-}
-
 /// A placeholder's value for one message: a built-in, a `--param` pointer or a payload field.
 fn message_value(
     topic: &str,
@@ -1102,13 +1079,25 @@ fn message_value(
 
 /// Why the inbox cannot hold this event id, when it cannot: it is longer than the column (at
 /// most `width` characters, if limited), or holds a character the column's text cannot (see
-/// [`Store::can_store_text`]). Such a message fails on its own, before any lookup or handler
-/// sees it.
-fn unstorable_id(store: &Store, id: &str, width: Option<usize>) -> Option<String> {
+/// [`Store::can_store_text`]) or its character set lacks (it is in `not_held`, see
+/// [`Store::not_held`]). Such a message fails on its own, before any lookup or handler sees
+/// it.
+fn unstorable_id(
+    store: &Store,
+    id: &str,
+    width: Option<usize>,
+    not_held: &HashSet<String>,
+) -> Option<String> {
     if !store.can_store_text(id) {
         return Some(
             "the event id holds a NUL character, which PostgreSQL's text cannot store".into(),
         );
+    }
+    if not_held.contains(id) {
+        return Some(format!(
+            "the event id has characters the inbox's event_id column ({}) cannot hold",
+            store.narrow_character_set("event_id").unwrap_or_default()
+        ));
     }
     let length = id.chars().count();
     match width {
@@ -1508,9 +1497,9 @@ impl SqlJob<'_> {
 
 /// One multi-row insert into the inbox; returns the event ids it inserted (the new ones).
 /// Fails on an id the inbox stored as another: MySQL's `INSERT IGNORE` turns a value its
-/// column cannot hold (a character outside its character set, a text id in a number column)
-/// into a warning and stores what it made of it, which would record the event under an id
-/// no message has, and take the message for a duplicate.
+/// column cannot hold into a warning and stores what it made of it, which would record the
+/// event under an id no message has, and take the message for a duplicate. (Ids its
+/// character set cannot hold fail before, see [`unstorable_id`].)
 async fn insert_new(
     store: &Store,
     conn: &mut AnyConnection,
@@ -1543,9 +1532,27 @@ async fn insert_new(
             .bind(message.partition)
             .bind(message.offset);
     }
-    let inserted: HashSet<String> = query.fetch_all(&mut *conn).await?.into_iter().collect();
-    let given = |id: &String| messages.iter().any(|m| m.event_id.as_ref() == Some(id));
-    let Some(stored) = inserted.iter().find(|id| !given(id)) else {
+    let returned: Vec<String> = query.fetch_all(&mut *conn).await?;
+    // A CHAR column gives `x` back for `x `: each id returned is the message's that the key
+    // takes it for, its own first.
+    let key = store.id_key().await.map_err(BatchError::from_anyhow)?;
+    let ids = || messages.iter().filter_map(|m| m.event_id.as_deref());
+    let mut inserted = HashSet::new();
+    let mut stored_as_another = None;
+    for id in &returned {
+        let given = ids()
+            .find(|given| given == id)
+            .or_else(|| ids().find(|given| key.of(given) == key.of(id)));
+        match given {
+            Some(given) => {
+                inserted.insert(given.to_string());
+            }
+            None => {
+                stored_as_another.get_or_insert(id);
+            }
+        }
+    }
+    let Some(stored) = stored_as_another else {
         return Ok(inserted);
     };
     // Which id it was is known only of a message alone (the SQL path retries one by one).
@@ -1575,9 +1582,9 @@ async fn insert_new(
     };
     Err(BatchError::final_error(anyhow!(
         "the inbox stored event id {} for {given}: its event_id column cannot hold the id as \
-         it is (characters outside its character set, say, which MySQL's INSERT IGNORE \
-         replaces with '?'), and the event would be recorded under an id no message has; \
-         nothing of this was kept",
+         it is (MySQL's INSERT IGNORE stores what it can make of a value its column cannot \
+         hold), and the event would be recorded under an id no message has; nothing of this \
+         was kept",
         crate::output::shown_id(stored),
     )))
 }

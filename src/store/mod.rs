@@ -112,10 +112,6 @@ pub struct UnconvertibleTimes {
     /// The column's type, when it is none the server converts itself to a time without
     /// being told how (a number may be epoch seconds or milliseconds).
     pub type_query: &'static str,
-    /// The column's type, when it is not a time, where migration 2 only records a table
-    /// already in the inbox's layout and so keeps it (MySQL): text too, which prune would
-    /// compare with its cutoff row by row, past the index.
-    pub kept_type_query: Option<&'static str>,
     /// Where a text column converts value by value: how many values are not in the form
     /// the server reads as a time.
     pub unreadable_text: Option<&'static str>,
@@ -147,8 +143,13 @@ pub struct MysqlAdoptionQueries {
     /// (constraint, column, referenced table, delete rule, update rule) of the inbox's own
     /// foreign keys, one row per column.
     pub foreign_keys: &'static str,
-    /// `column(N)` for each column of the primary key that holds only its first N characters.
+    /// What a table already in the inbox's layout keeps, as migration 2 only records it:
+    /// `column(N)` for each column of the primary key that holds only its first N characters;
     pub primary_key_prefixes: &'static str,
+    /// (column, type) of its coordinate columns that cannot hold what the inbox writes;
+    pub unfit_coordinates_in_place: &'static str,
+    /// and (column type, data type, default) of its `processed_at`.
+    pub processed_at: &'static str,
 }
 
 /// What differs between backends. Each backend module defines one.
@@ -251,9 +252,6 @@ pub struct Dialect {
     /// the inbox's partition key, when it holds more than `consumer` and `event_id`, which
     /// leaves no room for migration 2's key.
     pub partition_key_beyond_the_key: Option<&'static str>,
-    /// Where migration 2 only records a table already in the inbox's layout (MySQL):
-    /// (column, type) of its coordinate columns that cannot hold what the inbox writes.
-    pub unfit_coordinates_in_place: Option<&'static str>,
     /// Where migration 2 adds the coordinate columns only where they are missing
     /// (PostgreSQL): (column, type) of those the table has of its own.
     pub own_coordinate_columns: Option<&'static str>,
@@ -867,6 +865,16 @@ pub struct Store {
     batch_delete: tokio::sync::OnceCell<BatchDelete>,
     /// How the inbox's key compares event ids, read off the catalog when first asked.
     id_key: tokio::sync::OnceCell<IdKey>,
+    /// The character sets of the inbox's `consumer` and `event_id` where narrower than
+    /// utf8mb4 (see [`Store::not_held`]), read off the catalog when first asked.
+    narrow_character_sets: tokio::sync::OnceCell<NarrowCharacterSets>,
+}
+
+/// See [`Store::not_held`].
+#[derive(Debug, Default)]
+struct NarrowCharacterSets {
+    consumer: Option<String>,
+    event_id: Option<String>,
 }
 
 /// Whether connecting may create what is missing (only `migrate run` creates a SQLite file).
@@ -1039,6 +1047,7 @@ impl Store {
             pool,
             batch_delete: tokio::sync::OnceCell::new(),
             id_key: tokio::sync::OnceCell::new(),
+            narrow_character_sets: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -1063,6 +1072,94 @@ impl Store {
             })
             .await
             .copied()
+    }
+
+    /// Those of `texts` that the inbox's `column` (`consumer` or `event_id`) cannot hold as
+    /// they are. On MySQL a table made by hand in the inbox's layout, which migration 2 only
+    /// records, may keep them in a narrower character set than utf8mb4 (latin1, ascii): its
+    /// `INSERT IGNORE` stores a `?` for each character the set lacks (an id could then be
+    /// recorded as another's, and taken for one already processed), and a lookup cannot
+    /// compare such a text with the column's values. Empty elsewhere.
+    pub async fn not_held(
+        &self,
+        column: &str,
+        texts: &[&str],
+    ) -> anyhow::Result<std::collections::HashSet<String>> {
+        let mut not_held = std::collections::HashSet::new();
+        if self.backend != Backend::Mysql || texts.is_empty() {
+            return Ok(not_held);
+        }
+        let sets = self
+            .narrow_character_sets
+            .get_or_try_init(|| async {
+                let sets: Vec<(String, String)> = sqlx::query_as(
+                    "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_set_name AS CHAR) \
+                     FROM information_schema.columns \
+                     WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+                     AND LOWER(column_name) IN ('consumer', 'event_id') \
+                     AND character_set_name IS NOT NULL AND character_set_name <> 'utf8mb4'",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .with_context(|| format!("could not read the character sets of {INBOX_TABLE}"))?;
+                let of = |column: &str| {
+                    sets.iter()
+                        .find(|(name, _)| name == column)
+                        // A name the server gave is a bare word, put into the query below.
+                        .filter(|(_, set)| {
+                            set.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        })
+                        .map(|(_, set)| set.clone())
+                };
+                anyhow::Ok(NarrowCharacterSets {
+                    consumer: of("consumer"),
+                    event_id: of("event_id"),
+                })
+            })
+            .await?;
+        let set = match column {
+            "consumer" => &sets.consumer,
+            _ => &sets.event_id,
+        };
+        let Some(set) = set else {
+            return Ok(not_held);
+        };
+        // Each text there and back again, compared byte for byte, a chunk a query.
+        for chunk in texts.chunks(500) {
+            let mut sql = String::new();
+            for index in 0..chunk.len() {
+                if index > 0 {
+                    sql.push_str(" UNION ALL ");
+                }
+                sql.push_str(&format!(
+                    "SELECT CAST({index} AS SIGNED), CAST(HEX(CONVERT(CONVERT(? USING {set}) USING \
+                     utf8mb4)) = HEX(CONVERT(? USING utf8mb4)) AS SIGNED)"
+                ));
+            }
+            let mut query = sqlx::query_as::<_, (i64, i64)>(&sql);
+            for text in chunk {
+                query = query.bind(*text).bind(*text);
+            }
+            let held = query
+                .fetch_all(&self.pool)
+                .await
+                .with_context(|| format!("could not check what {INBOX_TABLE}.{column} holds"))?;
+            let texts = held
+                .into_iter()
+                .filter(|(_, held)| *held == 0)
+                .filter_map(|(index, _)| chunk.get(usize::try_from(index).ok()?));
+            not_held.extend(texts.map(|text| text.to_string()));
+        }
+        Ok(not_held)
+    }
+
+    /// The character set [`Store::not_held`] found `column` narrower in, for a message.
+    pub fn narrow_character_set(&self, column: &str) -> Option<String> {
+        let sets = self.narrow_character_sets.get()?;
+        match column {
+            "consumer" => sets.consumer.clone(),
+            _ => sets.event_id.clone(),
+        }
     }
 
     pub async fn acquire(&self) -> anyhow::Result<PoolConnection<Any>> {
@@ -2582,20 +2679,14 @@ impl Store {
         consumer: &str,
         event_ids: &[&str],
     ) -> anyhow::Result<std::collections::HashSet<String>> {
-        // No row holds an id the column cannot; asked for one, PostgreSQL refuses the whole
-        // query.
-        let stored: Vec<&str>;
-        let event_ids = match event_ids.iter().all(|id| self.can_store_text(id)) {
-            true => event_ids,
-            false => {
-                stored = event_ids
-                    .iter()
-                    .copied()
-                    .filter(|id| self.can_store_text(id))
-                    .collect();
-                &stored[..]
-            }
-        };
+        // No row holds an id the column cannot; asked for one, PostgreSQL (a NUL) and MySQL
+        // (a character the column's set lacks) refuse the whole query.
+        let not_held = self.not_held("event_id", event_ids).await?;
+        let event_ids: Vec<&str> = event_ids
+            .iter()
+            .copied()
+            .filter(|id| self.can_store_text(id) && !not_held.contains(*id))
+            .collect();
         if event_ids.is_empty() {
             return Ok(Default::default());
         }
@@ -2616,25 +2707,13 @@ impl Store {
         sql.push(")");
         let text = sql.build();
         let mut query = sqlx::query_scalar::<_, String>(&text).bind(consumer);
-        for id in event_ids {
+        for id in &event_ids {
             query = query.bind(*id);
         }
-        let found: Vec<String> = query.fetch_all(&self.pool).await.map_err(|error| {
-            // MySQL's 1271: an id the column's character set cannot hold (a narrower one
-            // than utf8mb4, in a table made by hand) cannot be compared with its values.
-            let unholdable = error
-                .as_database_error()
-                .and_then(|database| database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
-                .is_some_and(|mysql| mysql.number() == 1271);
-            let context = match unholdable {
-                true => {
-                    "could not look up event ids in the inbox: one of them has characters \
-                         the character set of its event_id column lacks"
-                }
-                false => "could not look up event ids in the inbox",
-            };
-            anyhow::Error::from(error).context(context)
-        })?;
+        let found: Vec<String> = query
+            .fetch_all(&self.pool)
+            .await
+            .context("could not look up event ids in the inbox")?;
         if self.backend != Backend::Mysql {
             return Ok(found.into_iter().collect());
         }

@@ -104,21 +104,6 @@ pub static DIALECT: Dialect = Dialect {
     ),
     own_coordinate_columns: None,
     partition_key_beyond_the_key: None,
-    // Wider integers hold them too; every read casts to a 64-bit integer. A topic must fit
-    // in the coordinates index beside the consumer (3072 bytes, 4 a character).
-    unfit_coordinates_in_place: Some(
-        "SELECT CAST(LOWER(column_name) AS CHAR), CAST(column_type AS CHAR(255)) \
-         FROM information_schema.columns \
-         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
-         AND LOWER(column_name) IN ('topic', 'partition', 'offset') AND NOT ( \
-             (LOWER(column_name) = 'topic' AND data_type IN ('varchar', 'char') \
-                 AND character_maximum_length BETWEEN 249 AND 500) \
-             OR (LOWER(column_name) = 'partition' AND (data_type IN ('int', 'bigint') \
-                 OR (data_type = 'decimal' AND numeric_precision >= 10 AND numeric_scale = 0))) \
-             OR (LOWER(column_name) = 'offset' AND (data_type = 'bigint' \
-                 OR (data_type = 'decimal' AND numeric_precision >= 19 AND numeric_scale = 0)))) \
-         ORDER BY 1",
-    ),
     // Numbers convert as YYYYMMDDHHMMSS, which turns epoch milliseconds into nonsense dates
     // without an error; text converts value by value, and strict mode fails on one it cannot
     // read.
@@ -128,12 +113,6 @@ pub static DIALECT: Dialect = Dialect {
          AND LOWER(column_name) = 'processed_at' AND LOWER(data_type) NOT IN \
          ('datetime', 'timestamp', 'date', 'char', 'varchar', 'tinytext', 'text', 'mediumtext', \
           'longtext')",
-        kept_type_query: Some(
-            "SELECT CAST(column_type AS CHAR(255)) FROM information_schema.columns \
-             WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
-             AND LOWER(column_name) = 'processed_at' \
-             AND LOWER(data_type) NOT IN ('datetime', 'timestamp', 'date')",
-        ),
         unreadable_text: Some(
             "SELECT COUNT(*) FROM processed_messages WHERE EXISTS ( \
                  SELECT 1 FROM information_schema.columns \
@@ -143,7 +122,8 @@ pub static DIALECT: Dialect = Dialect {
              AND processed_at NOT REGEXP \
                  '^[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?)?$'",
         ),
-        remedy: "ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL, after \
+        remedy: "ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL DEFAULT \
+                 CURRENT_TIMESTAMP(6), after \
                  making its values UTC times, with FROM_UNIXTIME for epoch seconds, say",
     }),
     inexact_key_collations: Some(InexactKeyCollations {
@@ -197,6 +177,24 @@ pub static DIALECT: Dialect = Dialect {
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
          AND index_name = 'PRIMARY' AND sub_part IS NOT NULL \
          ORDER BY seq_in_index",
+        // Wider integers hold them too; every read casts to a 64-bit integer. A topic must fit
+        // in the coordinates index beside the consumer (3072 bytes, 4 a character).
+        unfit_coordinates_in_place: "SELECT CAST(LOWER(column_name) AS CHAR), CAST(column_type AS CHAR(255)) \
+         FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND LOWER(column_name) IN ('topic', 'partition', 'offset') AND NOT ( \
+             (LOWER(column_name) = 'topic' AND data_type IN ('varchar', 'char') \
+                 AND character_maximum_length BETWEEN 249 AND 500) \
+             OR (LOWER(column_name) = 'partition' AND (data_type IN ('int', 'bigint') \
+                 OR (data_type = 'decimal' AND numeric_precision >= 10 AND numeric_scale = 0))) \
+             OR (LOWER(column_name) = 'offset' AND (data_type = 'bigint' \
+                 OR (data_type = 'decimal' AND numeric_precision >= 19 AND numeric_scale = 0)))) \
+         ORDER BY 1",
+        processed_at: "SELECT CAST(column_type AS CHAR(255)), CAST(LOWER(data_type) AS CHAR), \
+                CAST(COALESCE(column_default, '') AS CHAR(255)) \
+         FROM information_schema.columns \
+         WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+         AND LOWER(column_name) = 'processed_at'",
     }),
     inbox_outside_creation_schema: None,
     migration_locking: MigrationLocking::SessionLock {

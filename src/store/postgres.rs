@@ -105,9 +105,13 @@ pub static DIALECT: Dialect = Dialect {
     begin_snapshot: &["BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"],
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     tables_referencing_inbox: None,
+    // A consumer or event_id that a unique index beside the primary key compares by a
+    // nondeterministic collation of its own is shown with it: `event_id COLLATE ci`.
     unique_keys: Some(
         "SELECT CAST(c.relname AS text), CASE WHEN i.indisprimary THEN 'p' ELSE 'u' END, \
                 COALESCE(CAST(a.attname AS text) || CASE WHEN NOT coll.collisdeterministic \
+                    AND coll.oid <> a.attcollation AND NOT i.indisprimary \
+                    AND a.attname IN ('consumer', 'event_id') \
                     THEN ' COLLATE ' || CAST(coll.collname AS text) ELSE '' END, '(expression)') \
          FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
          CROSS JOIN unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(n, position) \
@@ -168,13 +172,10 @@ pub static DIALECT: Dialect = Dialect {
          AND NOT a.attisdropped \
          AND CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END NOT IN \
              (CAST('timestamptz' AS regtype), CAST('timestamp' AS regtype), CAST('date' AS regtype))",
-        // Migration 2 sets the type on every table.
-        kept_type_query: None,
         unreadable_text: None,
         remedy: "ALTER TABLE processed_messages ALTER COLUMN processed_at TYPE timestamptz \
                  USING …",
     }),
-    unfit_coordinates_in_place: None,
     partition_key_beyond_the_key: Some(
         "SELECT pg_get_partkeydef(p.partrelid) FROM pg_catalog.pg_partitioned_table p \
          WHERE p.partrelid = to_regclass('processed_messages') AND EXISTS ( \

@@ -107,7 +107,6 @@ pub static DIALECT: Dialect = Dialect {
     mysql_adoption: None,
     own_coordinate_columns: None,
     partition_key_beyond_the_key: None,
-    unfit_coordinates_in_place: None,
     processed_at_unconvertible: None,
     // The key's own collation (its index), and the columns', which every `WHERE consumer
     // = ?` follows: SQLite names the latter nowhere, so it is told by how a value of the
