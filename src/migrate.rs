@@ -534,8 +534,8 @@ async fn refuse_unadoptable(
     refusal(migration, &reasons)
 }
 
-/// The inbox's unique keys as (name, `p` for the primary key or `u`, its columns joined by
-/// commas), where the dialect lists them (see [`Dialect::unique_keys`]).
+/// The inbox's unique keys as (name, kind, its columns joined by commas), where the dialect
+/// lists them (see [`crate::store::Dialect::unique_keys`]).
 async fn unique_keys(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
@@ -768,7 +768,15 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
         None => {}
     }
     // Only a key that holds both, whole, refuses nothing the inbox's key keeps apart.
-    for (name, _, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
+    for (name, kind, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
+        // PostgreSQL's exclusion constraints refuse rows as a unique key does.
+        let (key, drop) = match kind.as_str() {
+            "x" => (
+                "exclusion constraint",
+                format!("ALTER TABLE {INBOX_TABLE} DROP CONSTRAINT \"{name}\""),
+            ),
+            _ => ("unique key", format!("DROP INDEX \"{name}\"")),
+        };
         // PostgreSQL: `event_id COLLATE ignoring_case`, a key that compares by a collation
         // of its own that takes differing text for equal.
         let collated: Vec<String> = list
@@ -778,10 +786,9 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
             .collect();
         if !collated.is_empty() {
             reasons.push(format!(
-                "its unique key {name} on ({list}) compares {}, which takes text that differs \
-                 (in case or accents, say) for equal, so it can refuse rows that the inbox's \
-                 key keeps apart; drop it (DROP INDEX {name}), or make it again without that \
-                 COLLATE",
+                "its {key} {name} on ({list}) compares {}, which takes text that differs (in \
+                 case or accents, say) for equal, so it can refuse rows that the inbox's key \
+                 keeps apart; drop it ({drop}), or make it again without that COLLATE",
                 collated.join(" and ")
             ));
             continue;
@@ -809,8 +816,8 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
             ),
         };
         reasons.push(format!(
-            "its unique key {name} on ({list}) {what}, so it can refuse rows that the inbox's \
-             key keeps apart"
+            "its {key} {name} on ({list}) {what}, so it can refuse rows that the inbox's key \
+             keeps apart"
         ));
     }
     reasons
@@ -867,12 +874,18 @@ async fn mysql_kept_layout_refusal(
         .iter()
         .map(|(column, type_name)| coordinate_reason(column, type_name))
         .collect();
-    let processed_at: Option<(String, String, String)> = sqlx::query_as(queries.processed_at)
-        .fetch_optional(&mut *connection)
-        .await
-        .with_context(|| read("column types"))?;
-    if let Some((column_type, data_type, default)) = processed_at {
-        reasons.extend(mysql_kept_processed_at(&column_type, &data_type, &default));
+    let processed_at: Option<(String, String, String, String)> =
+        sqlx::query_as(queries.processed_at)
+            .fetch_optional(&mut *connection)
+            .await
+            .with_context(|| read("column types"))?;
+    if let Some((column_type, data_type, default, nullable)) = processed_at {
+        reasons.extend(mysql_kept_processed_at(
+            &column_type,
+            &data_type,
+            &default,
+            nullable == "YES",
+        ));
     }
     let prefixes: Vec<String> = sqlx::query_scalar(queries.primary_key_prefixes)
         .fetch_all(&mut *connection)
@@ -899,11 +912,16 @@ async fn mysql_kept_layout_refusal(
 }
 
 /// Why the `processed_at` of a MySQL table already in the inbox's layout will not do, by its
-/// column type, data type and default: not a date and time (a number prune and inspect
-/// would read as a date, text prune would compare with its cutoff row by row), or without
-/// the default replay's insert relies on, where `INSERT IGNORE` would date its rows
-/// `0000-00-00`.
-fn mysql_kept_processed_at(column_type: &str, data_type: &str, default: &str) -> Vec<String> {
+/// column type, data type, default and whether it may be NULL: not a date and time (a number
+/// prune and inspect would read as a date, text prune would compare with its cutoff row by
+/// row), NULL allowed (inspect cannot read such a row, prune never deletes it), or without a
+/// default of the time a row is written, which replay's insert relies on.
+fn mysql_kept_processed_at(
+    column_type: &str,
+    data_type: &str,
+    default: &str,
+    nullable: bool,
+) -> Vec<String> {
     let text = [
         "char",
         "varchar",
@@ -937,18 +955,31 @@ fn mysql_kept_processed_at(column_type: &str, data_type: &str, default: &str) ->
              epoch seconds, say)"
         )];
     }
-    if default.to_lowercase().starts_with("current_timestamp") {
+    if nullable {
+        return vec![format!(
+            "its processed_at column may be NULL, which migration 2 keeps in a table already \
+             in the inbox's layout, where the inbox's is NOT NULL (inspect cannot read a row \
+             without a time, and prune never deletes it); give such rows a time and make the \
+             column the inbox's (UPDATE {INBOX_TABLE} SET processed_at = UTC_TIMESTAMP(6) \
+             WHERE processed_at IS NULL, then {MYSQL_PROCESSED_AT})"
+        )];
+    }
+    // MariaDB shows NOW() and LOCALTIMESTAMP as current_timestamp(); an application whose
+    // sessions are in another zone than UTC rightly has UTC_TIMESTAMP.
+    let written_at = ["current_timestamp", "utc_timestamp", "sysdate", "now("];
+    let default_lower = default.to_lowercase();
+    if written_at.iter().any(|now| default_lower.starts_with(now)) {
         return Vec::new();
     }
-    let has = match default {
-        "" | "NULL" => "no default".to_string(),
-        other => format!("the default {other}"),
+    let (has, dated) = match default {
+        "" => ("no default".to_string(), "0000-00-00".to_string()),
+        other => (format!("the default {other}"), format!("by {other}")),
     };
     vec![format!(
         "its processed_at column has {has}, where the inbox's is the time a row is written, \
          which replay's insert relies on and migration 2 keeps in a table already in the \
-         inbox's layout (MySQL's INSERT IGNORE would date those rows 0000-00-00, and prune \
-         delete them first); give it that default ({MYSQL_PROCESSED_AT})"
+         inbox's layout (the rows replay records would be dated {dated}, and prune delete \
+         them by that); give it that default ({MYSQL_PROCESSED_AT})"
     )]
 }
 
@@ -2443,7 +2474,8 @@ mod tests {
                 "its unique key ci on (consumer COLLATE nocase,event_id COLLATE nocase) compares \
                  consumer by nocase and event_id by nocase, which takes text that differs (in \
                  case or accents, say) for equal, so it can refuse rows that the inbox's key \
-                 keeps apart; drop it (DROP INDEX ci), or make it again without that COLLATE"
+                 keeps apart; drop it (DROP INDEX \"ci\"), or make it again without that \
+                 COLLATE"
             ]
         );
     }

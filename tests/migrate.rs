@@ -1355,8 +1355,8 @@ async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backe
             .to_string(),
         "its unique key pm_ci on (consumer,event_id COLLATE ignoring_case) compares event_id \
          by ignoring_case, which takes text that differs (in case or accents, say) for equal, \
-         so it can refuse rows that the inbox's key keeps apart; drop it (DROP INDEX pm_ci), \
-         or make it again without that COLLATE"
+         so it can refuse rows that the inbox's key keeps apart; drop it (DROP INDEX \
+         \"pm_ci\"), or make it again without that COLLATE"
             .to_string(),
     );
     let postgres_only = (backend == Backend::Postgres).then_some(collated);
@@ -1835,14 +1835,40 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
             refused.stderr.contains(&format!(
                 "cannot adopt table processed_messages: its processed_at column has no default, \
                  where the inbox's is the time a row is written, which replay's insert relies \
-                 on and migration 2 keeps in a table already in the inbox's layout (MySQL's \
-                 INSERT IGNORE would date those rows 0000-00-00, and prune delete them first); \
-                 give it that default ({convert})"
+                 on and migration 2 keeps in a table already in the inbox's layout (the rows \
+                 replay records would be dated 0000-00-00, and prune delete them by that); give \
+                 it that default ({convert})"
             )),
             "{args:?}: {}",
             refused.stderr
         );
     }
+    db.exec(convert).await;
+    db.run(&["migrate", "run"]).ok();
+    // Nor one that may be NULL: inspect cannot read such a row, and prune never deletes it.
+    // The statements given fill in the rows without a time first.
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
+        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+        "processed_at DATETIME(6) NULL",
+    ))
+    .await;
+    db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 'e')")
+        .await;
+    let fill = "UPDATE processed_messages SET processed_at = UTC_TIMESTAMP(6) WHERE processed_at \
+                IS NULL";
+    let refused = db.run(&["migrate", "run"]).code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "cannot adopt table processed_messages: its processed_at column may be NULL, which \
+             migration 2 keeps in a table already in the inbox's layout, where the inbox's is \
+             NOT NULL (inspect cannot read a row without a time, and prune never deletes it); \
+             give such rows a time and make the column the inbox's ({fill}, then {convert})"
+        )),
+        "{}",
+        refused.stderr
+    );
+    db.exec(fill).await;
     db.exec(convert).await;
     db.run(&["migrate", "run"]).ok();
     // Nor a key on the first characters of an id, which takes two ids alike in those for one
@@ -1895,9 +1921,14 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
     ))
     .await;
     assert_eq!(db.count("processed_messages").await, 2);
+    // Wider coordinates are taken, and a default of the time in UTC, which an application
+    // whose sessions are in another zone rightly has.
     let mut db = TestDb::new(Backend::Mysql).await;
-    db.exec(&layout("VARCHAR(249)", "BIGINT UNSIGNED", "DECIMAL(20,0)"))
-        .await;
+    db.exec(
+        &layout("VARCHAR(249)", "BIGINT UNSIGNED", "DECIMAL(20,0)")
+            .replace("CURRENT_TIMESTAMP(6)", "UTC_TIMESTAMP(6)"),
+    )
+    .await;
     db.run(&["migrate", "run"]).ok();
 }
 
@@ -2015,7 +2046,7 @@ async fn postgres_adoption_judges_unique_keys_by_their_key_columns() {
         ),
         (
             "ALTER TABLE processed_messages ADD CONSTRAINT ex EXCLUDE USING btree (event_id WITH =)",
-            "its unique key ex on (event_id) does not hold both",
+            "its exclusion constraint ex on (event_id) does not hold both",
         ),
         (
             "ALTER TABLE processed_messages ADD COLUMN topic varchar(100), ADD COLUMN \

@@ -4639,6 +4639,34 @@ async fn ids_a_narrower_character_set_cannot_hold_fail_on_their_own_on_mysql() {
         "{}",
         refused.stderr
     );
+    // As elsewhere: the server would refuse to compare them with the columns.
+    for args in [
+        &["inspect", "--consumer", "płatności"][..],
+        &[
+            "prune",
+            "--older-than",
+            "1d",
+            "--consumer",
+            "płatności",
+            "--yes",
+        ],
+    ] {
+        let refused = inboxctl(&db, args).code(2);
+        assert!(
+            refused.stderr.contains(
+                "error: --consumer płatności has characters the inbox's consumer column \
+                 (latin1) cannot hold"
+            ),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    let lookup = inboxctl(
+        &db,
+        &["inspect", "--event-id", "zażółć", "--format", "json"],
+    )
+    .ok();
+    assert_eq!(lookup.json()["found"], false, "{}", lookup.stderr);
 }
 
 /// A CHAR event_id, which a MySQL inbox made by hand may have, gives `b1` back for `b1 `: the

@@ -397,6 +397,7 @@ async fn compare_topics(
     let started = Instant::now();
     let has_coordinates = store.require_inbox_table().await? == InboxLayout::Current;
     store.require_text_event_ids().await?;
+    super::require_held_consumer(store, consumer, "the consumer").await?;
     let pruned_before = store
         .last_prune_cutoff(consumer)
         .await?

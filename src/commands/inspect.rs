@@ -122,6 +122,9 @@ async fn read_one_moment(
 
 async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
+    if let Some(consumer) = &args.consumer {
+        super::require_held_consumer(store, consumer, "--consumer").await?;
+    }
     if args.estimate && output.format == Format::Csv {
         return Err(usage(
             "--format csv lists the partitions' rows, which --estimate does not count; drop one of the two",

@@ -433,6 +433,24 @@ pub(crate) fn stop_on_signals(
 
 /// `inboxctl WORDS…` as the operator pastes it into a POSIX shell: each word quoted where
 /// the shell would split or expand it (a group named `ops team`, a path with `$`).
+/// Refuses a consumer name the inbox's consumer column cannot hold (see [`Store::not_held`]):
+/// no row can be of it, and the server refuses to compare it with the column. `given_as`
+/// says where the name came from (`--consumer`).
+pub async fn require_held_consumer(
+    store: &Store,
+    consumer: &str,
+    given_as: &str,
+) -> anyhow::Result<()> {
+    if store.not_held("consumer", &[consumer]).await?.is_empty() {
+        return Ok(());
+    }
+    Err(crate::error::usage(format!(
+        "{given_as} {} has characters the inbox's consumer column ({}) cannot hold",
+        crate::output::printable(consumer),
+        store.narrow_character_set("consumer").unwrap_or_default()
+    )))
+}
+
 pub fn inboxctl_command(words: &[&str]) -> String {
     let mut line = String::from("inboxctl");
     for word in words {

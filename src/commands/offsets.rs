@@ -1320,6 +1320,7 @@ async fn inbox_positions(
     args: &OffsetsResetArgs,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
     store.require_inbox().await?;
+    super::require_held_consumer(store, consumer, "the consumer").await?;
     let mut connection = store.acquire().await?;
     let stats = store
         .partition_stats(&mut connection, Some(consumer))

@@ -148,6 +148,13 @@ async fn prune(
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
     let only = args.consumer.clone().or_else(|| args.group.clone());
+    if let Some(consumer) = &only {
+        let given_as = match args.consumer {
+            Some(_) => "--consumer",
+            None => "--group",
+        };
+        super::require_held_consumer(store, consumer, given_as).await?;
+    }
     // The exact count is for what is read before anything goes: the dry run, the
     // confirmation, and with --group the rows kept for redelivery. Under --yes alone
     // nothing waits for it, and it would be a second pass over every old row before the

@@ -315,17 +315,7 @@ async fn replay(
             )));
         }
     }
-    if !store
-        .not_held("consumer", &[&args.consumer])
-        .await?
-        .is_empty()
-    {
-        return Err(usage(format!(
-            "--consumer {} has characters the inbox's consumer column ({}) cannot hold",
-            crate::output::printable(&args.consumer),
-            store.narrow_character_set("consumer").unwrap_or_default()
-        )));
-    }
+    super::require_held_consumer(store, &args.consumer, "--consumer").await?;
     // Checked in a dry run too: it says whether the real run could go.
     let statements = match &args.sql {
         Some(path) => {

@@ -148,7 +148,7 @@ pub struct MysqlAdoptionQueries {
     pub primary_key_prefixes: &'static str,
     /// (column, type) of its coordinate columns that cannot hold what the inbox writes;
     pub unfit_coordinates_in_place: &'static str,
-    /// and (column type, data type, default) of its `processed_at`.
+    /// and (column type, data type, default, `YES` where nullable) of its `processed_at`.
     pub processed_at: &'static str,
 }
 
@@ -224,8 +224,8 @@ pub struct Dialect {
     pub inbox_outside_creation_schema: Option<&'static str>,
     /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the key columns of
     /// its unique keys (and PostgreSQL's exclusion constraints), a row each, as (key, `p` for
-    /// the primary key or `u`, column), in key order (an expression as `(expression)`),
-    /// which `migrate` checks before it alters anything.
+    /// the primary key, `x` for an exclusion constraint or `u`, column), in key order (an
+    /// expression as `(expression)`), which `migrate` checks before it alters anything.
     pub unique_keys: Option<&'static str>,
     /// Where migration 2 converts the table in one statement that a table it cannot convert
     /// fails midway through (MySQL): what decides that, read before it runs. See
@@ -1652,7 +1652,13 @@ impl Store {
         .param();
         let text = sql.build();
         let mut found = Vec::new();
-        for consumer in consumers {
+        // Text the columns cannot hold is in no row, and the server refuses to compare it.
+        if !self.not_held("event_id", &[event_id]).await?.is_empty() {
+            return Ok(found);
+        }
+        let names: Vec<&str> = consumers.iter().map(String::as_str).collect();
+        let not_held = self.not_held("consumer", &names).await?;
+        for consumer in consumers.iter().filter(|c| !not_held.contains(*c)) {
             let row = sqlx::query(&text)
                 .bind(consumer.as_str())
                 .bind(event_id)

@@ -191,7 +191,7 @@ pub static DIALECT: Dialect = Dialect {
                  OR (data_type = 'decimal' AND numeric_precision >= 19 AND numeric_scale = 0)))) \
          ORDER BY 1",
         processed_at: "SELECT CAST(column_type AS CHAR(255)), CAST(LOWER(data_type) AS CHAR), \
-                CAST(COALESCE(column_default, '') AS CHAR(255)) \
+                CAST(COALESCE(column_default, '') AS CHAR(255)), CAST(is_nullable AS CHAR) \
          FROM information_schema.columns \
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
          AND LOWER(column_name) = 'processed_at'",

@@ -108,7 +108,8 @@ pub static DIALECT: Dialect = Dialect {
     // A consumer or event_id that a unique index beside the primary key compares by a
     // nondeterministic collation of its own is shown with it: `event_id COLLATE ci`.
     unique_keys: Some(
-        "SELECT CAST(c.relname AS text), CASE WHEN i.indisprimary THEN 'p' ELSE 'u' END, \
+        "SELECT CAST(c.relname AS text), \
+                CASE WHEN i.indisprimary THEN 'p' WHEN i.indisexclusion THEN 'x' ELSE 'u' END, \
                 COALESCE(CAST(a.attname AS text) || CASE WHEN NOT coll.collisdeterministic \
                     AND coll.oid <> a.attcollation AND NOT i.indisprimary \
                     AND a.attname IN ('consumer', 'event_id') \
