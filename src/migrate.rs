@@ -11,8 +11,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, Connection, Executor, Row};
 
 use crate::store::{
-    Backend, MigrationLocking, MysqlAdoptionQueries, Store, INBOX_TABLE, MIGRATIONS_TABLE,
-    PRUNES_TABLE,
+    Backend, MigrationLocking, MysqlAdoptionQueries, PostgresAdoptionQueries, Store, INBOX_TABLE,
+    MIGRATIONS_TABLE, PRUNES_TABLE,
 };
 use crate::time::parse_stored_timestamp;
 
@@ -426,26 +426,8 @@ async fn refuse_unadoptable(
             }
         }
     }
-    if let Some(query) = store.dialect.partition_key_beyond_the_key {
-        let partitioned: Option<String> = sqlx::query_scalar(query)
-            .fetch_optional(&mut *connection)
-            .await
-            .with_context(|| format!("could not read the partition key of {INBOX_TABLE}"))?;
-        if let Some(key) = partitioned {
-            reasons.push(format!(
-                "it is partitioned by {key}, and a partitioned table's primary key must hold \
-                 its partition key, so migration {} cannot make the key (consumer, event_id); \
-                 the inbox can be partitioned by consumer, and prune deletes its old rows",
-                migration.version
-            ));
-        }
-    }
-    if let Some(query) = store.dialect.own_coordinate_columns {
-        let columns: Vec<(String, String)> = sqlx::query_as(query)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
-        reasons.extend(coordinate_type_refusal(&columns));
+    if let Some(queries) = &store.dialect.postgres_adoption {
+        reasons.extend(postgres_alteration_refusal(connection, queries, migration).await?);
     }
     if let Some(queries) = &store.dialect.mysql_adoption {
         let read = |what: &str| format!("could not read the {what} of {INBOX_TABLE}");
@@ -481,57 +463,83 @@ async fn refuse_unadoptable(
             ));
         }
     }
-    if let Some(query) = store.dialect.other_dependents_of_processed_at {
-        let dependents: Vec<String> = sqlx::query_scalar(query)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| format!("could not list what depends on {INBOX_TABLE}"))?;
-        if !dependents.is_empty() {
-            let (depend, they_do, them) = match dependents.len() {
-                1 => ("depends", "it does", "it"),
-                _ => ("depend", "they do", "them"),
-            };
-            reasons.push(format!(
-                "{} {depend} on its processed_at, whose type migration {} sets (timestamptz), \
-                 which PostgreSQL refuses while {they_do}; drop {them} first and make {them} \
-                 again afterwards",
-                dependents.join(", "),
-                migration.version,
-            ));
-        }
-    }
-    if let Some(query) = store.dialect.views_in_the_way {
-        let views: Vec<(String, bool)> = sqlx::query_as(query)
-            .fetch_all(&mut *connection)
-            .await
-            .with_context(|| format!("could not list the views that read {INBOX_TABLE}"))?;
-        let named = |on_key: bool| {
-            let names: Vec<&str> = views
-                .iter()
-                .filter(|(_, key)| *key == on_key)
-                .map(|(name, _)| name.as_str())
-                .collect();
-            (!names.is_empty()).then(|| names.join(", "))
-        };
-        if let Some(views) = named(false) {
-            reasons.push(format!(
-                "view(s) {views} read its processed_at, whose type migration {} sets \
-                 (timestamptz), which PostgreSQL refuses while a view reads the column; drop \
-                 them first and make them again afterwards",
-                migration.version
-            ));
-        }
-        if let Some(views) = named(true) {
-            reasons.push(format!(
-                "view(s) {views} depend on its primary key (by grouping by it, say), which \
-                 migration {} drops to make the key (consumer, event_id), which PostgreSQL \
-                 refuses while a view depends on it; drop them first and make them again \
-                 afterwards, grouping by consumer and event_id",
-                migration.version
-            ));
-        }
-    }
     refusal(migration, &reasons)
+}
+
+/// Why PostgreSQL would refuse migration 2's changes to this table, or make it other than
+/// the inbox: a partition key beyond the key it makes, coordinate columns of the table's own
+/// (which it keeps) that cannot hold the inbox's values, and what depends on the column whose
+/// type it sets or on the key it drops.
+async fn postgres_alteration_refusal(
+    connection: &mut sqlx::AnyConnection,
+    queries: &PostgresAdoptionQueries,
+    migration: &Migration,
+) -> anyhow::Result<Vec<String>> {
+    let mut reasons = Vec::new();
+    let partitioned: Option<String> = sqlx::query_scalar(queries.partition_key_beyond_the_key)
+        .fetch_optional(&mut *connection)
+        .await
+        .with_context(|| format!("could not read the partition key of {INBOX_TABLE}"))?;
+    if let Some(key) = partitioned {
+        reasons.push(format!(
+            "it is partitioned by {key}, and a partitioned table's primary key must hold \
+             its partition key, so migration {} cannot make the key (consumer, event_id); \
+             the inbox can be partitioned by consumer, and prune deletes its old rows",
+            migration.version
+        ));
+    }
+    let columns: Vec<(String, String)> = sqlx::query_as(queries.own_coordinate_columns)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not read the column types of {INBOX_TABLE}"))?;
+    reasons.extend(coordinate_type_refusal(&columns));
+    let dependents: Vec<String> = sqlx::query_scalar(queries.other_dependents_of_processed_at)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not list what depends on {INBOX_TABLE}"))?;
+    if !dependents.is_empty() {
+        let (depend, they_do, them) = match dependents.len() {
+            1 => ("depends", "it does", "it"),
+            _ => ("depend", "they do", "them"),
+        };
+        reasons.push(format!(
+            "{} {depend} on its processed_at, whose type migration {} sets (timestamptz), \
+             which PostgreSQL refuses while {they_do}; drop {them} first and make {them} \
+             again afterwards",
+            dependents.join(", "),
+            migration.version,
+        ));
+    }
+    let views: Vec<(String, bool)> = sqlx::query_as(queries.views_in_the_way)
+        .fetch_all(&mut *connection)
+        .await
+        .with_context(|| format!("could not list the views that read {INBOX_TABLE}"))?;
+    let named = |on_key: bool| {
+        let names: Vec<&str> = views
+            .iter()
+            .filter(|(_, key)| *key == on_key)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        (!names.is_empty()).then(|| names.join(", "))
+    };
+    if let Some(views) = named(false) {
+        reasons.push(format!(
+            "view(s) {views} read its processed_at, whose type migration {} sets \
+             (timestamptz), which PostgreSQL refuses while a view reads the column; drop \
+             them first and make them again afterwards",
+            migration.version
+        ));
+    }
+    if let Some(views) = named(true) {
+        reasons.push(format!(
+            "view(s) {views} depend on its primary key (by grouping by it, say), which \
+             migration {} drops to make the key (consumer, event_id), which PostgreSQL \
+             refuses while a view depends on it; drop them first and make them again \
+             afterwards, grouping by consumer and event_id",
+            migration.version
+        ));
+    }
+    Ok(reasons)
 }
 
 /// The inbox's unique keys as (name, kind, its columns joined by commas), where the dialect

@@ -152,6 +152,25 @@ pub struct MysqlAdoptionQueries {
     pub processed_at: &'static str,
 }
 
+/// What PostgreSQL refuses migration 2's changes for, or what they would keep, looked up
+/// before it alters the table in place:
+pub struct PostgresAdoptionQueries {
+    /// the inbox's partition key, when it holds more than `consumer` and `event_id` (a
+    /// partitioned table's primary key must hold its partition key, which leaves no room
+    /// for migration 2's);
+    pub partition_key_beyond_the_key: &'static str,
+    /// (column, type) of the coordinate columns the table has of its own, which migration 2
+    /// keeps (it adds those missing);
+    pub own_coordinate_columns: &'static str,
+    /// the objects the server refuses to set `processed_at`'s type for, but views: triggers
+    /// and policies that name the column, generated columns computed from it, and, where
+    /// the type changes, indexes with an expression or predicate over it, each as
+    /// `kind name`;
+    pub other_dependents_of_processed_at: &'static str,
+    /// and the views that depend on `processed_at` or on the primary key migration 2 drops,
+    /// each as (view, whether it depends on the key rather than the column).
+    pub views_in_the_way: &'static str,
+}
 /// What differs between backends. Each backend module defines one.
 pub struct Dialect {
     pub name: &'static str,
@@ -231,6 +250,8 @@ pub struct Dialect {
     /// fails midway through (MySQL): what decides that, read before it runs. See
     /// [`MysqlAdoptionQueries`].
     pub mysql_adoption: Option<MysqlAdoptionQueries>,
+    /// Where migration 2 alters the table in place by PostgreSQL's rules.
+    pub postgres_adoption: Option<PostgresAdoptionQueries>,
     /// Where migration 2 can leave `consumer` and `event_id` with the collation the table
     /// gave them (PostgreSQL always; MySQL and SQLite on a table already in the inbox's
     /// layout): (column, collation) of those whose collation takes different text for equal
@@ -248,26 +269,11 @@ pub struct Dialect {
     /// Where migration 2 sets `processed_at`'s type with no way given to convert other
     /// types (PostgreSQL, MySQL): see [`UnconvertibleTimes`].
     pub processed_at_unconvertible: Option<UnconvertibleTimes>,
-    /// Where a partitioned table's primary key must hold its partition key (PostgreSQL):
-    /// the inbox's partition key, when it holds more than `consumer` and `event_id`, which
-    /// leaves no room for migration 2's key.
-    pub partition_key_beyond_the_key: Option<&'static str>,
-    /// Where migration 2 adds the coordinate columns only where they are missing
-    /// (PostgreSQL): (column, type) of those the table has of its own.
-    pub own_coordinate_columns: Option<&'static str>,
     /// Where migration 2 alters the table in place (PostgreSQL, MySQL): the tables (itself,
     /// or in another database, included) whose foreign keys reference it, which it cannot
     /// keep while it changes the key (PostgreSQL refuses; MariaDB breaks them). PostgreSQL
     /// names only those that reference the primary key.
     pub tables_with_foreign_keys_to_inbox: Option<&'static str>,
-    /// Where migration 2 sets `processed_at`'s type and drops the primary key, and the server
-    /// refuses either while a view depends on it (PostgreSQL): the views that do, each as
-    /// (view, whether it depends on the key rather than the column).
-    pub views_in_the_way: Option<&'static str>,
-    /// The same for the other objects the server refuses it for (PostgreSQL): triggers and
-    /// policies that name the column, generated columns computed from it, and, where the
-    /// type changes, indexes with an expression or predicate over it. Each as `kind name`.
-    pub other_dependents_of_processed_at: Option<&'static str>,
     /// Creates the bookkeeping table if it is missing.
     pub migrations_table_ddl: &'static str,
     pub migrations: &'static [Migration],

@@ -93,8 +93,6 @@ pub static DIALECT: Dialect = Dialect {
          WHERE table_schema = DATABASE() AND table_name = 'processed_messages' AND non_unique = 0 \
          ORDER BY index_name, seq_in_index",
     ),
-    views_in_the_way: None,
-    other_dependents_of_processed_at: None,
     tables_with_foreign_keys_to_inbox: Some(
         "SELECT DISTINCT CAST(CASE WHEN constraint_schema = DATABASE() THEN table_name \
                 ELSE CONCAT(constraint_schema, '.', table_name) END AS CHAR) \
@@ -102,8 +100,6 @@ pub static DIALECT: Dialect = Dialect {
          WHERE unique_constraint_schema = DATABASE() \
          AND referenced_table_name = 'processed_messages' ORDER BY 1",
     ),
-    own_coordinate_columns: None,
-    partition_key_beyond_the_key: None,
     // Numbers convert as YYYYMMDDHHMMSS, which turns epoch milliseconds into nonsense dates
     // without an error; text converts value by value, and strict mode fails on one it cannot
     // read.
@@ -150,6 +146,7 @@ pub static DIALECT: Dialect = Dialect {
         value: |column| format!("CONVERT({column} USING utf8mb4) COLLATE utf8mb4_bin"),
         compared_as: ", compared as utf8mb4_bin compares them (trailing spaces ignored)",
     },
+    postgres_adoption: None,
     mysql_adoption: Some(MysqlAdoptionQueries {
         table_options: "SELECT CAST(COALESCE(engine, '') AS CHAR), CAST(COALESCE(row_format, '') AS CHAR), \
                 CAST(COALESCE(create_options, '') AS CHAR), CAST(@@innodb_default_row_format AS CHAR), \

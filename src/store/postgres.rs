@@ -4,7 +4,8 @@ use anyhow::Context;
 use sqlx::AnyConnection;
 
 use super::{
-    BatchDelete, Dialect, InexactKeyCollations, MigratedKey, MigrationLocking, UnconvertibleTimes,
+    BatchDelete, Dialect, InexactKeyCollations, MigratedKey, MigrationLocking,
+    PostgresAdoptionQueries, UnconvertibleTimes,
 };
 use crate::migrate::{Migration, ZonelessTimes};
 
@@ -122,6 +123,65 @@ pub static DIALECT: Dialect = Dialect {
          AND (i.indisunique OR i.indisexclusion) AND k.position <= i.indnkeyatts \
          ORDER BY c.relname, k.position",
     ),
+    postgres_adoption: Some(PostgresAdoptionQueries {
+        partition_key_beyond_the_key:
+            "SELECT pg_get_partkeydef(p.partrelid) FROM pg_catalog.pg_partitioned_table p \
+             WHERE p.partrelid = to_regclass('processed_messages') AND EXISTS ( \
+                 SELECT 1 FROM unnest(CAST(p.partattrs AS int2[])) AS k(attnum) \
+                 LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k.attnum \
+                 WHERE a.attname IS NULL OR a.attname NOT IN ('consumer', 'event_id'))",
+        own_coordinate_columns:
+            // A domain by the type it is over.
+            "SELECT CAST(a.attname AS text), format_type( \
+                    CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, \
+                    CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) \
+             FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
+             WHERE a.attrelid = to_regclass('processed_messages') AND a.attnum > 0 \
+             AND NOT a.attisdropped AND a.attname IN ('topic', 'partition', 'offset') \
+             ORDER BY a.attnum",
+        other_dependents_of_processed_at:
+            "SELECT DISTINCT CASE d.classid \
+                 WHEN CAST('pg_catalog.pg_trigger' AS regclass) THEN \
+                     'trigger ' || (SELECT tgname FROM pg_catalog.pg_trigger WHERE oid = d.objid) \
+                 WHEN CAST('pg_catalog.pg_policy' AS regclass) THEN \
+                     'policy ' || (SELECT polname FROM pg_catalog.pg_policy WHERE oid = d.objid) \
+                 WHEN CAST('pg_catalog.pg_attrdef' AS regclass) THEN \
+                     'generated column ' || (SELECT g.attname FROM pg_catalog.pg_attrdef ad \
+                     JOIN pg_catalog.pg_attribute g ON g.attrelid = ad.adrelid AND g.attnum = ad.adnum \
+                     WHERE ad.oid = d.objid) \
+                 ELSE 'index ' || CAST(CAST(d.objid AS regclass) AS text) END \
+             FROM pg_catalog.pg_depend d \
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid \
+             WHERE d.refclassid = CAST('pg_catalog.pg_class' AS regclass) \
+             AND d.refobjid = to_regclass('processed_messages') AND a.attname = 'processed_at' \
+             AND (d.classid IN (CAST('pg_catalog.pg_trigger' AS regclass), \
+                                CAST('pg_catalog.pg_policy' AS regclass)) \
+                  OR (d.classid = CAST('pg_catalog.pg_attrdef' AS regclass) \
+                      AND EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef ad WHERE ad.oid = d.objid \
+                                  AND ad.adnum <> a.attnum)) \
+                  OR (d.classid = CAST('pg_catalog.pg_class' AS regclass) \
+                      AND a.atttypid <> CAST('timestamptz' AS regtype) \
+                      AND EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indexrelid = d.objid \
+                                  AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)))) \
+             ORDER BY 1",
+        views_in_the_way:
+            "SELECT DISTINCT CAST(v.oid AS regclass)::text, false FROM pg_catalog.pg_depend d \
+             JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
+             JOIN pg_catalog.pg_class v ON v.oid = r.ev_class \
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid \
+             WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass \
+             AND d.refobjid = to_regclass('processed_messages') \
+             AND a.attname = 'processed_at' AND v.oid <> d.refobjid \
+             UNION \
+             SELECT DISTINCT CAST(v.oid AS regclass)::text, true FROM pg_catalog.pg_depend d \
+             JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
+             JOIN pg_catalog.pg_class v ON v.oid = r.ev_class \
+             JOIN pg_catalog.pg_constraint p ON p.oid = d.refobjid \
+             WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass \
+             AND d.refclassid = 'pg_catalog.pg_constraint'::regclass \
+             AND p.conrelid = to_regclass('processed_messages') AND p.contype = 'p' \
+             ORDER BY 2, 1",
+    }),
     mysql_adoption: None,
     inexact_key_collations: Some(InexactKeyCollations {
         query: "SELECT CAST(a.attname AS text), CAST(c.collname AS text) \
@@ -177,23 +237,6 @@ pub static DIALECT: Dialect = Dialect {
         remedy: "ALTER TABLE processed_messages ALTER COLUMN processed_at TYPE timestamptz \
                  USING …",
     }),
-    partition_key_beyond_the_key: Some(
-        "SELECT pg_get_partkeydef(p.partrelid) FROM pg_catalog.pg_partitioned_table p \
-         WHERE p.partrelid = to_regclass('processed_messages') AND EXISTS ( \
-             SELECT 1 FROM unnest(CAST(p.partattrs AS int2[])) AS k(attnum) \
-             LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k.attnum \
-             WHERE a.attname IS NULL OR a.attname NOT IN ('consumer', 'event_id'))",
-    ),
-    own_coordinate_columns: Some(
-        // A domain by the type it is over.
-        "SELECT CAST(a.attname AS text), format_type( \
-                CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, \
-                CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END) \
-         FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
-         WHERE a.attrelid = to_regclass('processed_messages') AND a.attnum > 0 \
-         AND NOT a.attisdropped AND a.attname IN ('topic', 'partition', 'offset') \
-         ORDER BY a.attnum",
-    ),
     tables_with_foreign_keys_to_inbox: Some(
         // Only a foreign key to the primary key, which migration 2 drops and makes again:
         // one to another unique key stays valid throughout.
@@ -201,50 +244,6 @@ pub static DIALECT: Dialect = Dialect {
          JOIN pg_catalog.pg_constraint p ON p.conrelid = f.confrelid AND p.contype = 'p' \
          AND p.conindid = f.conindid \
          WHERE f.contype = 'f' AND f.confrelid = to_regclass('processed_messages') ORDER BY 1",
-    ),
-    other_dependents_of_processed_at: Some(
-        "SELECT DISTINCT CASE d.classid \
-             WHEN CAST('pg_catalog.pg_trigger' AS regclass) THEN \
-                 'trigger ' || (SELECT tgname FROM pg_catalog.pg_trigger WHERE oid = d.objid) \
-             WHEN CAST('pg_catalog.pg_policy' AS regclass) THEN \
-                 'policy ' || (SELECT polname FROM pg_catalog.pg_policy WHERE oid = d.objid) \
-             WHEN CAST('pg_catalog.pg_attrdef' AS regclass) THEN \
-                 'generated column ' || (SELECT g.attname FROM pg_catalog.pg_attrdef ad \
-                 JOIN pg_catalog.pg_attribute g ON g.attrelid = ad.adrelid AND g.attnum = ad.adnum \
-                 WHERE ad.oid = d.objid) \
-             ELSE 'index ' || CAST(CAST(d.objid AS regclass) AS text) END \
-         FROM pg_catalog.pg_depend d \
-         JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid \
-         WHERE d.refclassid = CAST('pg_catalog.pg_class' AS regclass) \
-         AND d.refobjid = to_regclass('processed_messages') AND a.attname = 'processed_at' \
-         AND (d.classid IN (CAST('pg_catalog.pg_trigger' AS regclass), \
-                            CAST('pg_catalog.pg_policy' AS regclass)) \
-              OR (d.classid = CAST('pg_catalog.pg_attrdef' AS regclass) \
-                  AND EXISTS (SELECT 1 FROM pg_catalog.pg_attrdef ad WHERE ad.oid = d.objid \
-                              AND ad.adnum <> a.attnum)) \
-              OR (d.classid = CAST('pg_catalog.pg_class' AS regclass) \
-                  AND a.atttypid <> CAST('timestamptz' AS regtype) \
-                  AND EXISTS (SELECT 1 FROM pg_catalog.pg_index i WHERE i.indexrelid = d.objid \
-                              AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)))) \
-         ORDER BY 1",
-    ),
-    views_in_the_way: Some(
-        "SELECT DISTINCT CAST(v.oid AS regclass)::text, false FROM pg_catalog.pg_depend d \
-         JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
-         JOIN pg_catalog.pg_class v ON v.oid = r.ev_class \
-         JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid \
-         WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass \
-         AND d.refobjid = to_regclass('processed_messages') \
-         AND a.attname = 'processed_at' AND v.oid <> d.refobjid \
-         UNION \
-         SELECT DISTINCT CAST(v.oid AS regclass)::text, true FROM pg_catalog.pg_depend d \
-         JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid \
-         JOIN pg_catalog.pg_class v ON v.oid = r.ev_class \
-         JOIN pg_catalog.pg_constraint p ON p.oid = d.refobjid \
-         WHERE d.classid = 'pg_catalog.pg_rewrite'::regclass \
-         AND d.refclassid = 'pg_catalog.pg_constraint'::regclass \
-         AND p.conrelid = to_regclass('processed_messages') AND p.contype = 'p' \
-         ORDER BY 2, 1",
     ),
     inbox_outside_creation_schema: Some(
         "SELECT CAST(n.nspname AS text), CAST(current_schema() AS text) \

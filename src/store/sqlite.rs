@@ -102,11 +102,8 @@ pub static DIALECT: Dialect = Dialect {
          AND f.\"table\" = 'processed_messages' COLLATE NOCASE ORDER BY m.name",
     ),
     unique_keys: None,
-    views_in_the_way: None,
-    other_dependents_of_processed_at: None,
+    postgres_adoption: None,
     mysql_adoption: None,
-    own_coordinate_columns: None,
-    partition_key_beyond_the_key: None,
     processed_at_unconvertible: None,
     // The key's own collation (its index), and the columns', which every `WHERE consumer
     // = ?` follows: SQLite names the latter nowhere, so it is told by how a value of the
