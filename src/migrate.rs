@@ -778,25 +778,44 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
     // Only a key that holds both, whole, refuses nothing the inbox's key keeps apart.
     for (name, kind, list) in keys.iter().filter(|(_, kind, _)| kind != "p") {
         // PostgreSQL's exclusion constraints refuse rows as a unique key does.
+        let quoted = name.replace('"', "\"\"");
         let (key, drop) = match kind.as_str() {
             "x" => (
                 "exclusion constraint",
-                format!("ALTER TABLE {INBOX_TABLE} DROP CONSTRAINT \"{name}\""),
+                format!("ALTER TABLE {INBOX_TABLE} DROP CONSTRAINT \"{quoted}\""),
             ),
-            _ => ("unique key", format!("DROP INDEX \"{name}\"")),
+            _ => ("unique key", format!("DROP INDEX \"{quoted}\"")),
         };
         // PostgreSQL: `event_id COLLATE ignoring_case`, a key that compares by a collation
-        // of its own that takes differing text for equal.
+        // of its own that takes differing text for equal, or `consumer WITH <>`, an
+        // exclusion constraint that compares by another operator than equality.
         let collated: Vec<String> = list
             .split(',')
-            .filter_map(|column| column.split_once(" COLLATE "))
-            .map(|(column, collation)| format!("{column} by {collation}"))
+            .filter_map(|column| {
+                let (column, operator) = match column.split_once(" WITH ") {
+                    Some((column, operator)) => (column, Some(operator)),
+                    None => (column, None),
+                };
+                let (column, collation) = match column.split_once(" COLLATE ") {
+                    Some((column, collation)) => (column, Some(collation)),
+                    None => (column, None),
+                };
+                match (collation, operator) {
+                    (None, None) => None,
+                    (Some(collation), None) => Some(format!("{column} by {collation}")),
+                    (None, Some(operator)) => Some(format!("{column} with {operator}")),
+                    (Some(collation), Some(operator)) => {
+                        Some(format!("{column} with {operator} by {collation}"))
+                    }
+                }
+            })
             .collect();
         if !collated.is_empty() {
             reasons.push(format!(
-                "its {key} {name} on ({list}) compares {}, which takes text that differs (in \
-                 case or accents, say) for equal, so it can refuse rows that the inbox's key \
-                 keeps apart; drop it ({drop}), or make it again without that COLLATE",
+                "its {key} {name} on ({list}) compares {}, where the inbox's key compares every \
+                 character for equality, so it can refuse rows that the inbox's key keeps \
+                 apart; drop it ({drop}), or make it again comparing them with = and without \
+                 a COLLATE",
                 collated.join(" and ")
             ));
             continue;
@@ -2480,10 +2499,10 @@ mod tests {
             ),
             [
                 "its unique key ci on (consumer COLLATE nocase,event_id COLLATE nocase) compares \
-                 consumer by nocase and event_id by nocase, which takes text that differs (in \
-                 case or accents, say) for equal, so it can refuse rows that the inbox's key \
-                 keeps apart; drop it (DROP INDEX \"ci\"), or make it again without that \
-                 COLLATE"
+                 consumer by nocase and event_id by nocase, where the inbox's key compares \
+                 every character for equality, so it can refuse rows that the inbox's key \
+                 keeps apart; drop it (DROP INDEX \"ci\"), or make it again comparing them \
+                 with = and without a COLLATE"
             ]
         );
     }

@@ -1354,12 +1354,31 @@ async fn tables_that_adoption_would_not_make_an_inbox_are_refused(backend: Backe
          ignoring_case)"
             .to_string(),
         "its unique key pm_ci on (consumer,event_id COLLATE ignoring_case) compares event_id \
-         by ignoring_case, which takes text that differs (in case or accents, say) for equal, \
-         so it can refuse rows that the inbox's key keeps apart; drop it (DROP INDEX \
-         \"pm_ci\"), or make it again without that COLLATE"
+         by ignoring_case, where the inbox's key compares every character for equality, so it \
+         can refuse rows that the inbox's key keeps apart; drop it (DROP INDEX \"pm_ci\"), or \
+         make it again comparing them with = and without a COLLATE"
             .to_string(),
     );
-    let postgres_only = (backend == Backend::Postgres).then_some(collated);
+    // Or an exclusion constraint that compares one of them by another operator than `=`:
+    // one event a consumer here refuses every other consumer's.
+    let unequal = (
+        "CREATE EXTENSION btree_gist; \
+         CREATE TABLE processed_messages (event_id text PRIMARY KEY, consumer text NOT NULL, \
+         processed_at timestamptz NOT NULL DEFAULT now()); \
+         ALTER TABLE processed_messages ADD CONSTRAINT \"one\"\"owner\" EXCLUDE USING gist \
+         (consumer WITH <>, event_id WITH =)"
+            .to_string(),
+        "its exclusion constraint one\"owner on (consumer WITH <>,event_id) compares consumer \
+         with <>, where the inbox's key compares every character for equality, so it can \
+         refuse rows that the inbox's key keeps apart; drop it (ALTER TABLE processed_messages \
+         DROP CONSTRAINT \"one\"\"owner\"), or make it again comparing them with = and \
+         without a COLLATE"
+            .to_string(),
+    );
+    let postgres_only = (backend == Backend::Postgres)
+        .then_some([collated, unequal])
+        .into_iter()
+        .flatten();
     for (table, reasons) in cases.into_iter().chain(mysql_only).chain(postgres_only) {
         let mut db = TestDb::new(backend).await;
         db.exec(&table).await;

@@ -4642,6 +4642,7 @@ async fn ids_a_narrower_character_set_cannot_hold_fail_on_their_own_on_mysql() {
     // As elsewhere: the server would refuse to compare them with the columns.
     for args in [
         &["inspect", "--consumer", "płatności"][..],
+        &["inspect", "--event-id", "a", "--consumer", "płatności"],
         &[
             "prune",
             "--older-than",

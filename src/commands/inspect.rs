@@ -489,6 +489,9 @@ async fn lookup(
 ) -> anyhow::Result<ExitStatus> {
     store.require_inbox().await?;
     store.require_text_event_ids().await?;
+    if let Some(consumer) = consumer {
+        super::require_held_consumer(store, consumer, "--consumer").await?;
+    }
     let consumers = store.consumers(consumer).await?;
     let rows = store.find_event(event_id, &consumers).await?;
     let now = Utc::now();

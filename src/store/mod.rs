@@ -1658,13 +1658,11 @@ impl Store {
         .param();
         let text = sql.build();
         let mut found = Vec::new();
-        // Text the columns cannot hold is in no row, and the server refuses to compare it.
+        // An id the column cannot hold is in no row, and the server refuses to compare it.
         if !self.not_held("event_id", &[event_id]).await?.is_empty() {
             return Ok(found);
         }
-        let names: Vec<&str> = consumers.iter().map(String::as_str).collect();
-        let not_held = self.not_held("consumer", &names).await?;
-        for consumer in consumers.iter().filter(|c| !not_held.contains(*c)) {
+        for consumer in consumers {
             let row = sqlx::query(&text)
                 .bind(consumer.as_str())
                 .bind(event_id)

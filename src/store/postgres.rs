@@ -107,18 +107,24 @@ pub static DIALECT: Dialect = Dialect {
     insert_new: ("INSERT INTO", " ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id"),
     tables_referencing_inbox: None,
     // A consumer or event_id that a unique index beside the primary key compares by a
-    // nondeterministic collation of its own is shown with it: `event_id COLLATE ci`.
+    // nondeterministic collation of its own is shown with it, `event_id COLLATE ci`, and one
+    // an exclusion constraint compares by another operator than `=` with that operator,
+    // `consumer WITH <>`.
     unique_keys: Some(
         "SELECT CAST(c.relname AS text), \
                 CASE WHEN i.indisprimary THEN 'p' WHEN i.indisexclusion THEN 'x' ELSE 'u' END, \
                 COALESCE(CAST(a.attname AS text) || CASE WHEN NOT coll.collisdeterministic \
                     AND coll.oid <> a.attcollation AND NOT i.indisprimary \
                     AND a.attname IN ('consumer', 'event_id') \
-                    THEN ' COLLATE ' || CAST(coll.collname AS text) ELSE '' END, '(expression)') \
+                    THEN ' COLLATE ' || CAST(coll.collname AS text) ELSE '' END \
+                    || CASE WHEN op.oprname <> '=' AND a.attname IN ('consumer', 'event_id') \
+                    THEN ' WITH ' || CAST(op.oprname AS text) ELSE '' END, '(expression)') \
          FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid \
          CROSS JOIN unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(n, position) \
          LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n \
          LEFT JOIN pg_catalog.pg_collation coll ON coll.oid = i.indcollation[k.position - 1] \
+         LEFT JOIN pg_catalog.pg_constraint x ON x.conindid = i.indexrelid AND x.contype = 'x' \
+         LEFT JOIN pg_catalog.pg_operator op ON op.oid = x.conexclop[k.position] \
          WHERE i.indrelid = to_regclass('processed_messages') \
          AND (i.indisunique OR i.indisexclusion) AND k.position <= i.indnkeyatts \
          ORDER BY c.relname, k.position",
