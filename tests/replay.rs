@@ -4670,6 +4670,57 @@ async fn ids_a_narrower_character_set_cannot_hold_fail_on_their_own_on_mysql() {
     assert_eq!(lookup.json()["found"], false, "{}", lookup.stderr);
 }
 
+/// A PostgreSQL database in another encoding than UTF-8 refuses, in any statement, text
+/// with characters it lacks: such an event id fails on its own, and such a consumer name is
+/// a usage error, as on MySQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_a_latin1_database_cannot_hold_fail_on_their_own_on_postgres() {
+    let mut db = TestDb::with_options(
+        Backend::Postgres,
+        "ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0",
+    )
+    .await;
+    setup(&mut db).await;
+    let topic = topic(1).await;
+    let mut events = deposits("n", 1, 3);
+    events[1] = deposit(0, "zażółć", 1, 5);
+    events[2] = deposit(0, "gó", 1, 6);
+    produce(&topic, &events).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&run.json()), (3, 2, 0, 1, 0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "warning: 0:1 (event zażółć): the event id has characters the inbox's event_id \
+             column (LATIN1) cannot hold"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(ledger(&mut db).await, ["gó", "n-p0-0"]);
+    let refused = inboxctl(&db, &["inspect", "--consumer", "płatności"]).code(2);
+    assert!(
+        refused.stderr.contains(
+            "error: --consumer płatności has characters the inbox's consumer column (LATIN1) \
+             cannot hold"
+        ),
+        "{}",
+        refused.stderr
+    );
+    let lookup = inboxctl(
+        &db,
+        &["inspect", "--event-id", "zażółć", "--format", "json"],
+    )
+    .ok();
+    assert_eq!(lookup.json()["found"], false, "{}", lookup.stderr);
+}
+
 /// A CHAR event_id, which a MySQL inbox made by hand may have, gives `b1` back for `b1 `: the
 /// message is the one the key takes the row for, applied and recorded once, with either
 /// handler.

@@ -617,13 +617,16 @@ async fn replay(
                 let next = match pipeline.as_ref() {
                     Some(pipeline) if pipeline.overlaps() => {
                         peeked = receiver.try_recv().ok();
+                        let next_ids: Vec<&str> = peeked
+                            .iter()
+                            .flatten()
+                            .filter_map(|m| m.event_id.as_deref())
+                            .collect();
+                        let not_held = or_fail!(store.not_held("event_id", &next_ids).await);
                         peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
-                                // The pipeline is PostgreSQL's, whose text holds every
-                                // character but NUL.
                                 m.event_id.as_deref().is_some_and(|id| {
-                                    unstorable_id(store, id, widths.event_id, &HashSet::new())
-                                        .is_none()
+                                    unstorable_id(store, id, widths.event_id, &not_held).is_none()
                                 })
                             }))
                         })

@@ -1085,43 +1085,20 @@ impl Store {
     /// records, may keep them in a narrower character set than utf8mb4 (latin1, ascii): its
     /// `INSERT IGNORE` stores a `?` for each character the set lacks (an id could then be
     /// recorded as another's, and taken for one already processed), and a lookup cannot
-    /// compare such a text with the column's values. Empty elsewhere.
+    /// compare such a text with the column's values. On PostgreSQL a database in another
+    /// encoding than UTF-8 (LATIN1) refuses such a text in any statement. Empty elsewhere.
     pub async fn not_held(
         &self,
         column: &str,
         texts: &[&str],
     ) -> anyhow::Result<std::collections::HashSet<String>> {
         let mut not_held = std::collections::HashSet::new();
-        if self.backend != Backend::Mysql || texts.is_empty() {
+        if self.backend == Backend::Sqlite || texts.is_empty() {
             return Ok(not_held);
         }
         let sets = self
             .narrow_character_sets
-            .get_or_try_init(|| async {
-                let sets: Vec<(String, String)> = sqlx::query_as(
-                    "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_set_name AS CHAR) \
-                     FROM information_schema.columns \
-                     WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
-                     AND LOWER(column_name) IN ('consumer', 'event_id') \
-                     AND character_set_name IS NOT NULL AND character_set_name <> 'utf8mb4'",
-                )
-                .fetch_all(&self.pool)
-                .await
-                .with_context(|| format!("could not read the character sets of {INBOX_TABLE}"))?;
-                let of = |column: &str| {
-                    sets.iter()
-                        .find(|(name, _)| name == column)
-                        // A name the server gave is a bare word, put into the query below.
-                        .filter(|(_, set)| {
-                            set.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                        })
-                        .map(|(_, set)| set.clone())
-                };
-                anyhow::Ok(NarrowCharacterSets {
-                    consumer: of("consumer"),
-                    event_id: of("event_id"),
-                })
-            })
+            .get_or_try_init(|| self.read_narrow_character_sets())
             .await?;
         let set = match column {
             "consumer" => &sets.consumer,
@@ -1130,6 +1107,31 @@ impl Store {
         let Some(set) = set else {
             return Ok(not_held);
         };
+        let checking = || format!("could not check what {INBOX_TABLE}.{column} holds");
+        if self.backend == Backend::Postgres {
+            // Every encoding a server can have holds ASCII; the others are sent, and refused
+            // as untranslatable (22P05) where the database's encoding lacks a character.
+            for text in texts.iter().filter(|text| !text.is_ascii()) {
+                let sent = sqlx::query("SELECT 1 WHERE CAST($1 AS text) IS NOT NULL")
+                    .bind(*text)
+                    .fetch_optional(&self.pool)
+                    .await;
+                match sent {
+                    Ok(_) => {}
+                    Err(error)
+                        if error
+                            .as_database_error()
+                            .and_then(|database| database.code())
+                            .as_deref()
+                            == Some("22P05") =>
+                    {
+                        not_held.insert(text.to_string());
+                    }
+                    Err(error) => return Err(anyhow::Error::from(error).context(checking())),
+                }
+            }
+            return Ok(not_held);
+        }
         // Each text there and back again, compared byte for byte, a chunk a query.
         for chunk in texts.chunks(500) {
             let mut sql = String::new();
@@ -1146,10 +1148,7 @@ impl Store {
             for text in chunk {
                 query = query.bind(*text).bind(*text);
             }
-            let held = query
-                .fetch_all(&self.pool)
-                .await
-                .with_context(|| format!("could not check what {INBOX_TABLE}.{column} holds"))?;
+            let held = query.fetch_all(&self.pool).await.with_context(checking)?;
             let texts = held
                 .into_iter()
                 .filter(|(_, held)| *held == 0)
@@ -1157,6 +1156,44 @@ impl Store {
             not_held.extend(texts.map(|text| text.to_string()));
         }
         Ok(not_held)
+    }
+
+    /// See [`Store::not_held`]: MySQL's character sets of the two columns, PostgreSQL's
+    /// encoding of the database, where narrower than Unicode.
+    async fn read_narrow_character_sets(&self) -> anyhow::Result<NarrowCharacterSets> {
+        if self.backend == Backend::Postgres {
+            let encoding: String = sqlx::query_scalar("SELECT current_setting('server_encoding')")
+                .fetch_one(&self.pool)
+                .await
+                .context("could not read the database's encoding")?;
+            // SQL_ASCII stores the bytes it is given.
+            let narrow = (!["UTF8", "SQL_ASCII"].contains(&encoding.as_str())).then_some(encoding);
+            return Ok(NarrowCharacterSets {
+                consumer: narrow.clone(),
+                event_id: narrow,
+            });
+        }
+        let sets: Vec<(String, String)> = sqlx::query_as(
+            "SELECT CAST(LOWER(column_name) AS CHAR), CAST(character_set_name AS CHAR) \
+             FROM information_schema.columns \
+             WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+             AND LOWER(column_name) IN ('consumer', 'event_id') \
+             AND character_set_name IS NOT NULL AND character_set_name <> 'utf8mb4'",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .with_context(|| format!("could not read the character sets of {INBOX_TABLE}"))?;
+        let of = |column: &str| {
+            sets.iter()
+                .find(|(name, _)| name == column)
+                // A name the server gave is a bare word, put into the query of not_held.
+                .filter(|(_, set)| set.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                .map(|(_, set)| set.clone())
+        };
+        Ok(NarrowCharacterSets {
+            consumer: of("consumer"),
+            event_id: of("event_id"),
+        })
     }
 
     /// The character set [`Store::not_held`] found `column` narrower in, for a message.

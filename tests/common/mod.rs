@@ -76,6 +76,11 @@ pub struct TestDb {
 
 impl TestDb {
     pub async fn new(backend: Backend) -> TestDb {
+        TestDb::with_options(backend, "").await
+    }
+
+    /// A database made with these options of `CREATE DATABASE` (an encoding, say).
+    pub async fn with_options(backend: Backend, options: &str) -> TestDb {
         let dir = tempfile::tempdir().expect("temporary folder");
         let name = format!(
             "inboxctl_t{}_{}_{}",
@@ -88,7 +93,7 @@ impl TestDb {
             Backend::Postgres | Backend::Mysql => {
                 let admin = admin_url(backend);
                 let pool = admin_pool(&admin).await;
-                sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
+                sqlx::raw_sql(&format!("CREATE DATABASE {name} {options}"))
                     .execute(&pool)
                     .await
                     .unwrap_or_else(|error| panic!("create test database on {admin}: {error}"));
