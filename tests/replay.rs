@@ -4671,8 +4671,8 @@ async fn ids_a_narrower_character_set_cannot_hold_fail_on_their_own_on_mysql() {
 }
 
 /// A PostgreSQL database in another encoding than UTF-8 refuses, in any statement, text
-/// with characters it lacks: such an event id fails on its own, and such a consumer name is
-/// a usage error, as on MySQL.
+/// with characters it lacks, and may store a character as another: such an event id fails on
+/// its own, and such a consumer name is a usage error, as on MySQL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_a_latin1_database_cannot_hold_fail_on_their_own_on_postgres() {
     let mut db = TestDb::with_options(
@@ -4682,9 +4682,11 @@ async fn ids_a_latin1_database_cannot_hold_fail_on_their_own_on_postgres() {
     .await;
     setup(&mut db).await;
     let topic = topic(1).await;
-    let mut events = deposits("n", 1, 3);
+    // A NUL no text holds, whatever else the id has.
+    let mut events = deposits("n", 1, 4);
     events[1] = deposit(0, "zażółć", 1, 5);
     events[2] = deposit(0, "gó", 1, 6);
+    events[3] = deposit(0, "é\0x", 1, 7);
     produce(&topic, &events).await;
     let handler = write(&db, "deposit.sql", HANDLER);
     let run = replay(
@@ -4694,7 +4696,7 @@ async fn ids_a_latin1_database_cannot_hold_fail_on_their_own_on_postgres() {
         &["--sql", &handler, "--on-error", "skip"],
     )
     .code(1);
-    assert_eq!(totals(&run.json()), (3, 2, 0, 1, 0), "{}", run.stderr);
+    assert_eq!(totals(&run.json()), (4, 2, 0, 2, 0), "{}", run.stderr);
     assert!(
         run.stderr.contains(
             "warning: 0:1 (event zażółć): the event id has characters the inbox's event_id \
@@ -4719,6 +4721,24 @@ async fn ids_a_latin1_database_cannot_hold_fail_on_their_own_on_postgres() {
     )
     .ok();
     assert_eq!(lookup.json()["found"], false, "{}", lookup.stderr);
+    // EUC_JP stores `¦` as `￤`: an id with it would be another message's.
+    let mut db = TestDb::with_options(
+        Backend::Postgres,
+        "ENCODING 'EUC_JP' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0",
+    )
+    .await;
+    setup(&mut db).await;
+    let topic = self::topic(1).await;
+    produce(&topic, &[deposit(0, "b¦", 1, 5), deposit(0, "b￤", 1, 6)]).await;
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&run.json()), (2, 1, 0, 1, 0), "{}", run.stderr);
+    assert_eq!(ledger(&mut db).await, ["b￤"]);
 }
 
 /// A CHAR event_id, which a MySQL inbox made by hand may have, gives `b1` back for `b1 `: the

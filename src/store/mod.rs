@@ -1109,24 +1109,29 @@ impl Store {
         };
         let checking = || format!("could not check what {INBOX_TABLE}.{column} holds");
         if self.backend == Backend::Postgres {
-            // Every encoding a server can have holds ASCII; the others are sent, and refused
-            // as untranslatable (22P05) where the database's encoding lacks a character.
-            for text in texts.iter().filter(|text| !text.is_ascii()) {
-                let sent = sqlx::query("SELECT 1 WHERE CAST($1 AS text) IS NOT NULL")
-                    .bind(*text)
-                    .fetch_optional(&self.pool)
-                    .await;
-                match sent {
-                    Ok(_) => {}
-                    Err(error)
-                        if error
-                            .as_database_error()
-                            .and_then(|database| database.code())
-                            .as_deref()
-                            == Some("22P05") =>
-                    {
-                        not_held.insert(text.to_string());
-                    }
+            // Every encoding a server can have holds ASCII, and a NUL no text does (see
+            // can_store_text); the others go to the server, and come back as they went or
+            // not: refused as untranslatable (22P05) where the encoding lacks a character,
+            // or changed (EUC_JP stores `¦` as `￤`). A chunk a query, halved where it is
+            // refused until the texts refused are alone.
+            let sent: Vec<&str> = texts
+                .iter()
+                .copied()
+                .filter(|text| !text.is_ascii() && !text.contains('\0'))
+                .collect();
+            let mut pending: Vec<&[&str]> = sent.chunks(500).collect();
+            while let Some(chunk) = pending.pop() {
+                match self.round_trip(chunk).await {
+                    Ok(back) => not_held.extend(back),
+                    Err(error) if is_untranslatable(&error) => match chunk {
+                        [text] => {
+                            not_held.insert(text.to_string());
+                        }
+                        _ => {
+                            let (first, second) = chunk.split_at(chunk.len() / 2);
+                            pending.extend([first, second]);
+                        }
+                    },
                     Err(error) => return Err(anyhow::Error::from(error).context(checking())),
                 }
             }
@@ -1156,6 +1161,34 @@ impl Store {
             not_held.extend(texts.map(|text| text.to_string()));
         }
         Ok(not_held)
+    }
+
+    /// The texts of `texts` that do not come back from PostgreSQL as they were sent.
+    async fn round_trip(
+        &self,
+        texts: &[&str],
+    ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
+        let sql = (0..texts.len())
+            .map(|index| {
+                format!(
+                    "SELECT CAST({index} AS bigint), CAST(${} AS text)",
+                    index + 1
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ");
+        let mut query = sqlx::query_as::<_, (i64, String)>(&sql);
+        for text in texts {
+            query = query.bind(*text);
+        }
+        let back = query.fetch_all(&self.pool).await?;
+        Ok(back
+            .into_iter()
+            .filter_map(|(index, back)| {
+                let sent = *texts.get(usize::try_from(index).ok()?)?;
+                (sent != back).then(|| sent.to_string())
+            })
+            .collect())
     }
 
     /// See [`Store::not_held`]: MySQL's character sets of the two columns, PostgreSQL's
@@ -2913,6 +2946,15 @@ pub fn sqlx_causes(error: &anyhow::Error) -> impl Iterator<Item = &sqlx::Error> 
     error
         .chain()
         .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+}
+
+/// Whether PostgreSQL refused text its database's encoding has no character for (22P05).
+fn is_untranslatable(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|database| database.code())
+        .as_deref()
+        == Some("22P05")
 }
 
 /// Whether a read-only transaction of [`Store::read_snapshot`] failed because a table it
