@@ -883,6 +883,16 @@ struct NarrowCharacterSets {
     event_id: Option<String>,
 }
 
+impl NarrowCharacterSets {
+    /// The character set of `column` (`consumer` or `event_id`), where narrower.
+    fn of(&self, column: &str) -> Option<&String> {
+        match column {
+            "consumer" => self.consumer.as_ref(),
+            _ => self.event_id.as_ref(),
+        }
+    }
+}
+
 /// Whether connecting may create what is missing (only `migrate run` creates a SQLite file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CreateMode {
@@ -1100,84 +1110,70 @@ impl Store {
             .narrow_character_sets
             .get_or_try_init(|| self.read_narrow_character_sets())
             .await?;
-        let set = match column {
-            "consumer" => &sets.consumer,
-            _ => &sets.event_id,
-        };
-        let Some(set) = set else {
+        let Some(set) = sets.of(column) else {
             return Ok(not_held);
         };
-        let checking = || format!("could not check what {INBOX_TABLE}.{column} holds");
-        if self.backend == Backend::Postgres {
-            // Every encoding a server can have holds ASCII, and a NUL no text does (see
-            // can_store_text); the others go to the server, and come back as they went or
-            // not: refused as untranslatable (22P05) where the encoding lacks a character,
-            // or changed (EUC_JP stores `¦` as `￤`). A chunk a query, halved where it is
-            // refused until the texts refused are alone.
-            let sent: Vec<&str> = texts
+        // Each text there and back again, compared as sent, a chunk a query. PostgreSQL's
+        // encodings all hold ASCII, and no text a NUL (see can_store_text): the others go,
+        // and come back changed (EUC_JP stores `¦` as `￤`) or are refused as untranslatable
+        // (22P05), the whole query with them: a chunk refused is halved until the texts
+        // refused are alone. MySQL's conversion makes a `?` of what it cannot hold.
+        let sent: Vec<&str> = match self.backend {
+            Backend::Postgres => texts
                 .iter()
                 .copied()
                 .filter(|text| !text.is_ascii() && !text.contains('\0'))
-                .collect();
-            let mut pending: Vec<&[&str]> = sent.chunks(500).collect();
-            while let Some(chunk) = pending.pop() {
-                match self.round_trip(chunk).await {
-                    Ok(back) => not_held.extend(back),
-                    Err(error) if is_untranslatable(&error) => match chunk {
-                        [text] => {
-                            not_held.insert(text.to_string());
-                        }
-                        _ => {
-                            let (first, second) = chunk.split_at(chunk.len() / 2);
-                            pending.extend([first, second]);
-                        }
-                    },
-                    Err(error) => return Err(anyhow::Error::from(error).context(checking())),
+                .collect(),
+            _ => texts.to_vec(),
+        };
+        let mut pending: Vec<&[&str]> = sent.chunks(500).collect();
+        while let Some(chunk) = pending.pop() {
+            match self.round_trip(chunk, set).await {
+                Ok(back) => not_held.extend(back),
+                Err(error) if is_untranslatable(&error) => match chunk {
+                    [text] => {
+                        not_held.insert(text.to_string());
+                    }
+                    _ => {
+                        let (first, second) = chunk.split_at(chunk.len() / 2);
+                        pending.extend([first, second]);
+                    }
+                },
+                Err(error) => {
+                    return Err(anyhow::Error::from(error)
+                        .context(format!("could not check what {INBOX_TABLE}.{column} holds")))
                 }
             }
-            return Ok(not_held);
-        }
-        // Each text there and back again, compared byte for byte, a chunk a query.
-        for chunk in texts.chunks(500) {
-            let mut sql = String::new();
-            for index in 0..chunk.len() {
-                if index > 0 {
-                    sql.push_str(" UNION ALL ");
-                }
-                sql.push_str(&format!(
-                    "SELECT CAST({index} AS SIGNED), CAST(HEX(CONVERT(CONVERT(? USING {set}) USING \
-                     utf8mb4)) = HEX(CONVERT(? USING utf8mb4)) AS SIGNED)"
-                ));
-            }
-            let mut query = sqlx::query_as::<_, (i64, i64)>(&sql);
-            for text in chunk {
-                query = query.bind(*text).bind(*text);
-            }
-            let held = query.fetch_all(&self.pool).await.with_context(checking)?;
-            let texts = held
-                .into_iter()
-                .filter(|(_, held)| *held == 0)
-                .filter_map(|(index, _)| chunk.get(usize::try_from(index).ok()?));
-            not_held.extend(texts.map(|text| text.to_string()));
         }
         Ok(not_held)
     }
 
-    /// The texts of `texts` that do not come back from PostgreSQL as they were sent.
+    /// The texts of `texts` that do not come back as they were sent from the server's
+    /// `character_set` (MySQL) or database encoding (PostgreSQL).
     async fn round_trip(
         &self,
         texts: &[&str],
+        character_set: &str,
     ) -> Result<std::collections::HashSet<String>, sqlx::Error> {
-        let sql = (0..texts.len())
-            .map(|index| {
-                format!(
-                    "SELECT CAST({index} AS bigint), CAST(${} AS text)",
-                    index + 1
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" UNION ALL ");
-        let mut query = sqlx::query_as::<_, (i64, String)>(&sql);
+        let mut sql = self.sql();
+        for index in 0..texts.len() {
+            if index > 0 {
+                sql.push(" UNION ALL ");
+            }
+            sql.push(&format!(
+                "SELECT {}, ",
+                (self.dialect.bigint)(&index.to_string())
+            ));
+            match self.backend {
+                Backend::Postgres => sql.push("CAST(").param().push(" AS text)"),
+                _ => sql
+                    .push("CONVERT(CONVERT(")
+                    .param()
+                    .push(&format!(" USING {character_set}) USING utf8mb4)")),
+            };
+        }
+        let text = sql.build();
+        let mut query = sqlx::query_as::<_, (i64, String)>(&text);
         for text in texts {
             query = query.bind(*text);
         }
@@ -1231,11 +1227,7 @@ impl Store {
 
     /// The character set [`Store::not_held`] found `column` narrower in, for a message.
     pub fn narrow_character_set(&self, column: &str) -> Option<String> {
-        let sets = self.narrow_character_sets.get()?;
-        match column {
-            "consumer" => sets.consumer.clone(),
-            _ => sets.event_id.clone(),
-        }
+        self.narrow_character_sets.get()?.of(column).cloned()
     }
 
     pub async fn acquire(&self) -> anyhow::Result<PoolConnection<Any>> {
