@@ -791,23 +791,18 @@ fn adoption_refusal(keys: &[(String, String, String)], needs_primary_key: bool) 
         // exclusion constraint that compares by another operator than equality.
         let collated: Vec<String> = list
             .split(',')
-            .filter_map(|column| {
-                let (column, operator) = match column.split_once(" WITH ") {
-                    Some((column, operator)) => (column, Some(operator)),
-                    None => (column, None),
-                };
-                let (column, collation) = match column.split_once(" COLLATE ") {
-                    Some((column, collation)) => (column, Some(collation)),
-                    None => (column, None),
-                };
-                match (collation, operator) {
-                    (None, None) => None,
-                    (Some(collation), None) => Some(format!("{column} by {collation}")),
-                    (None, Some(operator)) => Some(format!("{column} with {operator}")),
-                    (Some(collation), Some(operator)) => {
-                        Some(format!("{column} with {operator} by {collation}"))
-                    }
+            .filter(|column| column.contains(" WITH ") || column.contains(" COLLATE "))
+            .map(|column| {
+                let (column, operator) = column.split_once(" WITH ").unwrap_or((column, ""));
+                let (column, collation) = column.split_once(" COLLATE ").unwrap_or((column, ""));
+                let mut how = column.to_string();
+                if !operator.is_empty() {
+                    how.push_str(&format!(" with {operator}"));
                 }
+                if !collation.is_empty() {
+                    how.push_str(&format!(" by {collation}"));
+                }
+                how
             })
             .collect();
         if !collated.is_empty() {
