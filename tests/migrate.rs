@@ -1746,68 +1746,41 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
              PRIMARY KEY (consumer, event_id))"
         )
     };
+    let with_processed_at = |column: &str| {
+        layout("VARCHAR(255)", "INT", "BIGINT").replace(
+            "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+            &format!("processed_at {column}"),
+        )
+    };
     let mut db = TestDb::new(Backend::Mysql).await;
     db.exec(&layout("VARCHAR(50)", "SMALLINT", "INT")).await;
-    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.contains(
-                "cannot adopt table processed_messages: its own offset column is int(11), which \
-                 migration 2 keeps, where the inbox writes bigint there; change its type or \
-                 rename the column; its own partition column is smallint(6), which migration 2 \
-                 keeps, where the inbox writes integer there; change its type or rename the \
-                 column; its own topic column is varchar(50), which migration 2 keeps"
-            ),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
-    assert_eq!(
-        migration_states(&db).last(),
-        Some(&(2, "pending".to_string()))
+    kept_layout_refused(
+        &db,
+        "its own offset column is int(11), which migration 2 keeps, where the inbox writes \
+         bigint there; change its type or rename the column; its own partition column is \
+         smallint(6), which migration 2 keeps, where the inbox writes integer there; change its \
+         type or rename the column; its own topic column is varchar(50), which migration 2 \
+         keeps",
     );
     // A TEXT topic does not fit in the coordinates index migration 2 makes.
     let mut db = TestDb::new(Backend::Mysql).await;
     db.exec(&layout("TEXT", "INT", "BIGINT")).await;
-    let refused = db.run(&["migrate", "run", "--dry-run"]).code(1);
-    assert!(
-        refused
-            .stderr
-            .contains("its own topic column is text, which migration 2 keeps"),
-        "{}",
-        refused.stderr
-    );
+    kept_layout_refused(&db, "its own topic column is text, which migration 2 keeps");
     // Nor is a processed_at that holds numbers (epoch milliseconds, say) a time to prune by.
     let mut db = TestDb::new(Backend::Mysql).await;
-    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
-        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
-        "processed_at BIGINT NOT NULL",
-    ))
-    .await;
-    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.contains(
-                "cannot adopt table processed_messages: its processed_at column is bigint(20), \
-                 not a date and time, which migration 2 keeps in a table already in the inbox's \
-                 layout (prune and inspect would read a number as a date); convert it first \
-                 (ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL \
-                 DEFAULT CURRENT_TIMESTAMP(6), after"
-            ),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
-    assert_eq!(
-        migration_states(&db).last(),
-        Some(&(2, "pending".to_string()))
+    db.exec(&with_processed_at("BIGINT NOT NULL")).await;
+    kept_layout_refused(
+        &db,
+        "its processed_at column is bigint(20), not a date and time, which migration 2 keeps in \
+         a table already in the inbox's layout (prune and inspect would read a number as a \
+         date); convert it first (ALTER TABLE processed_messages MODIFY processed_at \
+         DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), after",
     );
     // Nor text, which prune would compare with its cutoff row by row, past the index; the
     // statement given makes it the inbox's column, whose default replay's insert relies on.
     let mut db = TestDb::new(Backend::Mysql).await;
-    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
-        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
-        "processed_at VARCHAR(32) NOT NULL DEFAULT '2024-01-01 00:00:00'",
+    db.exec(&with_processed_at(
+        "VARCHAR(32) NOT NULL DEFAULT '2024-01-01 00:00:00'",
     ))
     .await;
     db.exec(
@@ -1817,16 +1790,13 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
     .await;
     let convert = "ALTER TABLE processed_messages MODIFY processed_at DATETIME(6) NOT NULL \
                    DEFAULT CURRENT_TIMESTAMP(6)";
-    let refused = db.run(&["migrate", "run"]).code(1);
-    assert!(
-        refused.stderr.contains(&format!(
-            "cannot adopt table processed_messages: its processed_at column is varchar(32), not \
-             a date and time, which migration 2 keeps in a table already in the inbox's layout \
-             (prune would compare text with its cutoff row by row, past the index); convert it \
-             first ({convert}, after"
-        )),
-        "{}",
-        refused.stderr
+    kept_layout_refused(
+        &db,
+        &format!(
+            "its processed_at column is varchar(32), not a date and time, which migration 2 \
+             keeps in a table already in the inbox's layout (prune would compare text with its \
+             cutoff row by row, past the index); convert it first ({convert}, after"
+        ),
     );
     db.exec(convert).await;
     db.run(&["migrate", "run"]).ok();
@@ -1843,49 +1813,34 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
     // Nor a time without a default of the time a row is written: the inbox's insert gives
     // none, and MySQL's INSERT IGNORE would date its rows 0000-00-00.
     let mut db = TestDb::new(Backend::Mysql).await;
-    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
-        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
-        "processed_at DATETIME(6) NOT NULL",
-    ))
-    .await;
-    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.contains(&format!(
-                "cannot adopt table processed_messages: its processed_at column has no default, \
-                 where the inbox's is the time a row is written, which replay's insert relies \
-                 on and migration 2 keeps in a table already in the inbox's layout (the rows \
-                 replay records would be dated 0000-00-00, and prune delete them by that); give \
-                 it that default ({convert})"
-            )),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
+    db.exec(&with_processed_at("DATETIME(6) NOT NULL")).await;
+    kept_layout_refused(
+        &db,
+        &format!(
+            "its processed_at column has no default, where the inbox's is the time a row is \
+             written, which replay's insert relies on and migration 2 keeps in a table already \
+             in the inbox's layout (the rows replay records would be dated 0000-00-00, and prune \
+             delete them by that); give it that default ({convert})"
+        ),
+    );
     db.exec(convert).await;
     db.run(&["migrate", "run"]).ok();
     // Nor one that may be NULL: inspect cannot read such a row, and prune never deletes it.
     // The statements given fill in the rows without a time first.
     let mut db = TestDb::new(Backend::Mysql).await;
-    db.exec(&layout("VARCHAR(255)", "INT", "BIGINT").replace(
-        "processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
-        "processed_at DATETIME(6) NULL",
-    ))
-    .await;
+    db.exec(&with_processed_at("DATETIME(6) NULL")).await;
     db.exec("INSERT INTO processed_messages (consumer, event_id) VALUES ('c', 'e')")
         .await;
     let fill = "UPDATE processed_messages SET processed_at = UTC_TIMESTAMP(6) WHERE processed_at \
                 IS NULL";
-    let refused = db.run(&["migrate", "run"]).code(1);
-    assert!(
-        refused.stderr.contains(&format!(
-            "cannot adopt table processed_messages: its processed_at column may be NULL, which \
-             migration 2 keeps in a table already in the inbox's layout, where the inbox's is \
-             NOT NULL (inspect cannot read a row without a time, and prune never deletes it); \
-             give such rows a time and make the column the inbox's ({fill}, then {convert})"
-        )),
-        "{}",
-        refused.stderr
+    kept_layout_refused(
+        &db,
+        &format!(
+            "its processed_at column may be NULL, which migration 2 keeps in a table already in \
+             the inbox's layout, where the inbox's is NOT NULL (inspect cannot read a row \
+             without a time, and prune never deletes it); give such rows a time and make the \
+             column the inbox's ({fill}, then {convert})"
+        ),
     );
     db.exec(fill).await;
     db.exec(convert).await;
@@ -1910,24 +1865,15 @@ async fn mysql_a_layout_made_by_hand_needs_coordinates_that_hold_the_inbox_value
                  utf8mb4 COLLATE utf8mb4_bin NOT NULL, MODIFY event_id VARCHAR(255) CHARACTER \
                  SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY \
                  (consumer, event_id)";
-    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
-        let refused = db.run(args).code(1);
-        assert!(
-            refused.stderr.contains(&format!(
-                "cannot adopt table processed_messages: its primary key holds only the first \
-                 characters of a column (event_id(20)), which migration 2 keeps in a table \
-                 already in the inbox's layout, and two event ids alike in those would be taken \
-                 for one event; make the key whole on the inbox's columns ({whole}); its unique \
-                 key once on (event_id(100)) holds only the first characters of event_id, so it \
-                 can refuse rows that the inbox's key keeps apart"
-            )),
-            "{args:?}: {}",
-            refused.stderr
-        );
-    }
-    assert_eq!(
-        migration_states(&db).last(),
-        Some(&(2, "pending".to_string()))
+    kept_layout_refused(
+        &db,
+        &format!(
+            "its primary key holds only the first characters of a column (event_id(20)), which \
+             migration 2 keeps in a table already in the inbox's layout, and two event ids alike \
+             in those would be taken for one event; make the key whole on the inbox's columns \
+             ({whole}); its unique key once on (event_id(100)) holds only the first characters \
+             of event_id, so it can refuse rows that the inbox's key keeps apart"
+        ),
     );
     db.exec(whole).await;
     db.exec("ALTER TABLE processed_messages DROP INDEX once")
@@ -2307,6 +2253,26 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
 }
 
 each_backend!(a_run_that_fails_midway_says_what_it_applied);
+
+/// Runs `migrate run`, dry and not, on a MySQL table already in the inbox's layout, which
+/// must both refuse it for reasons that begin with `reasons`: migration 1 is recorded, 2 is
+/// not.
+fn kept_layout_refused(db: &TestDb, reasons: &str) {
+    for args in [&["migrate", "run", "--dry-run"][..], &["migrate", "run"]] {
+        let refused = db.run(args).code(1);
+        assert!(
+            refused
+                .stderr
+                .contains(&format!("cannot adopt table processed_messages: {reasons}")),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+    assert_eq!(
+        migration_states(db).last(),
+        Some(&(2, "pending".to_string()))
+    );
+}
 
 /// Runs `migrate run`, dry and not, which must both refuse to adopt the inbox for `reasons`
 /// and change nothing: no migration is recorded.

@@ -2489,6 +2489,32 @@ async fn a_copy_of_an_event_the_exec_handler_failed_is_sent_again_on_sqlite() {
 
 /// PostgreSQL's text cannot hold a NUL character: a message whose event id has one fails on
 /// its own, in the dry run as in both handlers' runs, and the others go on.
+/// Replays `topic` with `--on-error skip` through each handler: a dry run and the exec
+/// handler as `mailer`, the SQL handler (HANDLER) as `billing`. Each run must end with exit
+/// code 1, these totals and `why` on stderr. Returns the exec handler's effects file and the
+/// SQL handler's path.
+fn each_handler_skips_one(
+    db: &TestDb,
+    topic: &str,
+    expected: (i64, i64, i64, i64, i64),
+    why: &str,
+) -> (PathBuf, String) {
+    let (command, effects, _) = exec_handler(db, 0.0);
+    let handler = write(db, "deposit.sql", HANDLER);
+    for (consumer, handled) in [
+        ("mailer", &["--dry-run"][..]),
+        ("billing", &["--sql", &handler]),
+        ("mailer", &["--exec", &command]),
+    ] {
+        let mut args = handled.to_vec();
+        args.extend(["--on-error", "skip"]);
+        let run = replay(db, topic, consumer, &args).code(1);
+        assert_eq!(totals(&run.json()), expected, "{handled:?}: {}", run.stderr);
+        assert!(run.stderr.contains(why), "{handled:?}: {}", run.stderr);
+    }
+    (effects, handler)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_id_postgres_cannot_store_fails_on_its_own() {
     let mut db = TestDb::new(Backend::Postgres).await;
@@ -2498,24 +2524,7 @@ async fn an_event_id_postgres_cannot_store_fails_on_its_own() {
     events[1] = deposit(0, "n\0b", 1, 5);
     produce(&topic, &events).await;
     let why = "the event id holds a NUL character, which PostgreSQL's text cannot store";
-    let (command, effects, _) = exec_handler(&db, 0.0);
-    let handler = write(&db, "deposit.sql", HANDLER);
-    for (consumer, handled) in [
-        ("mailer", &["--dry-run"][..]),
-        ("mailer", &["--exec", &command]),
-        ("billing", &["--sql", &handler]),
-    ] {
-        let mut args = handled.to_vec();
-        args.extend(["--on-error", "skip"]);
-        let run = replay(&db, &topic, consumer, &args).code(1);
-        assert_eq!(
-            totals(&run.json()),
-            (3, 2, 0, 1, 0),
-            "{handled:?}: {}",
-            run.stderr
-        );
-        assert!(run.stderr.contains(why), "{handled:?}: {}", run.stderr);
-    }
+    let (effects, _) = each_handler_skips_one(&db, &topic, (3, 2, 0, 1, 0), why);
     assert_eq!(lines(&effects), ["n-p0-0", "n-p0-2"]);
     assert_eq!(inbox_count(&mut db).await, 4);
 }
@@ -4597,24 +4606,7 @@ async fn ids_a_narrower_character_set_cannot_hold_fail_on_their_own_on_mysql() {
     produce(&topic, &events).await;
     let why = "warning: 0:1 (event zażółć): the event id has characters the inbox's event_id \
                column (latin1) cannot hold";
-    let (command, effects, _) = exec_handler(&db, 0.0);
-    let handler = write(&db, "deposit.sql", HANDLER);
-    for (consumer, handled) in [
-        ("mailer", &["--dry-run"][..]),
-        ("billing", &["--sql", &handler]),
-        ("mailer", &["--exec", &command]),
-    ] {
-        let mut args = handled.to_vec();
-        args.extend(["--on-error", "skip"]);
-        let run = replay(&db, &topic, consumer, &args).code(1);
-        assert_eq!(
-            totals(&run.json()),
-            (4, 3, 0, 1, 0),
-            "{handled:?}: {}",
-            run.stderr
-        );
-        assert!(run.stderr.contains(why), "{handled:?}: {}", run.stderr);
-    }
+    let (effects, handler) = each_handler_skips_one(&db, &topic, (4, 3, 0, 1, 0), why);
     assert_eq!(ledger(&mut db).await, ["gó", "n-p0-0", "za?ó??"]);
     assert_eq!(lines(&effects), ["n-p0-0", "gó", "za?ó??"]);
     let pool = db.pool().await;
