@@ -7,7 +7,7 @@
 //! the inbox holds is skipped.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -1530,12 +1530,18 @@ async fn insert_new(
     // takes it for, its own first.
     let key = store.id_key().await.map_err(BatchError::from_anyhow)?;
     let ids = || messages.iter().filter_map(|m| m.event_id.as_deref());
+    let given_ids: HashSet<&str> = ids().collect();
+    let mut by_key: HashMap<&str, &str> = HashMap::new();
+    for id in ids() {
+        by_key.entry(key.of(id)).or_insert(id);
+    }
     let mut inserted = HashSet::new();
     let mut stored_as_another = None;
     for id in &returned {
-        let given = ids()
-            .find(|given| given == id)
-            .or_else(|| ids().find(|given| key.of(given) == key.of(id)));
+        let given = given_ids
+            .get(id.as_str())
+            .or_else(|| by_key.get(key.of(id)))
+            .copied();
         match given {
             Some(given) => {
                 inserted.insert(given.to_string());
