@@ -651,35 +651,70 @@ impl Kafka {
 
     /// Deletes an empty group with everything it committed (Kafka's DeleteGroups): the one
     /// request that returns partitions to "no committed offset" without OffsetDelete. A group
-    /// the coordinator no longer knows is already gone. Blocks: call it where blocking is
-    /// allowed on the runtime (`block_in_place`), as the other broker calls are.
+    /// the coordinator no longer knows is already gone. A coordinator that answers it is not
+    /// (or not yet) the group's is asked again after a pause, as Kafka's own admin client
+    /// does, for up to a few times --kafka-timeout: librdkafka finds the coordinator for each
+    /// request but does not retry one that moved. Blocks: call it where blocking is allowed
+    /// on the runtime (`block_in_place`), as the other broker calls are.
     pub fn delete_group(&self, group: &str) -> anyhow::Result<()> {
         let admin: AdminClient<DefaultClientContext> = self
             .config()
             .create()
             .map_err(|error| self.client_error(error))?;
         let options = AdminOptions::new().request_timeout(Some(self.timeout()));
-        let results = match tokio::runtime::Handle::current()
-            .block_on(admin.delete_groups(&[group], &options))
-        {
-            Ok(results) => results,
-            Err(KafkaError::AdminOp(code)) if is_unanswered(code) => {
-                return Err(DeleteNotAnswered { code }.into())
-            }
-            Err(error) => {
-                return Err(error).with_context(|| format!("could not delete group '{group}'"))
-            }
-        };
-        for result in results {
-            match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::GroupIdNotFound)) => {}
-                Err((_, code)) if is_unanswered(code) => {
+        let deadline = Instant::now() + self.timeout() * COMMIT_TRIES;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let answer =
+                tokio::runtime::Handle::current().block_on(admin.delete_groups(&[group], &options));
+            let code = match answer {
+                Ok(results) => match results.into_iter().find_map(Result::err) {
+                    None => return Ok(()),
+                    Some((_, code)) => code,
+                },
+                Err(KafkaError::AdminOp(code)) => code,
+                Err(error) => {
+                    return Err(error).with_context(|| format!("could not delete group '{group}'"))
+                }
+            };
+            match deletion_outcome(code) {
+                DeletionOutcome::Gone => return Ok(()),
+                DeletionOutcome::NotDone if Instant::now() + pause < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                DeletionOutcome::NotDone | DeletionOutcome::Unanswered => {
                     return Err(DeleteNotAnswered { code }.into())
                 }
-                Err((_, code)) => bail!("could not delete group '{group}': {code}"),
+                DeletionOutcome::Refused => bail!("could not delete group '{group}': {code}"),
             }
         }
-        Ok(())
+    }
+}
+
+/// What an error code of a group deletion says of the group.
+#[derive(Debug, PartialEq)]
+enum DeletionOutcome {
+    /// The coordinator does not know the group: it is gone, by this deletion or before.
+    Gone,
+    /// A broker answered that it is not the group's coordinator, or not ready to be: nothing
+    /// was deleted, and the coordinator found anew may take it.
+    NotDone,
+    /// No answer came: the group may or may not be gone.
+    Unanswered,
+    /// The coordinator refused it (a group with members, no rights): nothing was deleted.
+    Refused,
+}
+
+fn deletion_outcome(code: RDKafkaErrorCode) -> DeletionOutcome {
+    use RDKafkaErrorCode::*;
+    match code {
+        GroupIdNotFound => DeletionOutcome::Gone,
+        NotCoordinator | CoordinatorNotAvailable | CoordinatorLoadInProgress => {
+            DeletionOutcome::NotDone
+        }
+        code if is_unanswered(code) => DeletionOutcome::Unanswered,
+        _ => DeletionOutcome::Refused,
     }
 }
 
@@ -897,6 +932,34 @@ mod tests {
                 .map(|(key, value)| (key.to_string(), value.to_string()))
                 .collect(),
             kafka_timeout: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn a_deletion_the_coordinator_passed_on_is_asked_again() {
+        use RDKafkaErrorCode::*;
+        assert_eq!(deletion_outcome(GroupIdNotFound), DeletionOutcome::Gone);
+        for code in [
+            NotCoordinator,
+            CoordinatorNotAvailable,
+            CoordinatorLoadInProgress,
+        ] {
+            assert_eq!(deletion_outcome(code), DeletionOutcome::NotDone, "{code}");
+        }
+        for code in [
+            OperationTimedOut,
+            RequestTimedOut,
+            BrokerTransportFailure,
+            AllBrokersDown,
+        ] {
+            assert_eq!(
+                deletion_outcome(code),
+                DeletionOutcome::Unanswered,
+                "{code}"
+            );
+        }
+        for code in [NonEmptyGroup, GroupAuthorizationFailed, InvalidGroupId] {
+            assert_eq!(deletion_outcome(code), DeletionOutcome::Refused, "{code}");
         }
     }
 
