@@ -1175,7 +1175,7 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
     let stderr_file = db.dir.path().join("prune.stderr");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("inboxctl"))
         .args(["prune", "--older-than", "1d", "--yes", "--batch-size", "10"])
-        .args(["--strategy", "index"])
+        .args(["--strategy", "index", "--format", "json"])
         .env("DATABASE_URL", &url)
         .current_dir(db.dir.path())
         .stdout(std::process::Stdio::piped())
@@ -1224,6 +1224,44 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
     ] {
         assert!(run.stderr.contains(&needle), "{needle}\n{}", run.stderr);
     }
+    // A script reading the result gets one: what the batches before the stop deleted.
+    let json = run.json();
+    let result = json.as_object().unwrap();
+    assert_eq!(
+        result.keys().collect::<Vec<_>>(),
+        [
+            "database",
+            "cutoff",
+            "rows_deleted",
+            "batches",
+            "interrupted",
+            "stopped_at_once",
+            "warning"
+        ],
+        "{json}"
+    );
+    assert_eq!(
+        (
+            &json["rows_deleted"],
+            &json["batches"],
+            &json["interrupted"],
+            &json["stopped_at_once"]
+        ),
+        (
+            &serde_json::json!(20),
+            &serde_json::json!(2),
+            &serde_json::json!(true),
+            &serde_json::json!(true)
+        ),
+        "{json}"
+    );
+    assert_eq!(
+        json["warning"],
+        format!(
+            "{again}: stopping now (20 rows deleted); a batch is done whole or not at all, and \
+             running the same command again does the rest"
+        ),
+    );
     let warned = run.stderr.contains(
         "warning: could not cancel the batch in flight on the server (could not connect: ",
     );
@@ -3561,7 +3599,12 @@ async fn a_signal_before_the_first_batch_ends_prune_at_once() {
         // The session of the run before still waits: the server has yet to see it gone.
         let before = db.scalar(waiting).await;
         // The index strategy: page ranges would first read the table's size, under the lock.
-        let mut child = db.spawn(&["prune", "--older-than", "30d", "--strategy", "index", more]);
+        let mut args = vec!["prune", "--older-than", "30d", "--strategy", "index", more];
+        let json = more == "--yes";
+        if json {
+            args.extend(["--format", "json"]);
+        }
+        let mut child = db.spawn(&args);
         until_it_waits(&mut db, &mut child, async |db: &mut TestDb| {
             db.scalar(waiting).await > before
         })
@@ -3572,6 +3615,19 @@ async fn a_signal_before_the_first_batch_ends_prune_at_once() {
         let mut stderr = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
         assert_eq!(stderr, "Nothing deleted.\n", "{more}");
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+        if json {
+            // A script reading the result gets one.
+            let result: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+            for (field, value) in [("rows_deleted", 0), ("batches", 0)] {
+                assert_eq!(result[field], value, "{result}");
+            }
+            assert_eq!(result["interrupted"], true, "{result}");
+            assert_eq!(result["stopped_at_once"], true, "{result}");
+        } else {
+            assert_eq!(stdout, "", "{more}");
+        }
     }
     holder.rollback().await.unwrap();
     assert_eq!(db.count("processed_messages").await, 1);

@@ -2640,7 +2640,14 @@ async fn a_hung_exec_handler_goes_with_its_replay(sigkill: bool) {
     let (hanging, _, received) = exec_handler(&db, 3600.0);
     let stderr = db.dir.path().join("replay.stderr");
     let deadline = Instant::now() + RUN_LIMIT;
-    let args = ["--consumer", "mailer", "--exec", &hanging];
+    let args = [
+        "--consumer",
+        "mailer",
+        "--exec",
+        &hanging,
+        "--format",
+        "json",
+    ];
     let mut child = replay_under_way(
         &db,
         &broker().address,
@@ -2667,6 +2674,19 @@ async fn a_hung_exec_handler_goes_with_its_replay(sigkill: bool) {
             text.contains("warning: Ctrl-C again: stopping now (nothing was done yet)"),
             "{text}"
         );
+        // A script reading the result gets one, of no message done.
+        let stdout = std::fs::read_to_string(stderr.with_extension("stdout")).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+        for (field, value) in [
+            ("messages", json!(0)),
+            ("processed", json!(0)),
+            ("interrupted", json!(true)),
+            ("stopped_at_once", json!(true)),
+            ("consumer", json!("mailer")),
+        ] {
+            assert_eq!(json[field], value, "{field}: {json}");
+        }
+        assert_eq!(json["partitions"][0]["to"], json!(3), "{json}");
     }
     // The handler's processes (its shell and python) go with it.
     let marker = received.to_str().unwrap().to_string();
@@ -2696,7 +2716,8 @@ async fn a_replay_killed_with_sigkill_takes_its_exec_handler_along_on_sqlite() {
 }
 
 /// Starts `inboxctl replay --topic TOPIC --from earliest ARGS` against `brokers` and waits
-/// until its exec handler has received a message (`received` has a line).
+/// until its exec handler has received a message (`received` has a line). Its stdout goes
+/// to `stderr` with the extension `stdout`.
 async fn replay_under_way(
     db: &TestDb,
     brokers: &str,
@@ -2713,9 +2734,9 @@ async fn replay_under_way(
         .args(["replay", "--topic", topic, "--from", "earliest"])
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        // A file, not a pipe: the handler shares inboxctl's stderr, and a pipe it kept open
-        // would hang the test instead of failing it.
+        // Files, not pipes: the handler shares inboxctl's stdout and stderr, and a pipe it
+        // kept open would hang the test instead of failing it.
+        .stdout(std::fs::File::create(stderr.with_extension("stdout")).unwrap())
         .stderr(std::fs::File::create(stderr).unwrap())
         .spawn()
         .expect("start inboxctl");

@@ -307,7 +307,7 @@ async fn revert(
             output.note("Nothing reverted.");
             return Ok(status);
         }
-        super::end_at_once_on_signals(*output, None)?;
+        super::end_at_once_on_signals(*output, None, None)?;
     }
     let steps = migrate::revert(store, to).await?;
     match output.format {

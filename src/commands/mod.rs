@@ -137,7 +137,10 @@ pub(crate) async fn retried<T>(
 pub(crate) struct StopRequest {
     signal: std::sync::Arc<std::sync::atomic::AtomicI32>,
     /// What the command has done so far, for a stop at once to report.
-    done: std::sync::Arc<std::sync::Mutex<String>>,
+    done: std::sync::Arc<std::sync::Mutex<Done>>,
+    /// Whether the command's result is printed, by the command or by a stop at once: one of
+    /// them prints it, whole, and the other then prints none.
+    reported: std::sync::Arc<std::sync::Mutex<bool>>,
     /// Set by a stop at once, before it cancels the batch in flight.
     at_once: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Whether a batch's statement is running, which a stop at once cancels.
@@ -149,6 +152,15 @@ pub(crate) struct StopRequest {
     /// Whether the command is waiting for its next batch, with none in flight: a first
     /// signal then stops it at once, and says so.
     waiting: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What a command has done so far: words for the warning of a stop at once, and the same
+/// as fields of its JSON result (`rows_deleted`, `messages`, …), which that stop prints in
+/// place of the result the command did not get to.
+#[derive(Default)]
+struct Done {
+    text: String,
+    fields: serde_json::Map<String, serde_json::Value>,
 }
 
 /// How long a stop at once waits for the server to take the cancel of the batch in flight.
@@ -226,11 +238,30 @@ impl StopRequest {
     }
 
     /// Records what the command has done so far (after each batch), which a stop at once
-    /// reports in place of the summary it cannot print.
-    pub(crate) fn note_done(&self, done: String) {
+    /// reports in place of the summary it cannot print: `text` in its warning, `fields`
+    /// (a JSON object, named as in the command's JSON result) on stdout with `--format json`.
+    pub(crate) fn note_done(&self, text: String, fields: serde_json::Value) {
         if let Ok(mut noted) = self.done.lock() {
-            *noted = done;
+            noted.text = text;
+            noted.fields = match fields {
+                serde_json::Value::Object(fields) => fields,
+                _ => Default::default(),
+            };
         }
+    }
+
+    /// Prints the command's result unless a stop at once has printed its own in its place
+    /// (the process is then ending). A stop at once waits for a result being printed.
+    pub(crate) fn print_result(
+        &self,
+        print: impl FnOnce() -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
+        if *reported {
+            return Ok(());
+        }
+        *reported = true;
+        print()
     }
 
     /// Records the session whose statement in flight a stop at once cancels.
@@ -271,10 +302,13 @@ impl StopRequest {
 /// given: what they do to a command without batches to stop between, or before its first
 /// change. Once a confirmation question has caught either (to give the terminal back), the
 /// process would no longer end by itself. The server rolls back what was under way when the
-/// connection goes. Listens until the returned task is aborted.
+/// connection goes. With `--format json`, `result` (a JSON object) is printed on stdout
+/// first, marked `interrupted`, so that a script reading the result gets one. Listens until
+/// the returned task is aborted.
 pub(crate) fn end_at_once_on_signals(
     output: Output,
     nothing_done: Option<&'static str>,
+    result: Option<serde_json::Value>,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
@@ -287,6 +321,11 @@ pub(crate) fn end_at_once_on_signals(
         };
         if let Some(note) = nothing_done {
             output.note(note);
+        }
+        if let (Format::Json, Some(mut result)) = (output.format, result) {
+            result["interrupted"] = true.into();
+            result["stopped_at_once"] = true.into();
+            let _ = output.print_json(&result);
         }
         std::process::exit(status as i32);
     }))
@@ -310,9 +349,12 @@ pub(crate) enum OnStop {
 
 /// Listens for Ctrl-C and SIGTERM until the returned task is aborted. The first asks the
 /// command to stop as `on_stop` says; a second ends the process at once, for a step that
-/// does not finish (a batch waiting on a lock, a broker that does not answer).
+/// does not finish (a batch waiting on a lock, a broker that does not answer). With
+/// `--format json`, that stop prints on stdout a JSON object of what was done (see
+/// [`StopRequest::note_done`]), so that a script reading the result gets one.
 pub(crate) fn stop_on_signals(
     on_stop: OnStop,
+    output: Output,
 ) -> anyhow::Result<(StopRequest, tokio::task::JoinHandle<()>)> {
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
@@ -393,24 +435,25 @@ pub(crate) fn stop_on_signals(
                     failed.map(|failed| (failed, canceller.without_the_cancel()))
                 }
             };
-            let done = received
+            let (done, mut result) = received
                 .done
                 .lock()
-                .map(|done| done.clone())
+                .map(|done| (done.text.clone(), done.fields.clone()))
                 .unwrap_or_default();
             let done = match done.is_empty() {
                 true => "nothing was done yet".to_string(),
                 false => done,
             };
-            match &on_stop {
-                OnStop::AfterTheBatch => crate::stderr_line!(
-                    "warning: {again}: stopping now ({done}); a batch is done whole or \
-                     not at all, and running the same command again does the rest"
+            let warning = match &on_stop {
+                OnStop::AfterTheBatch => format!(
+                    "{again}: stopping now ({done}); a batch is done whole or not at all, and \
+                     running the same command again does the rest"
                 ),
                 OnStop::FinishFirst { if_stopped_now, .. } => {
-                    crate::stderr_line!("warning: {again}: stopping now; {}", if_stopped_now())
+                    format!("{again}: stopping now; {}", if_stopped_now())
                 }
-            }
+            };
+            crate::stderr_line!("warning: {warning}");
             if let Some((failed, without_the_cancel)) = cancel_failed {
                 crate::stderr_line!(
                     "{}",
@@ -423,6 +466,17 @@ pub(crate) fn stop_on_signals(
             let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
             if group > 0 {
                 signal_group(group as u32, SIGTERM);
+            }
+            if output.format == Format::Json {
+                let mut reported = received.reported.lock().unwrap_or_else(|e| e.into_inner());
+                if !*reported {
+                    *reported = true;
+                    result.insert("interrupted".into(), true.into());
+                    result.insert("stopped_at_once".into(), true.into());
+                    result.insert("warning".into(), warning.into());
+                    // Nothing is left to tell of a stdout that cannot be written.
+                    let _ = output.print_json(&result);
+                }
             }
             // The exit code is the first signal's, as the first stop would have given.
             std::process::exit(received.exit_status() as i32);

@@ -809,7 +809,8 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     // From here a signal lets the reset finish: one that stopped it between deleting the
     // group and committing again would leave the group with no offsets at all, and its
     // consumers would start wherever auto.offset.reset says.
-    let (stop, signals) = super::stop_on_signals(reset.on_stop())?;
+    let (stop, signals) = super::stop_on_signals(reset.on_stop(), output)?;
+    stop.note_done(String::new(), serde_json::json!({ "group": args.group }));
     let result = reset.execute(&stop);
     signals.abort();
     let status = result?;
@@ -990,14 +991,16 @@ impl Reset<'_> {
             .collect();
         // The checks below run even when stdout cannot be written: the reset is done, and
         // what they find matters more than the table.
-        let printed = print_plan(
-            group,
-            &applied,
-            true,
-            self.forgetting,
-            self.without_inbox_rows,
-            output,
-        );
+        let printed = stop.print_result(|| {
+            print_plan(
+                group,
+                &applied,
+                true,
+                self.forgetting,
+                self.without_inbox_rows,
+                output,
+            )
+        });
         let expected = self
             .plan
             .iter()

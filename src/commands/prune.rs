@@ -103,7 +103,8 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     // Nothing is written before the first batch: until then Ctrl-C or SIGTERM end prune at
     // once (the server drops its reads with the connection), and from then on they stop it
     // after the batch in flight.
-    let before_deleting = super::end_at_once_on_signals(output, Some(NOTHING_DELETED))?;
+    let before_deleting =
+        super::end_at_once_on_signals(output, Some(NOTHING_DELETED), nothing_deleted(cutoff))?;
     // One connection for the rest: prune's queries follow one another, and its batches hold
     // the one connection they run on until the end.
     let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
@@ -116,6 +117,11 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 
 /// What prune says when it ends before its first batch.
 const NOTHING_DELETED: &str = "Nothing deleted.";
+
+/// The JSON result of a prune that ends before its first batch.
+fn nothing_deleted(cutoff: DateTime<Utc>) -> Option<serde_json::Value> {
+    Some(serde_json::json!({ "cutoff": cutoff, "rows_deleted": 0, "batches": 0 }))
+}
 
 /// How many empty batches in a row `by_index` tries while prunable rows remain.
 const EMPTY_BATCHES_TRIED: u32 = 3;
@@ -319,7 +325,8 @@ async fn prune(
             output.note(NOTHING_DELETED);
             return Ok(status);
         }
-        before_deleting = super::end_at_once_on_signals(*output, Some(NOTHING_DELETED))?;
+        before_deleting =
+            super::end_at_once_on_signals(*output, Some(NOTHING_DELETED), nothing_deleted(cutoff))?;
     }
 
     // compare must know that a consumer's offsets from before the cutoff may have no row any
@@ -338,7 +345,8 @@ async fn prune(
 
     // From the first batch on, Ctrl-C or SIGTERM asks to stop; the batch in flight finishes
     // (it is one transaction) and the summary says how far the run got.
-    let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch)?;
+    let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch, *output)?;
+    note_deleted(&stop, &report);
     stop.cancel_with_a_stop_at_once(canceller);
     before_deleting.abort();
 
@@ -378,7 +386,7 @@ async fn prune(
     if let Err(error) = deleted {
         // What the batches before it deleted is gone for good: the report says how much.
         report.error = Some(crate::shown_error(&error));
-        print_report(&report, output)?;
+        stop.print_result(|| print_report(&report, output))?;
         return Err(error);
     }
     match report.rows_planned {
@@ -396,7 +404,7 @@ async fn prune(
         }
         _ => {}
     }
-    print_report(&report, output)?;
+    stop.print_result(|| print_report(&report, output))?;
     if report.interrupted {
         let of = report
             .rows_planned
@@ -549,8 +557,7 @@ impl Deleting<'_> {
     fn count(&self, report: &mut PruneReport, consumer: Option<&str>, deleted: u64) {
         report.rows_deleted += deleted;
         self.progress.inc(deleted);
-        self.stop
-            .note_done(format!("{} rows deleted", report.rows_deleted));
+        note_deleted(self.stop, report);
         if let Some(consumer) = consumer {
             if let Some(entry) = report.consumers.iter_mut().find(|c| c.consumer == consumer) {
                 entry.deleted = Some(entry.deleted.unwrap_or(0) + deleted);
@@ -817,6 +824,19 @@ fn page_count(rows: f64, rows_per_page: f64, max: u64) -> u64 {
     } else {
         pages
     }
+}
+
+/// What a stop at once reports of the batches so far.
+fn note_deleted(stop: &StopRequest, report: &PruneReport) {
+    stop.note_done(
+        format!("{} rows deleted", report.rows_deleted),
+        serde_json::json!({
+            "database": report.database,
+            "cutoff": report.cutoff,
+            "rows_deleted": report.rows_deleted,
+            "batches": report.batches,
+        }),
+    );
 }
 
 fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {

@@ -22,7 +22,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::task::block_in_place;
 
 use crate::cli::{Format, OnError, OnMissingId, ReplayArgs};
-use crate::commands::retried;
+use crate::commands::{retried, StopRequest};
 use crate::error::usage;
 use crate::event_id::{id_hash, EventIdSource};
 use crate::exit::ExitStatus;
@@ -425,7 +425,8 @@ async fn replay(
     let total: i64 = ranges.iter().map(|(_, from, to)| to - from).sum();
     let progress = output.progress(Some(total.max(0) as u64), "messages");
 
-    let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch)?;
+    let (stop, signal) = super::stop_on_signals(super::OnStop::AfterTheBatch, *output)?;
+    note_done(&stop, args, &summaries);
     stop.before_the_first_batch();
 
     let started = Instant::now();
@@ -732,10 +733,7 @@ async fn replay(
         }
         note_last_offsets(&mut summaries, last_offsets);
         progress.inc(batch_len as u64);
-        stop.note_done(format!(
-            "{} messages read, each finished batch committed",
-            summaries.values().map(|s| s.messages).sum::<u64>()
-        ));
+        note_done(&stop, args, &summaries);
         if failure.is_some() {
             break;
         }
@@ -771,7 +769,7 @@ async fn replay(
     }
     let elapsed = started.elapsed();
     let error = failure.as_ref().map(crate::shown_error);
-    print_summary(args, &summaries, elapsed, interrupted, error, output)?;
+    stop.print_result(|| print_summary(args, &summaries, elapsed, interrupted, error, output))?;
     if let Some(error) = failure {
         return Err(error);
     }
@@ -2262,6 +2260,32 @@ fn note_last_offsets(
     }
 }
 
+/// What a stop at once reports of the batches so far.
+fn note_done(stop: &StopRequest, args: &ReplayArgs, summaries: &BTreeMap<i32, PartitionSummary>) {
+    let text = match summaries.values().map(|s| s.messages).sum::<u64>() {
+        // Said as "nothing was done yet".
+        0 => String::new(),
+        messages => format!("{messages} messages read, each finished batch committed"),
+    };
+    stop.note_done(text, summary_json(args, summaries));
+}
+
+/// The JSON summary's fields that count messages, as far as the batches so far go.
+fn summary_json(args: &ReplayArgs, summaries: &BTreeMap<i32, PartitionSummary>) -> Value {
+    json!({
+        "topic": args.topic,
+        "consumer": args.consumer,
+        "dry_run": args.dry_run,
+        "interrupted": false,
+        "partitions": summaries.values().collect::<Vec<_>>(),
+        "messages": summaries.values().map(|s| s.messages).sum::<u64>(),
+        "processed": summaries.values().map(|s| s.processed).sum::<u64>(),
+        "skipped_duplicate": summaries.values().map(|s| s.skipped_duplicate).sum::<u64>(),
+        "failed": summaries.values().map(|s| s.failed).sum::<u64>(),
+        "missing_id": summaries.values().map(|s| s.missing_id).sum::<u64>(),
+    })
+}
+
 fn print_summary(
     args: &ReplayArgs,
     summaries: &BTreeMap<i32, PartitionSummary>,
@@ -2277,20 +2301,10 @@ fn print_summary(
         0.0
     };
     if output.format == Format::Json {
-        let mut summary = json!({
-            "topic": args.topic,
-            "consumer": args.consumer,
-            "dry_run": args.dry_run,
-            "interrupted": interrupted,
-            "partitions": summaries.values().collect::<Vec<_>>(),
-            "messages": messages,
-            "processed": summaries.values().map(|s| s.processed).sum::<u64>(),
-            "skipped_duplicate": summaries.values().map(|s| s.skipped_duplicate).sum::<u64>(),
-            "failed": summaries.values().map(|s| s.failed).sum::<u64>(),
-            "missing_id": summaries.values().map(|s| s.missing_id).sum::<u64>(),
-            "elapsed_ms": elapsed.as_millis(),
-            "messages_per_second": rate,
-        });
+        let mut summary = summary_json(args, summaries);
+        summary["interrupted"] = json!(interrupted);
+        summary["elapsed_ms"] = json!(elapsed.as_millis());
+        summary["messages_per_second"] = json!(rate);
         // Why a run that failed stopped (it is also on stderr).
         if let Some(error) = error {
             summary["error"] = json!(error);
