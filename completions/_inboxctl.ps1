@@ -59,6 +59,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
         'inboxctl;migrate;run' {
             [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)')
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Give up connecting after this long (e.g. 5s, 1m)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long a migration may wait for a lock on the inbox''s tables (PostgreSQL, MySQL), which the application''s open transactions hold, before it gives up; the application''s statements queue behind it meanwhile. 0 waits without limit')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the SQL that would run and change nothing')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
@@ -89,6 +90,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)')
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Give up connecting after this long (e.g. 5s, 1m)')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Revert down to this version (0 reverts everything and drops the table)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long a migration may wait for a lock on the inbox''s tables (PostgreSQL, MySQL), which the application''s open transactions hold, before it gives up; the application''s statements queue behind it meanwhile. 0 waits without limit')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the SQL that would run and change nothing')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask before dropping a table that holds rows')

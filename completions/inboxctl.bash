@@ -552,7 +552,7 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__migrate__subcmd__revert)
-            opts="-y -v -q -h -V --database-url --connect-timeout --to --dry-run --yes --format --verbose --quiet --help --version"
+            opts="-y -v -q -h -V --database-url --connect-timeout --to --dry-run --yes --lock-timeout --format --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -570,6 +570,10 @@ _inboxctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json csv" -- "${cur}"))
                     return 0
@@ -582,7 +586,7 @@ _inboxctl() {
             return 0
             ;;
         inboxctl__subcmd__migrate__subcmd__run)
-            opts="-v -q -h -V --database-url --connect-timeout --dry-run --format --verbose --quiet --help --version"
+            opts="-v -q -h -V --database-url --connect-timeout --dry-run --lock-timeout --format --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -593,6 +597,10 @@ _inboxctl() {
                     return 0
                     ;;
                 --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -54,6 +54,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
         &'inboxctl;migrate;run'= {
             cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
             cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
+            cand --lock-timeout 'How long a migration may wait for a lock on the inbox''s tables (PostgreSQL, MySQL), which the application''s open transactions hold, before it gives up; the application''s statements queue behind it meanwhile. 0 waits without limit'
             cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
             cand --dry-run 'Print the SQL that would run and change nothing'
             cand -v 'Print more detail on stderr (repeat for more)'
@@ -82,6 +83,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --database-url 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)'
             cand --connect-timeout 'Give up connecting after this long (e.g. 5s, 1m)'
             cand --to 'Revert down to this version (0 reverts everything and drops the table)'
+            cand --lock-timeout 'How long a migration may wait for a lock on the inbox''s tables (PostgreSQL, MySQL), which the application''s open transactions hold, before it gives up; the application''s statements queue behind it meanwhile. 0 waits without limit'
             cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
             cand --dry-run 'Print the SQL that would run and change nothing'
             cand -y 'Do not ask before dropping a table that holds rows'

@@ -144,6 +144,11 @@ pub enum MigrateCommand {
         /// Print the SQL that would run and change nothing
         #[arg(long)]
         dry_run: bool,
+        /// How long a migration may wait for a lock on the inbox's tables (PostgreSQL, MySQL),
+        /// which the application's open transactions hold, before it gives up; the
+        /// application's statements queue behind it meanwhile. 0 waits without limit
+        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+        lock_timeout: Duration,
     },
     /// List the migrations and whether each is applied
     Status {
@@ -160,9 +165,15 @@ pub enum MigrateCommand {
         /// Print the SQL that would run and change nothing
         #[arg(long)]
         dry_run: bool,
-        /// Do not ask before dropping a table that holds rows
+        /// Do not ask before dropping a table that holds rows, or (reverting migration 2) the
+        /// topic, partition and offset rows hold
         #[arg(long, short = 'y')]
         yes: bool,
+        /// How long a migration may wait for a lock on the inbox's tables (PostgreSQL, MySQL),
+        /// which the application's open transactions hold, before it gives up; the
+        /// application's statements queue behind it meanwhile. 0 waits without limit
+        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+        lock_timeout: Duration,
     },
 }
 

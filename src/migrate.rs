@@ -1696,13 +1696,17 @@ fn plan_revert(
 
 /// Apply every pending migration. Concurrent runs serialise on the backend's lock; the one
 /// that waited finds nothing left to do.
-pub async fn run(store: &Store) -> anyhow::Result<Vec<MigrationStep>> {
-    with_migration_lock(store, Work::Apply).await
+pub async fn run(store: &Store, lock_timeout: Duration) -> anyhow::Result<Vec<MigrationStep>> {
+    with_migration_lock(store, Work::Apply, lock_timeout).await
 }
 
 /// Undo applied migrations down to `to` (default: the last one only), newest first.
-pub async fn revert(store: &Store, to: Option<i64>) -> anyhow::Result<Vec<MigrationStep>> {
-    with_migration_lock(store, Work::Revert { to }).await
+pub async fn revert(
+    store: &Store,
+    to: Option<i64>,
+    lock_timeout: Duration,
+) -> anyhow::Result<Vec<MigrationStep>> {
+    with_migration_lock(store, Work::Revert { to }, lock_timeout).await
 }
 
 enum Work {
@@ -1723,7 +1727,15 @@ impl Work {
     }
 }
 
-async fn with_migration_lock(store: &Store, work: Work) -> anyhow::Result<Vec<MigrationStep>> {
+/// Runs `work` under the backend's migration lock. Its statements wait at most
+/// `lock_timeout` for a lock on a table (0: without limit), for while one waits, every
+/// statement of the application on that table queues behind it; waiting for another run's
+/// migration lock is not bounded by it.
+async fn with_migration_lock(
+    store: &Store,
+    work: Work,
+    lock_timeout: Duration,
+) -> anyhow::Result<Vec<MigrationStep>> {
     let mut connection = store.acquire().await?;
     match &store.dialect.migration_locking {
         MigrationLocking::SessionLock { lock, unlock, .. } => {
@@ -1736,7 +1748,19 @@ async fn with_migration_lock(store: &Store, work: Work) -> anyhow::Result<Vec<Mi
                     "timed out waiting for another `inboxctl migrate` to finish (lock not granted)"
                 );
             }
-            let result = work.run(store, &mut connection).await;
+            let limit = lock_timeout_statement(store.backend, lock_timeout);
+            let result = match connection.execute(limit.as_str()).await {
+                Ok(_) => match work.run(store, &mut connection).await {
+                    Err(error) if is_lock_timeout(&error) => {
+                        let holders = lock_holders(store).await;
+                        Err(error.context(lock_wait_refusal(lock_timeout, holders)))
+                    }
+                    result => result,
+                },
+                Err(error) => {
+                    Err(anyhow::Error::new(error).context("could not set the lock timeout"))
+                }
+            };
             let released = sqlx::query_scalar::<_, i64>(unlock)
                 .fetch_one(&mut *connection)
                 .await;
@@ -1776,6 +1800,95 @@ async fn with_migration_lock(store: &Store, work: Work) -> anyhow::Result<Vec<Mi
             Ok(steps)
         }
     }
+}
+
+/// The session setting that bounds a statement's wait for a table's lock: PostgreSQL's
+/// `lock_timeout`, MySQL's `lock_wait_timeout` for metadata locks (whole seconds, at least 1,
+/// and a year for no limit).
+fn lock_timeout_statement(backend: Backend, timeout: Duration) -> String {
+    match backend {
+        Backend::Postgres => format!("SET lock_timeout = {}", timeout.as_millis()),
+        _ => {
+            let seconds = match timeout.is_zero() {
+                true => 31_536_000,
+                false => timeout.as_secs_f64().ceil() as u64,
+            };
+            format!("SET SESSION lock_wait_timeout = {seconds}")
+        }
+    }
+}
+
+/// Whether a migration failed because a lock wait ran out of its time.
+fn is_lock_timeout(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+        .filter_map(|error| error.as_database_error())
+        .any(
+            |database| match database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+                Some(mysql) => mysql.number() == 1205,
+                None => database.code().as_deref() == Some("55P03"),
+            },
+        )
+}
+
+/// The other sessions that may hold the lock a migration waited for, as "pid 4242 (idle in
+/// transaction for 35s: SELECT …)": on PostgreSQL those holding a lock on one of the
+/// inbox's tables, on MySQL those with a transaction open in the database. Only what the
+/// user may see of them; none when they cannot be read.
+async fn lock_holders(store: &Store) -> Vec<String> {
+    let sql = match store.backend {
+        Backend::Postgres => {
+            "SELECT a.pid::int8, coalesce(a.state, ''), \
+             coalesce(extract(epoch FROM now() - a.xact_start)::int8, 0), \
+             left(regexp_replace(coalesce(a.query, ''), '\\s+', ' ', 'g'), 60) \
+             FROM pg_stat_activity a WHERE a.pid <> pg_backend_pid() AND a.pid IN \
+             (SELECT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+              WHERE l.granted AND c.relname IN ('processed_messages', 'inboxctl_prunes', \
+              'inboxctl_migrations') AND c.relnamespace = current_schema()::regnamespace) \
+             ORDER BY a.xact_start"
+        }
+        Backend::Mysql => {
+            "SELECT CAST(p.ID AS SIGNED), LOWER(p.COMMAND), CAST(p.TIME AS SIGNED), \
+             LEFT(REGEXP_REPLACE(COALESCE(p.INFO, ''), '[[:space:]]+', ' '), 60) \
+             FROM information_schema.INNODB_TRX t \
+             JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id \
+             WHERE p.DB = DATABASE() AND p.ID <> CONNECTION_ID() ORDER BY t.trx_started"
+        }
+        Backend::Sqlite => return Vec::new(),
+    };
+    let rows: Vec<(i64, String, i64, String)> = sqlx::query_as(sql)
+        .fetch_all(store.pool())
+        .await
+        .unwrap_or_default();
+    rows.into_iter()
+        .map(|(session, state, seconds, query)| {
+            let doing = match query.trim() {
+                "" => String::new(),
+                query => format!(": {}", crate::output::printable(query)),
+            };
+            let kind = match store.backend {
+                Backend::Postgres => "pid",
+                _ => "connection",
+            };
+            format!("{kind} {session} ({state} for {seconds}s{doing})")
+        })
+        .collect()
+}
+
+/// What a migration that waited out its lock timeout says: who holds the lock, as far as
+/// can be seen, and what to do.
+fn lock_wait_refusal(timeout: Duration, holders: Vec<String>) -> String {
+    let held_by = match holders.is_empty() {
+        true => "another session holds it (see pg_stat_activity or SHOW PROCESSLIST)".to_string(),
+        false => format!("sessions that may hold it: {}", holders.join(", ")),
+    };
+    format!(
+        "could not lock the inbox's tables within {} (--lock-timeout; the application's \
+         statements on them queue behind such a wait); {held_by}; run it again once they end, \
+         or give --lock-timeout a longer wait (0 waits without limit)",
+        humantime::format_duration(timeout)
+    )
 }
 
 /// Where each DDL statement commits on its own (MySQL), outside any transaction of the run.

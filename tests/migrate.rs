@@ -2254,6 +2254,65 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
 
 each_backend!(a_run_that_fails_midway_says_what_it_applied);
 
+/// A migration waits at most --lock-timeout for a lock the application holds (here an open
+/// transaction that read the table), since the application's own statements queue behind
+/// that wait. It then fails, naming the session, with migration 2 still pending; a run after
+/// the transaction ends applies it.
+async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.exec(match backend {
+        Backend::Postgres => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        _ => "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL, processed_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    })
+    .await;
+    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')")
+        .await;
+    let pool = db.pool().await;
+    let mut reader = pool.begin().await.unwrap();
+    sqlx::raw_sql("SELECT COUNT(*) FROM processed_messages")
+        .execute(&mut *reader)
+        .await
+        .unwrap();
+    // Spawned and waited for with a deadline: a run that waited on would hang the test.
+    let mut child = db.spawn(&["migrate", "run", "--lock-timeout", "1s"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let code = wait_until(&mut child, deadline);
+    let run = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(code, Some(1), "{}", run.stderr);
+    let holder = match backend {
+        Backend::Postgres => "; sessions that may hold it: pid ",
+        _ => "; sessions that may hold it: connection ",
+    };
+    for needle in [
+        "error: could not lock the inbox's tables within 1s (--lock-timeout; ",
+        holder,
+        "run it again once they end, or give --lock-timeout a longer wait (0 waits without limit): \
+         migration 2 (",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}\n{}", run.stderr);
+    }
+    let idle = match backend {
+        Backend::Postgres => " (idle in transaction for ",
+        _ => " (sleep for ",
+    };
+    assert!(run.stderr.contains(idle), "{}", run.stderr);
+    assert_eq!(db.count("inboxctl_migrations").await, 1);
+    reader.rollback().await.unwrap();
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout_on_postgres() {
+    a_migration_gives_up_a_lock_wait_after_its_lock_timeout(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout_on_mysql() {
+    a_migration_gives_up_a_lock_wait_after_its_lock_timeout(Backend::Mysql).await;
+}
+
 /// Runs `migrate run`, dry and not, on a MySQL table already in the inbox's layout, which
 /// must both refuse it for reasons that begin with `reasons`: migration 1 is recorded, 2 is
 /// not.

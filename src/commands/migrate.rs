@@ -11,7 +11,11 @@ use crate::store::{mysql, Backend, CreateMode, InboxLayout, Store, INBOX_TABLE};
 
 pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus> {
     match args.command {
-        MigrateCommand::Run { database, dry_run } => {
+        MigrateCommand::Run {
+            database,
+            dry_run,
+            lock_timeout,
+        } => {
             let create = if dry_run {
                 CreateMode::MustExist
             } else {
@@ -25,7 +29,7 @@ pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus
                 }
                 Err(error) => return Err(error),
             };
-            let result = run_migrations(&store, dry_run, &output).await;
+            let result = run_migrations(&store, dry_run, lock_timeout, &output).await;
             store.close().await;
             result
         }
@@ -40,9 +44,10 @@ pub async fn run(args: MigrateArgs, output: Output) -> anyhow::Result<ExitStatus
             to,
             dry_run,
             yes,
+            lock_timeout,
         } => {
             let store = super::connect(&database, CreateMode::MustExist, &output).await?;
-            let result = revert(&store, to, dry_run, yes, &output).await;
+            let result = revert(&store, to, dry_run, yes, lock_timeout, &output).await;
             store.close().await;
             result
         }
@@ -79,6 +84,7 @@ fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
 async fn run_migrations(
     store: &Store,
     dry_run: bool,
+    lock_timeout: std::time::Duration,
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     if dry_run {
@@ -110,7 +116,7 @@ async fn run_migrations(
         }
     };
     let was_timestamp = timestamp_column().await?;
-    let steps = migrate::run(store).await?;
+    let steps = migrate::run(store, lock_timeout).await?;
     // Said once the run has adopted it: a run that waited for another's lock finds nothing
     // left to do.
     if let (Some(rows), false) = (classic_rows, steps.is_empty()) {
@@ -245,6 +251,7 @@ async fn revert(
     to: Option<i64>,
     dry_run: bool,
     yes: bool,
+    lock_timeout: std::time::Duration,
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     let plan = migrate::revert_plan(store, to).await?;
@@ -309,7 +316,7 @@ async fn revert(
         }
         super::end_at_once_on_signals(*output, None, None)?;
     }
-    let steps = migrate::revert(store, to).await?;
+    let steps = migrate::revert(store, to, lock_timeout).await?;
     match output.format {
         Format::Json => {
             output.print_json(&json!({ "database": store.url.redacted, "reverted": steps }))?
