@@ -923,6 +923,111 @@ async fn to_inbox_names_the_partitions_it_leaves_for_want_of_inbox_rows() {
     );
 }
 
+/// A member of a group, subscribed and polling on a thread of its own, as a running service
+/// is; it commits nothing.
+struct Member {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Member {
+    /// Joins `group` on `topic` and returns once the member has partitions assigned.
+    async fn join(broker: &'static Broker, group: &str, topic: &str) -> Member {
+        let stop = Arc::new(AtomicBool::new(false));
+        let assigned = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stop, assigned) = (stop.clone(), assigned.clone());
+            let (group, topic) = (group.to_string(), topic.to_string());
+            std::thread::spawn(move || {
+                let consumer: BaseConsumer = broker
+                    .config()
+                    .set("group.id", &group)
+                    .set("enable.auto.commit", "false")
+                    .set("auto.offset.reset", "earliest")
+                    .set("session.timeout.ms", "6000")
+                    .create()
+                    .unwrap();
+                consumer.subscribe(&[&topic]).unwrap();
+                while !stop.load(Ordering::SeqCst) {
+                    if let Some(message) = consumer.poll(Duration::from_millis(100)) {
+                        message.expect("consume");
+                    }
+                    if consumer.assignment().is_ok_and(|a| a.count() > 0) {
+                        assigned.store(true, Ordering::SeqCst);
+                    }
+                }
+                consumer.unsubscribe();
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !assigned.load(Ordering::SeqCst) {
+            assert!(
+                Instant::now() < deadline,
+                "the member never got an assignment"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Member { stop, thread }
+    }
+
+    /// Leaves the group.
+    fn leave(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().expect("member thread");
+    }
+}
+
+/// A group whose member has committed nothing yet: `offsets show` says so rather than show
+/// an empty table, and with --topic lists the topic's partitions without an offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_without_commits_is_said_to_have_none() {
+    let broker = broker();
+    let db = TestDb::new(Backend::Sqlite).await;
+    let (topic, group) = (unique("orders"), unique("fresh"));
+    broker.create_topic(&topic, 2).await;
+    fill(broker, &topic, "e", &[2, 1]).await;
+    let member = Member::join(broker, &group, &topic).await;
+    wait_for_state(&db, &group, "Stable").await;
+    let shown = inboxctl(&db, broker, &["offsets", "show", "--group", &group]).ok();
+    assert_eq!(
+        shown.stdout,
+        format!(
+            "Group '{group}': Stable, 1 member(s)\n\
+             No committed offsets yet; --topic TOPIC shows a topic's partitions anyway.\n"
+        )
+    );
+    let of_topic = inboxctl(
+        &db,
+        broker,
+        &["offsets", "show", "--group", &group, "--topic", &topic],
+    )
+    .ok();
+    assert_eq!(
+        of_topic.table_rows(),
+        [
+            vec![
+                topic.clone(),
+                "0".into(),
+                "-".into(),
+                "0".into(),
+                "2".into(),
+                "-".into()
+            ],
+            vec![
+                topic.clone(),
+                "1".into(),
+                "-".into(),
+                "0".into(),
+                "1".into(),
+                "-".into()
+            ],
+        ],
+        "{}",
+        of_topic.stdout
+    );
+    member.leave();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn execute_is_refused_while_a_member_is_polling() {
     let broker = broker();
@@ -933,40 +1038,7 @@ async fn execute_is_refused_while_a_member_is_polling() {
     broker.commit(&group, &topic, &[(0, 2), (1, 3)]);
 
     // A member of the group, subscribed and polling, as a running service is.
-    let stop = Arc::new(AtomicBool::new(false));
-    let assigned = Arc::new(AtomicBool::new(false));
-    let member = {
-        let (stop, assigned, group, topic) =
-            (stop.clone(), assigned.clone(), group.clone(), topic.clone());
-        std::thread::spawn(move || {
-            let consumer: BaseConsumer = broker
-                .config()
-                .set("group.id", &group)
-                .set("enable.auto.commit", "false")
-                .set("auto.offset.reset", "earliest")
-                .set("session.timeout.ms", "6000")
-                .create()
-                .unwrap();
-            consumer.subscribe(&[&topic]).unwrap();
-            while !stop.load(Ordering::SeqCst) {
-                if let Some(message) = consumer.poll(Duration::from_millis(100)) {
-                    message.expect("consume");
-                }
-                if consumer.assignment().is_ok_and(|a| a.count() > 0) {
-                    assigned.store(true, Ordering::SeqCst);
-                }
-            }
-            consumer.unsubscribe();
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !assigned.load(Ordering::SeqCst) {
-        assert!(
-            Instant::now() < deadline,
-            "the member never got an assignment"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let member = Member::join(broker, &group, &topic).await;
     wait_for_state(&db, &group, "Stable").await;
 
     // Without --group, offsets show lists the groups with their state, as
@@ -1042,8 +1114,7 @@ async fn execute_is_refused_while_a_member_is_polling() {
 
     // Once the member has left, the same reset goes through; the undo plan goes to the
     // working folder under a name of its own.
-    stop.store(true, Ordering::SeqCst);
-    member.join().expect("member thread");
+    member.leave();
     wait_for_state(&db, &group, "Empty").await;
     let run = reset(&db, &group, &topic, &["--to-earliest", "--execute"]).ok();
     assert_eq!(broker.committed(&group, &topic, 2), at(&[0, 0]));

@@ -1822,7 +1822,7 @@ fn print_topic(c: &Comparison, n: usize, show: usize, output: &Output) {
             }
             if p.found_by_event_id > 0 {
                 reasons.push(format!(
-                    "{} hold events the inbox has under another offset or none",
+                    "{} hold events the inbox has under another offset, or without one",
                     p.found_by_event_id
                 ));
             }

@@ -149,8 +149,13 @@ async fn summary(store: &Store, args: &InspectArgs, output: &Output) -> anyhow::
     };
     let total: i64 = consumers.iter().map(|c| c.rows).sum();
     if args.estimate {
+        let why = match store.backend {
+            Backend::Sqlite => "SQLite keeps none",
+            Backend::Postgres => "none before the table's first ANALYZE",
+            Backend::Mysql => "none for this table yet",
+        };
         output.note(format!(
-            "{} has no row estimates for this table (SQLite keeps none; PostgreSQL's before the first ANALYZE); counted exactly",
+            "{} has no row estimates for this table ({why}); counted exactly",
             store.backend
         ));
     }

@@ -251,6 +251,14 @@ fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
                 "Group '{}': {}, {} member(s)",
                 group, state.state, state.members
             ));
+            // Without --topic only topics with a committed offset are listed: there may be
+            // none yet (members that have not committed).
+            if rows.is_empty() {
+                output.print(
+                    "No committed offsets yet; --topic TOPIC shows a topic's partitions anyway.",
+                );
+                return Ok(ExitStatus::Success);
+            }
             let mut t = table(
                 &[
                     "TOPIC",
