@@ -52,7 +52,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fis
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and not __fish_seen_subcommand_from run status revert help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l lock-timeout -d 'How long a migration may wait for a lock on the inbox\'s tables (PostgreSQL, MySQL), which the application\'s open transactions hold, before it gives up; the application\'s statements queue behind it meanwhile. 0 waits without limit' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l lock-timeout -d 'How long a migration may wait for a lock on the inbox\'s tables (PostgreSQL, MySQL), which the application\'s open transactions hold, before it gives up; the application\'s statements queue behind it meanwhile. 0 waits without limit [default: the session\'s own limit where it has one, 5s otherwise]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from run" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''
 csv\t''"
@@ -73,12 +73,12 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_se
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l to -d 'Revert down to this version (0 reverts everything and drops the table)' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l lock-timeout -d 'How long a migration may wait for a lock on the inbox\'s tables (PostgreSQL, MySQL), which the application\'s open transactions hold, before it gives up; the application\'s statements queue behind it meanwhile. 0 waits without limit' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l lock-timeout -d 'How long a migration may wait for a lock on the inbox\'s tables (PostgreSQL, MySQL), which the application\'s open transactions hold, before it gives up; the application\'s statements queue behind it meanwhile. 0 waits without limit [default: the session\'s own limit where it has one, 5s otherwise]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''
 csv\t''"
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -l dry-run -d 'Print the SQL that would run and change nothing'
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s y -l yes -d 'Do not ask before dropping a table that holds rows'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s y -l yes -d 'Do not ask before dropping a table that holds rows, or (reverting migration 2) the topic, partition and offset rows hold'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s q -l quiet -d 'Only errors and warnings on stderr (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand migrate; and __fish_seen_subcommand_from revert" -s h -l help -d 'Print help'

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --bin inboxctl
-bin=target/debug/inboxctl
+bin="${CARGO_TARGET_DIR:-target}/debug/inboxctl"
 $bin completions bash > completions/inboxctl.bash
 $bin completions zsh > completions/_inboxctl
 $bin completions fish > completions/inboxctl.fish

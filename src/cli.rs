@@ -147,8 +147,9 @@ pub enum MigrateCommand {
         /// How long a migration may wait for a lock on the inbox's tables (PostgreSQL, MySQL),
         /// which the application's open transactions hold, before it gives up; the
         /// application's statements queue behind it meanwhile. 0 waits without limit
-        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-        lock_timeout: Duration,
+        /// [default: the session's own limit where it has one, 5s otherwise]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        lock_timeout: Option<Duration>,
     },
     /// List the migrations and whether each is applied
     Status {
@@ -172,8 +173,9 @@ pub enum MigrateCommand {
         /// How long a migration may wait for a lock on the inbox's tables (PostgreSQL, MySQL),
         /// which the application's open transactions hold, before it gives up; the
         /// application's statements queue behind it meanwhile. 0 waits without limit
-        #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-        lock_timeout: Duration,
+        /// [default: the session's own limit where it has one, 5s otherwise]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        lock_timeout: Option<Duration>,
     },
 }
 

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, Connection, Executor, Row};
+use sqlx::{Any, AnyConnection, Connection, Executor, Row};
 
 use crate::store::{
     Backend, MigrationLocking, MysqlAdoptionQueries, PostgresAdoptionQueries, Store, INBOX_TABLE,
@@ -1696,7 +1696,10 @@ fn plan_revert(
 
 /// Apply every pending migration. Concurrent runs serialise on the backend's lock; the one
 /// that waited finds nothing left to do.
-pub async fn run(store: &Store, lock_timeout: Duration) -> anyhow::Result<Vec<MigrationStep>> {
+pub async fn run(
+    store: &Store,
+    lock_timeout: Option<Duration>,
+) -> anyhow::Result<Vec<MigrationStep>> {
     with_migration_lock(store, Work::Apply, lock_timeout).await
 }
 
@@ -1704,7 +1707,7 @@ pub async fn run(store: &Store, lock_timeout: Duration) -> anyhow::Result<Vec<Mi
 pub async fn revert(
     store: &Store,
     to: Option<i64>,
-    lock_timeout: Duration,
+    lock_timeout: Option<Duration>,
 ) -> anyhow::Result<Vec<MigrationStep>> {
     with_migration_lock(store, Work::Revert { to }, lock_timeout).await
 }
@@ -1728,13 +1731,14 @@ impl Work {
 }
 
 /// Runs `work` under the backend's migration lock. Its statements wait at most
-/// `lock_timeout` for a lock on a table (0: without limit), for while one waits, every
-/// statement of the application on that table queues behind it; waiting for another run's
-/// migration lock is not bounded by it.
+/// `lock_timeout` for a lock on a table (0: without limit; none given: the session's own
+/// limit, or [`LOCK_TIMEOUT`] where it has none), for while one waits, every statement of
+/// the application on that table queues behind it; waiting for another run's migration lock
+/// is not bounded by it.
 async fn with_migration_lock(
     store: &Store,
     work: Work,
-    lock_timeout: Duration,
+    lock_timeout: Option<Duration>,
 ) -> anyhow::Result<Vec<MigrationStep>> {
     let mut connection = store.acquire().await?;
     match &store.dialect.migration_locking {
@@ -1748,18 +1752,15 @@ async fn with_migration_lock(
                     "timed out waiting for another `inboxctl migrate` to finish (lock not granted)"
                 );
             }
-            let limit = lock_timeout_statement(store.backend, lock_timeout);
-            let result = match connection.execute(limit.as_str()).await {
-                Ok(_) => match work.run(store, &mut connection).await {
+            let result = match limit_lock_waits(store, &mut connection, lock_timeout).await {
+                Ok(limit) => match work.run(store, &mut connection).await {
                     Err(error) if is_lock_timeout(&error) => {
                         let holders = lock_holders(store).await;
-                        Err(error.context(lock_wait_refusal(lock_timeout, holders)))
+                        Err(error.context(lock_wait_refusal(&limit, holders)))
                     }
                     result => result,
                 },
-                Err(error) => {
-                    Err(anyhow::Error::new(error).context("could not set the lock timeout"))
-                }
+                Err(error) => Err(error),
             };
             let released = sqlx::query_scalar::<_, i64>(unlock)
                 .fetch_one(&mut *connection)
@@ -1802,20 +1803,61 @@ async fn with_migration_lock(
     }
 }
 
-/// The session setting that bounds a statement's wait for a table's lock: PostgreSQL's
-/// `lock_timeout`, MySQL's `lock_wait_timeout` for metadata locks (whole seconds, at least 1,
-/// and a year for no limit).
-fn lock_timeout_statement(backend: Backend, timeout: Duration) -> String {
-    match backend {
+/// How long a migration waits for a table's lock where neither --lock-timeout nor the
+/// session (a role's or URL's `lock_timeout`) says.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// MySQL's `lock_wait_timeout` at its default and greatest: a year, no limit in effect.
+const MYSQL_NO_LOCK_WAIT_LIMIT: i64 = 31_536_000;
+
+/// Bounds the session's waits for a table's lock: PostgreSQL's `lock_timeout`, MySQL's
+/// `lock_wait_timeout` for metadata locks (whole seconds, at least 1). Without `given`, a
+/// limit the session already has is kept. Returns the limit as an error would name it.
+async fn limit_lock_waits(
+    store: &Store,
+    connection: &mut AnyConnection,
+    given: Option<Duration>,
+) -> anyhow::Result<String> {
+    let own = match (given, store.backend) {
+        (Some(_), _) => None,
+        (None, Backend::Postgres) => {
+            let own: String = sqlx::query_scalar("SELECT current_setting('lock_timeout')")
+                .fetch_one(&mut *connection)
+                .await
+                .context("could not read the session's lock_timeout")?;
+            (own != "0").then(|| format!("{own} (the session's lock_timeout)"))
+        }
+        (None, _) => {
+            let own: i64 = sqlx::query_scalar("SELECT CAST(@@SESSION.lock_wait_timeout AS SIGNED)")
+                .fetch_one(&mut *connection)
+                .await
+                .context("could not read the session's lock_wait_timeout")?;
+            (own < MYSQL_NO_LOCK_WAIT_LIMIT)
+                .then(|| format!("{own}s (the session's lock_wait_timeout)"))
+        }
+    };
+    if let Some(own) = own {
+        return Ok(own);
+    }
+    let timeout = given.unwrap_or(LOCK_TIMEOUT);
+    let set = match store.backend {
         Backend::Postgres => format!("SET lock_timeout = {}", timeout.as_millis()),
         _ => {
             let seconds = match timeout.is_zero() {
-                true => 31_536_000,
-                false => timeout.as_secs_f64().ceil() as u64,
+                true => MYSQL_NO_LOCK_WAIT_LIMIT,
+                false => timeout.as_secs_f64().ceil() as i64,
             };
             format!("SET SESSION lock_wait_timeout = {seconds}")
         }
-    }
+    };
+    connection
+        .execute(set.as_str())
+        .await
+        .context("could not set the lock timeout")?;
+    Ok(format!(
+        "{} (--lock-timeout)",
+        humantime::format_duration(timeout)
+    ))
 }
 
 /// Whether a migration failed because a lock wait ran out of its time.
@@ -1876,18 +1918,17 @@ async fn lock_holders(store: &Store) -> Vec<String> {
         .collect()
 }
 
-/// What a migration that waited out its lock timeout says: who holds the lock, as far as
-/// can be seen, and what to do.
-fn lock_wait_refusal(timeout: Duration, holders: Vec<String>) -> String {
+/// What a migration that waited out its lock timeout (`limit`, as [`limit_lock_waits`] names
+/// it) says: who holds the lock, as far as can be seen, and what to do.
+fn lock_wait_refusal(limit: &str, holders: Vec<String>) -> String {
     let held_by = match holders.is_empty() {
         true => "another session holds it (see pg_stat_activity or SHOW PROCESSLIST)".to_string(),
         false => format!("sessions that may hold it: {}", holders.join(", ")),
     };
     format!(
-        "could not lock the inbox's tables within {} (--lock-timeout; the application's \
-         statements on them queue behind such a wait); {held_by}; run it again once they end, \
-         or give --lock-timeout a longer wait (0 waits without limit)",
-        humantime::format_duration(timeout)
+        "could not lock the inbox's tables within {limit}, which the application's statements \
+         on them queue behind; {held_by}; run it again once they end, or give --lock-timeout a \
+         longer wait (0 waits without limit)"
     )
 }
 

@@ -84,7 +84,7 @@ fn all_migrations(url: &str) -> anyhow::Result<Vec<MigrationStep>> {
 async fn run_migrations(
     store: &Store,
     dry_run: bool,
-    lock_timeout: std::time::Duration,
+    lock_timeout: Option<std::time::Duration>,
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     if dry_run {
@@ -251,7 +251,7 @@ async fn revert(
     to: Option<i64>,
     dry_run: bool,
     yes: bool,
-    lock_timeout: std::time::Duration,
+    lock_timeout: Option<std::time::Duration>,
     output: &Output,
 ) -> anyhow::Result<ExitStatus> {
     let plan = migrate::revert_plan(store, to).await?;
