@@ -1147,6 +1147,42 @@ async fn a_prune_that_fails_midway_reports_what_it_deleted() {
     assert_eq!(recorded_prunes(&mut db).await, ["a", "b"]);
 }
 
+/// A batch whose connection is lost (here ended by the server while the batch waits for a
+/// lock) ends prune with exit 1; the error says that the batch in flight may have gone
+/// too, since the server may have committed it and lost only the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prune_that_loses_its_connection_says_the_batch_in_flight_may_have_gone() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    let old = now_ms() - Duration::days(30);
+    let mut rows: Vec<_> = (0..20)
+        .map(|n| row("a", &format!("a{n:06}"), None, old))
+        .collect();
+    rows.extend((0..30).map(|n| row("b", &format!("b{n:06}"), None, old)));
+    db.insert_rows(&rows).await;
+    let lock = lock_rows_of(&mut db, "b").await;
+    let args = [PRUNE_OLD_ROWS_BY_TENS, &["--strategy", "index"]].concat();
+    let mut child = db.spawn(&args);
+    until_it_waits_for_a_lock(&mut db, &mut child).await;
+    db.exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .await;
+    let run = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(
+            "error: prune stopped after deleting 20 rows (and perhaps the batch in flight, whose \
+             outcome was lost with the connection); re-run to continue: "
+        ),
+        "{}",
+        run.stderr
+    );
+    lock.rollback().await.unwrap();
+    assert_eq!(db.event_ids("b").await.len(), 30);
+}
+
 /// A batch that cannot finish (its rows locked by another transaction): the first Ctrl-C
 /// waits for it, a second stops prune at once and says what it had deleted. The server
 /// cancels the batch while the lock is still held, and the next run deletes the rest.
@@ -3054,6 +3090,54 @@ async fn prune_as_a_role_that_may(db: &mut TestDb, rights: &str, cutoff: DateTim
             .output()
             .unwrap(),
     )
+}
+
+/// MySQL: a user that may delete from the inbox but has no right on an `inboxctl_prunes`
+/// that exists cannot see it, so prune tries to make it and is refused: the error says what
+/// to grant, and nothing is deleted until it is.
+#[tokio::test]
+async fn mysql_a_record_of_prunes_the_user_cannot_see_says_what_to_grant() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.run(&["migrate", "run"]).ok();
+    db.insert_rows(&[row("c", "old", None, now_ms() - Duration::days(40))])
+        .await;
+    db.exec(
+        "CREATE TABLE inboxctl_prunes (consumer VARCHAR(255) CHARACTER SET utf8mb4 COLLATE \
+         utf8mb4_bin NOT NULL, cutoff VARCHAR(40) NOT NULL, pruned_at VARCHAR(40) NOT NULL)",
+    )
+    .await;
+    let user = db.role("").await;
+    db.exec(&format!(
+        "GRANT SELECT, DELETE ON processed_messages TO '{user}'@'%'"
+    ))
+    .await;
+    let url = db.url.replacen("root@", &format!("{user}@"), 1);
+    let prune = |db: &TestDb| {
+        Run::from(
+            db.cmd()
+                .env("DATABASE_URL", &url)
+                .args(["prune", "--older-than", "30d", "--yes"])
+                .output()
+                .unwrap(),
+        )
+    };
+    let refused = prune(&db).code(1);
+    assert!(
+        refused.stderr.starts_with(
+            "error: nothing was deleted: could not record the prune in inboxctl_prunes \
+             (columns consumer TEXT, cutoff VARCHAR(40), pruned_at VARCHAR(40)); where it \
+             exists, this user cannot see it: grant it INSERT on inboxctl_prunes (or CREATE, \
+             to make it): "
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(db.count("processed_messages").await, 1);
+    db.exec(&format!("GRANT INSERT ON inboxctl_prunes TO '{user}'@'%'"))
+        .await;
+    prune(&db).ok();
+    assert_eq!(db.count("processed_messages").await, 0);
+    assert_eq!(db.count("inboxctl_prunes").await, 1);
 }
 
 /// What prune does to record a prune of `consumer`: the record's table made when missing,

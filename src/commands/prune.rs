@@ -621,8 +621,15 @@ impl Deleting<'_> {
             true => "re-run to continue",
             false => "re-run to continue once the cause is fixed",
         };
+        // The server may have committed the batch and lost only its answer.
+        let in_flight = match sqlx_causes(&error).any(is_connection_lost) {
+            true => {
+                " (and perhaps the batch in flight, whose outcome was lost with the connection)"
+            }
+            false => "",
+        };
         error.context(format!(
-            "prune stopped after deleting {} rows; {next}",
+            "prune stopped after deleting {} rows{in_flight}; {next}",
             report.rows_deleted
         ))
     }

@@ -2514,7 +2514,21 @@ impl Store {
                 .is_some_and(|e| e.kind() == sqlx::error::ErrorKind::UniqueViolation);
             attempts += 1;
             if !duplicate || attempts == 3 {
-                return Err(anyhow::Error::new(error).context(record_error()));
+                // MySQL hides a table from a user with no right on it: the table may be
+                // there, and INSERT on it all the user lacks.
+                let denied = error
+                    .as_database_error()
+                    .and_then(|e| e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>())
+                    .is_some_and(|mysql| mysql.number() == 1142);
+                let context = match denied {
+                    true => format!(
+                        "{}; where it exists, this user cannot see it: grant it INSERT on \
+                         {PRUNES_TABLE} (or CREATE, to make it)",
+                        record_error()
+                    ),
+                    false => record_error(),
+                };
+                return Err(anyhow::Error::new(error).context(context));
             }
         }
     }
