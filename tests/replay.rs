@@ -1571,6 +1571,17 @@ async fn a_poison_message_fails_alone(backend: Backend) {
         "{}",
         lines[2]
     );
+
+    // A run where nothing fails leaves no dead-letter file behind (one that exists says
+    // something failed), and keeps one that was there.
+    let clean = db.dir.path().join("clean.jsonl");
+    for (file, kept) in [(clean.to_str().unwrap(), false), (dead, true)] {
+        let args = ["--sql", &handler, "--dead-letter", file, "--to", "10"];
+        let run = replay(&db, &topic, "billing", &args).ok();
+        assert_eq!(totals(&run.json()), (10, 0, 10, 0, 0));
+        assert_eq!(std::path::Path::new(file).exists(), kept, "{file}");
+    }
+    assert_eq!(std::fs::read_to_string(dead).unwrap().lines().count(), 3);
 }
 
 /// Keys, header values and payloads that are not UTF-8 text (Avro, Protobuf) reach an exec

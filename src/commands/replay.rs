@@ -403,6 +403,13 @@ async fn replay(
     };
     // A dry run writes nothing, the dead-letter file included: the real run would write the
     // same lines again.
+    // Opened before anything is read, so that a path it cannot write fails the run before a
+    // handler runs; made here, it goes again if nothing failed (a file that exists after a
+    // run says that something did).
+    let dead_letter_made = args
+        .dead_letter
+        .as_deref()
+        .filter(|path| !args.dry_run && !path.exists());
     let mut dead_letter = match &args.dead_letter {
         Some(path) if !args.dry_run => Some(open_dead_letter(path)?),
         _ => None,
@@ -766,6 +773,12 @@ async fn replay(
     }
     if let (Err(error), None, false) = (read, &failure, interrupted) {
         failure = Some(error);
+    }
+    if let Some(path) = dead_letter_made {
+        drop(dead_letter);
+        if std::fs::metadata(path).is_ok_and(|file| file.len() == 0) {
+            let _ = std::fs::remove_file(path);
+        }
     }
     let elapsed = started.elapsed();
     let error = failure.as_ref().map(crate::shown_error);
