@@ -11,8 +11,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Connection, Executor, Row};
 
 use crate::store::{
-    Backend, MigrationLocking, MysqlAdoptionQueries, PostgresAdoptionQueries, Store, INBOX_TABLE,
-    MIGRATIONS_TABLE, PRUNES_TABLE,
+    Backend, MigrationLocking, MysqlAdoptionQueries, PostgresAdoptionQueries, QueryCanceller,
+    Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE,
 };
 use crate::time::parse_stored_timestamp;
 
@@ -1699,17 +1699,23 @@ fn plan_revert(
 pub async fn run(
     store: &Store,
     lock_timeout: Option<Duration>,
+    session: &MigrationSession,
 ) -> anyhow::Result<Vec<MigrationStep>> {
-    with_migration_lock(store, Work::Apply, lock_timeout).await
+    with_migration_lock(store, Work::Apply, lock_timeout, session).await
 }
+
+/// Where a run leaves what cancels the statement in flight on its session, once it has one,
+/// for a signal to cancel it on the server (see `commands::cancel_on_signals`).
+pub type MigrationSession = std::sync::Arc<std::sync::Mutex<Option<QueryCanceller>>>;
 
 /// Undo applied migrations down to `to` (default: the last one only), newest first.
 pub async fn revert(
     store: &Store,
     to: Option<i64>,
     lock_timeout: Option<Duration>,
+    session: &MigrationSession,
 ) -> anyhow::Result<Vec<MigrationStep>> {
-    with_migration_lock(store, Work::Revert { to }, lock_timeout).await
+    with_migration_lock(store, Work::Revert { to }, lock_timeout, session).await
 }
 
 enum Work {
@@ -1739,8 +1745,13 @@ async fn with_migration_lock(
     store: &Store,
     work: Work,
     lock_timeout: Option<Duration>,
+    session: &MigrationSession,
 ) -> anyhow::Result<Vec<MigrationStep>> {
     let mut connection = store.acquire().await?;
+    let canceller = store.canceller_of(&mut connection).await?;
+    if let Ok(mut slot) = session.lock() {
+        *slot = canceller;
+    }
     match &store.dialect.migration_locking {
         MigrationLocking::SessionLock { lock, unlock, .. } => {
             let granted: i64 = sqlx::query_scalar(lock)

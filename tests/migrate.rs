@@ -2314,6 +2314,74 @@ async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout(backend: Backen
     assert_eq!(db.count("processed_messages").await, 1);
 }
 
+/// Ctrl-C or SIGTERM during a migration cancels its statement on the server before the
+/// process ends: left behind, it would go on waiting for its lock (here with no limit), and
+/// every statement of the application on the table would queue behind it.
+async fn a_signal_cancels_the_migration_in_flight(backend: Backend, signal: &str, code: i32) {
+    let mut db = TestDb::new(backend).await;
+    db.exec(match backend {
+        Backend::Postgres => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        _ => "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL, processed_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    })
+    .await;
+    let pool = db.pool().await;
+    let mut reader = pool.begin().await.unwrap();
+    sqlx::raw_sql("SELECT COUNT(*) FROM processed_messages")
+        .execute(&mut *reader)
+        .await
+        .unwrap();
+    let waiting = match backend {
+        Backend::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        }
+        _ => {
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE DB = DATABASE() AND STATE LIKE 'Waiting for table metadata lock%'"
+        }
+    };
+    let mut child = db.spawn(&["migrate", "run", "--lock-timeout", "0"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.scalar(waiting).await == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "migrate ended early");
+        assert!(std::time::Instant::now() < deadline, "migrate never waited");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    send_signal(signal, &child.id().to_string());
+    assert_eq!(wait_until(&mut child, deadline), Some(code));
+    let run = Run::from(child.wait_with_output().unwrap());
+    let name = match signal {
+        "INT" => "Ctrl-C",
+        _ => "SIGTERM",
+    };
+    assert_eq!(
+        run.stderr,
+        format!("{name}: cancelling the statement in flight on the server\n")
+    );
+    // Nothing waits any more, with the reader's transaction still open.
+    while db.scalar(waiting).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the migration's statement was left waiting"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    reader.rollback().await.unwrap();
+    assert_eq!(db.count("inboxctl_migrations").await, 1);
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_cancels_the_migration_in_flight_on_postgres() {
+    a_signal_cancels_the_migration_in_flight(Backend::Postgres, "INT", 130).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_cancels_the_migration_in_flight_on_mysql() {
+    a_signal_cancels_the_migration_in_flight(Backend::Mysql, "TERM", 143).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout_on_postgres() {
     a_migration_gives_up_a_lock_wait_after_its_lock_timeout(Backend::Postgres).await;

@@ -116,7 +116,11 @@ async fn run_migrations(
         }
     };
     let was_timestamp = timestamp_column().await?;
-    let steps = migrate::run(store, lock_timeout).await?;
+    let session = migrate::MigrationSession::default();
+    let signals = super::cancel_on_signals(session.clone())?;
+    let steps = migrate::run(store, lock_timeout, &session).await;
+    signals.abort();
+    let steps = steps?;
     // Said once the run has adopted it: a run that waited for another's lock finds nothing
     // left to do.
     if let (Some(rows), false) = (classic_rows, steps.is_empty()) {
@@ -314,9 +318,12 @@ async fn revert(
             output.note("Nothing reverted.");
             return Ok(status);
         }
-        super::end_at_once_on_signals(*output, None, None)?;
     }
-    let steps = migrate::revert(store, to, lock_timeout).await?;
+    let session = migrate::MigrationSession::default();
+    let signals = super::cancel_on_signals(session.clone())?;
+    let steps = migrate::revert(store, to, lock_timeout, &session).await;
+    signals.abort();
+    let steps = steps?;
     match output.format {
         Format::Json => {
             output.print_json(&json!({ "database": store.url.redacted, "reverted": steps }))?

@@ -331,6 +331,49 @@ pub(crate) fn end_at_once_on_signals(
     }))
 }
 
+/// Ends the process at once on Ctrl-C or SIGTERM, as [`end_at_once_on_signals`] does, after
+/// cancelling on the server the statement in flight on `session` (once one is there): a
+/// migration's statement would otherwise go on without its client, waiting for or holding
+/// its locks, which the application's statements queue behind (PostgreSQL notices the
+/// client gone only when it next talks to it). Listens until the returned task is aborted.
+pub(crate) fn cancel_on_signals(
+    session: crate::migrate::MigrationSession,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use anyhow::Context;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
+    let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
+    Ok(tokio::spawn(async move {
+        let (status, name) = tokio::select! {
+            _ = interrupt.recv() => (ExitStatus::Interrupted, "Ctrl-C"),
+            _ = terminate.recv() => (ExitStatus::Terminated, "SIGTERM"),
+        };
+        let canceller = session.lock().ok().and_then(|slot| slot.clone());
+        if let Some(canceller) = canceller {
+            crate::stderr_line!("{name}: cancelling the statement in flight on the server");
+            let failed = match tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()).await {
+                Ok(Ok(())) => None,
+                Ok(Err(error)) => Some(crate::error_chain(&error)),
+                Err(_) => Some(format!(
+                    "no answer within {}",
+                    humantime::format_duration(CANCEL_WITHIN)
+                )),
+            };
+            if let Some(failed) = failed {
+                crate::stderr_line!(
+                    "{}",
+                    crate::output::redact_secrets(&format!(
+                        "warning: could not cancel the statement in flight on the server \
+                         ({failed}); {}",
+                        canceller.without_the_cancel()
+                    ))
+                );
+            }
+        }
+        std::process::exit(status as i32);
+    }))
+}
+
 /// What a first Ctrl-C or SIGTERM does, and what a second one leaves behind.
 pub(crate) enum OnStop {
     /// The command stops after the batch in flight. Each batch is one transaction, so the

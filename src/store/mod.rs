@@ -2115,6 +2115,29 @@ impl Store {
         Ok((connection, canceller))
     }
 
+    /// What cancels the statement in flight on `connection` from another session (none on
+    /// SQLite, whose statements end with the process).
+    pub async fn canceller_of(
+        &self,
+        connection: &mut AnyConnection,
+    ) -> anyhow::Result<Option<QueryCanceller>> {
+        let sql = match self.backend {
+            Backend::Postgres => "SELECT pg_backend_pid()::int8",
+            // Signed: the Any driver does not decode BIGINT UNSIGNED.
+            Backend::Mysql => "SELECT CAST(CONNECTION_ID() AS SIGNED)",
+            Backend::Sqlite => return Ok(None),
+        };
+        let session = sqlx::query_scalar(sql)
+            .fetch_one(connection)
+            .await
+            .context("could not read the session's id")?;
+        Ok(Some(QueryCanceller {
+            options: self.pool.connect_options(),
+            backend: self.backend,
+            session,
+        }))
+    }
+
     /// `consumer = ? [AND processed_at >= ?] AND processed_at < ?`, then one exclusion per
     /// partition `keep` protects: a consumer's rows processed at or after `from` (when there
     /// is a bound), strictly before the cutoff.
