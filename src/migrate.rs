@@ -548,9 +548,17 @@ async fn unique_keys(
     store: &Store,
     connection: &mut sqlx::AnyConnection,
 ) -> anyhow::Result<Vec<(String, String, String)>> {
-    let Some(query) = store.dialect.unique_keys else {
-        return Ok(Vec::new());
-    };
+    match store.dialect.unique_keys {
+        Some(query) => unique_keys_by(connection, query).await,
+        None => Ok(Vec::new()),
+    }
+}
+
+/// [`unique_keys`] as `query` lists them, one row a column: (key, kind, column).
+async fn unique_keys_by(
+    connection: &mut sqlx::AnyConnection,
+    query: &str,
+) -> anyhow::Result<Vec<(String, String, String)>> {
     let key_columns: Vec<(String, String, String)> = sqlx::query_as(query)
         .fetch_all(&mut *connection)
         .await
@@ -868,6 +876,11 @@ async fn refuse_kept_layout(
         .collect();
     if let (2, Some(queries)) = (migration.version, &store.dialect.mysql_adoption) {
         reasons.extend(mysql_kept_layout_refusal(store, connection, queries).await?);
+    }
+    // SQLite's table keeps its own unique indexes (its primary key is the inbox's already).
+    if (migration.version, store.backend) == (2, Backend::Sqlite) {
+        let keys = unique_keys_by(connection, crate::store::sqlite::KEPT_UNIQUE_KEYS).await?;
+        reasons.extend(adoption_refusal(&keys, false));
     }
     refusal(migration, &reasons)
 }

@@ -58,6 +58,17 @@ CREATE INDEX IF NOT EXISTS processed_messages_consumer_coordinates_idx
     ON processed_messages (consumer, topic, \"partition\", \"offset\");
 ";
 
+/// The unique indexes of a table already in the inbox's layout besides its primary key's, as
+/// (name, `u`, column), a column by a collation other than BINARY shown with it: the rebuild
+/// of a classic table drops them, but a table only recorded keeps them. Partial ones are
+/// left out, as on PostgreSQL.
+pub const KEPT_UNIQUE_KEYS: &str =
+    "SELECT il.name, 'u', COALESCE(ix.name, '(expression)') || CASE WHEN ix.coll <> 'BINARY' \
+            AND lower(ix.name) IN ('consumer', 'event_id') THEN ' COLLATE ' || ix.coll ELSE '' END \
+     FROM pragma_index_list('processed_messages') AS il, pragma_index_xinfo(il.name) AS ix \
+     WHERE il.\"unique\" = 1 AND il.origin <> 'pk' AND il.partial = 0 AND ix.key = 1 \
+     ORDER BY il.name, ix.seqno";
+
 pub static DIALECT: Dialect = Dialect {
     name: "SQLite",
     // Wait for a concurrent writer (another migrate, the application) instead of failing.
