@@ -1767,6 +1767,7 @@ async fn with_migration_lock(
     }
     match &store.dialect.migration_locking {
         MigrationLocking::SessionLock { lock, unlock, .. } => {
+            let own_limit = own_lock_limit(store, &mut connection).await?;
             let granted: i64 = sqlx::query_scalar(lock)
                 .fetch_one(&mut *connection)
                 .await
@@ -1776,7 +1777,8 @@ async fn with_migration_lock(
                     "timed out waiting for another `inboxctl migrate` to finish (lock not granted)"
                 );
             }
-            let result = match limit_lock_waits(store, &mut connection, lock_timeout).await {
+            let limit = limit_lock_waits(store, &mut connection, lock_timeout, own_limit).await;
+            let result = match limit {
                 Ok(limit) => match work.run(store, &mut connection).await {
                     Err(error) if is_lock_timeout(&error) => {
                         let holders = lock_holders(store).await;
@@ -1831,61 +1833,102 @@ async fn with_migration_lock(
 /// session (a role's or URL's `lock_timeout`) says.
 const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// MySQL's `lock_wait_timeout` at its default and greatest: a year, no limit in effect.
+/// MySQL's greatest `lock_wait_timeout`, a year (also MySQL's default): no limit in effect.
 const MYSQL_NO_LOCK_WAIT_LIMIT: i64 = 31_536_000;
 
-/// Bounds the session's waits for a table's lock: PostgreSQL's `lock_timeout`, MySQL's
-/// `lock_wait_timeout` for metadata locks (whole seconds, at least 1). Without `given`, a
-/// limit the session already has is kept. Returns the limit as an error would name it.
-async fn limit_lock_waits(
+/// A MySQL `lock_wait_timeout` this long or longer is taken for no limit of the session's
+/// own: MariaDB's default is a day.
+const MYSQL_OWN_LOCK_WAIT_LIMIT_BELOW: i64 = 86_400;
+
+/// A limit on lock waits the session has of its own (a role's or the URL's setting), as the
+/// server states it. On PostgreSQL the session then waits without one, so that waiting for
+/// another run's migration lock is not bounded by it; [`limit_lock_waits`] sets the limit
+/// once the lock is taken.
+async fn own_lock_limit(
     store: &Store,
     connection: &mut AnyConnection,
-    given: Option<Duration>,
-) -> anyhow::Result<String> {
-    let own = match (given, store.backend) {
-        (Some(_), _) => None,
-        (None, Backend::Postgres) => {
-            let own: String = sqlx::query_scalar("SELECT current_setting('lock_timeout')")
-                .fetch_one(&mut *connection)
-                .await
-                .context("could not read the session's lock_timeout")?;
-            (own != "0").then(|| format!("{own} (the session's lock_timeout)"))
+) -> anyhow::Result<Option<String>> {
+    match store.backend {
+        Backend::Postgres => {
+            let (own, _): (String, String) = sqlx::query_as(
+                "SELECT current_setting('lock_timeout'), set_config('lock_timeout', '0', false)",
+            )
+            .fetch_one(&mut *connection)
+            .await
+            .context("could not read the session's lock_timeout")?;
+            Ok((own != "0").then_some(own))
         }
-        (None, _) => {
+        _ => {
             let own: i64 = sqlx::query_scalar("SELECT CAST(@@SESSION.lock_wait_timeout AS SIGNED)")
                 .fetch_one(&mut *connection)
                 .await
                 .context("could not read the session's lock_wait_timeout")?;
-            (own < MYSQL_NO_LOCK_WAIT_LIMIT)
-                .then(|| format!("{own}s (the session's lock_wait_timeout)"))
+            Ok((own < MYSQL_OWN_LOCK_WAIT_LIMIT_BELOW).then(|| own.to_string()))
         }
-    };
-    if let Some(own) = own {
-        return Ok(own);
     }
-    let timeout = given.unwrap_or(LOCK_TIMEOUT);
-    let set = match store.backend {
-        Backend::Postgres => format!("SET lock_timeout = {}", timeout.as_millis()),
-        _ => {
-            let seconds = match timeout.is_zero() {
-                true => MYSQL_NO_LOCK_WAIT_LIMIT,
-                false => timeout.as_secs_f64().ceil() as i64,
+}
+
+/// Bounds the session's waits for a table's lock: PostgreSQL's `lock_timeout` (whole
+/// milliseconds, at least 1), MySQL's `lock_wait_timeout` for metadata locks (whole seconds,
+/// at least 1): `given`, else the session's `own` limit, else [`LOCK_TIMEOUT`]. Returns the
+/// limit as an error names it.
+async fn limit_lock_waits(
+    store: &Store,
+    connection: &mut AnyConnection,
+    given: Option<Duration>,
+    own: Option<String>,
+) -> anyhow::Result<String> {
+    let postgres = store.backend == Backend::Postgres;
+    let (setting, described) = match (given, own) {
+        (None, Some(own)) if postgres => {
+            (own.clone(), format!("{own} (the session's lock_timeout)"))
+        }
+        (None, Some(own)) => (
+            own.clone(),
+            format!("{own}s (the session's lock_wait_timeout)"),
+        ),
+        (given, _) => {
+            let timeout = given.unwrap_or(LOCK_TIMEOUT);
+            let (setting, applied) = match (postgres, timeout.is_zero()) {
+                (true, true) => ("0".to_string(), timeout),
+                (false, true) => (MYSQL_NO_LOCK_WAIT_LIMIT.to_string(), timeout),
+                (true, false) => {
+                    let ms = timeout.as_nanos().div_ceil(1_000_000) as u64;
+                    (format!("{ms}ms"), Duration::from_millis(ms))
+                }
+                (false, false) => {
+                    let seconds = timeout.as_nanos().div_ceil(1_000_000_000) as u64;
+                    (seconds.to_string(), Duration::from_secs(seconds))
+                }
             };
-            format!("SET SESSION lock_wait_timeout = {seconds}")
+            let whose = match given {
+                Some(_) if applied == timeout => "--lock-timeout",
+                Some(_) => "--lock-timeout, rounded up",
+                None => "the default; --lock-timeout sets another",
+            };
+            (
+                setting,
+                format!("{} ({whose})", humantime::format_duration(applied)),
+            )
         }
     };
-    connection
-        .execute(set.as_str())
+    // PostgreSQL's setting as text its server gave (`500ms`), bound; MySQL's a number.
+    let mysql_set = format!(
+        "SET SESSION lock_wait_timeout = {}",
+        setting.parse::<u64>().unwrap_or(0)
+    );
+    let set = match postgres {
+        true => sqlx::query("SELECT set_config('lock_timeout', $1, false)").bind(setting),
+        false => sqlx::query(&mysql_set),
+    };
+    set.execute(&mut *connection)
         .await
         .context("could not set the lock timeout")?;
-    Ok(format!(
-        "{} (--lock-timeout)",
-        humantime::format_duration(timeout)
-    ))
+    Ok(described)
 }
 
 /// Whether a migration failed because a lock wait ran out of its time.
-fn is_lock_timeout(error: &anyhow::Error) -> bool {
+pub fn is_lock_timeout(error: &anyhow::Error) -> bool {
     error
         .chain()
         .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())

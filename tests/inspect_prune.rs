@@ -3712,11 +3712,26 @@ async fn a_signal_before_the_first_batch_ends_prune_at_once() {
         if json {
             // A script reading the result gets one.
             let result: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+            let fields: Vec<&String> = result.as_object().unwrap().keys().collect();
+            assert_eq!(
+                fields,
+                [
+                    "database",
+                    "cutoff",
+                    "rows_deleted",
+                    "batches",
+                    "interrupted",
+                    "stopped_at_once",
+                    "warning"
+                ],
+                "{result}"
+            );
             for (field, value) in [("rows_deleted", 0), ("batches", 0)] {
                 assert_eq!(result[field], value, "{result}");
             }
             assert_eq!(result["interrupted"], true, "{result}");
             assert_eq!(result["stopped_at_once"], true, "{result}");
+            assert_eq!(result["warning"], "Nothing deleted.", "{result}");
         } else {
             assert_eq!(stdout, "", "{more}");
         }

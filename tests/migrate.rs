@@ -244,6 +244,59 @@ async fn classic_table_is_adopted_with_every_row(backend: Backend) {
     assert_eq!(db.count("processed_messages").await, 10_002);
 }
 
+/// A session with a lock_timeout of its own (here the URL's) still waits for another run to
+/// finish: the test stands for a run in the middle of its migration, holding the migration
+/// lock and the inbox's table. The waiting run's first look at the table runs out of the
+/// session's limit and is left to the run under the lock; its wait for the migration lock
+/// is not bounded; the migration itself is, by the session's limit again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_lock_timeout_does_not_bound_the_wait_for_another_run_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.exec(
+        "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, \
+         processed_at TIMESTAMPTZ NOT NULL DEFAULT now()); \
+         INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')",
+    )
+    .await;
+    let pool = db.pool().await;
+    let mut other_run = pool.acquire().await.unwrap();
+    sqlx::raw_sql(
+        "BEGIN; LOCK TABLE processed_messages IN ACCESS EXCLUSIVE MODE; \
+         SELECT pg_advisory_lock(7597117852321281132)",
+    )
+    .execute(&mut *other_run)
+    .await
+    .unwrap();
+    let separator = if db.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{separator}options=-c%20lock_timeout%3D200ms", db.url);
+    let mut child = db
+        .command(&["migrate", "run"])
+        .env("DATABASE_URL", &url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while db.scalar(waiting).await == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "migrate ended early");
+        assert!(std::time::Instant::now() < deadline, "migrate never waited");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Longer than the session's limit.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    sqlx::raw_sql("COMMIT; SELECT pg_advisory_unlock(7597117852321281132)")
+        .execute(&mut *other_run)
+        .await
+        .unwrap();
+    let code = wait_until(&mut child, deadline);
+    let run = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(code, Some(0), "{}", run.stderr);
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
 /// Two `migrate run` at once: one applies every version under the lock, the other waits and
 /// then finds nothing to do. On the servers the test holds the migration lock itself until
 /// both runs are waiting for it, so they do overlap: a lock taken per migration instead of
@@ -2353,6 +2406,22 @@ async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout(backend: Backen
     };
     assert!(run.stderr.contains(idle), "{}", run.stderr);
     assert_eq!(db.count("inboxctl_migrations").await, 1);
+    // Without the option, 5 s where the session has no limit of its own (MariaDB's default
+    // lock_wait_timeout, a day, is none), and the error says where the limit came from.
+    if backend == Backend::Mysql {
+        let mut child = db.spawn(&["migrate", "run"]);
+        let code = wait_until(&mut child, deadline);
+        let run = Run::from(child.wait_with_output().unwrap());
+        assert_eq!(code, Some(1), "{}", run.stderr);
+        assert!(
+            run.stderr.starts_with(
+                "error: could not lock the inbox's tables within 5s (the default; \
+                 --lock-timeout sets another), which "
+            ),
+            "{}",
+            run.stderr
+        );
+    }
     reader.rollback().await.unwrap();
     db.run(&["migrate", "run"]).ok();
     assert_eq!(db.count("inboxctl_migrations").await, 2);

@@ -95,12 +95,6 @@ async fn run_migrations(
     // A table of the inbox's name that is no inbox, or one a table rebuild would lose
     // columns of, is refused before anything is written or announced. The run judges the
     // rebuild again under its lock.
-    let layout = store.inbox_layout().await?;
-    migrate::pending(store).await?;
-    let classic_rows = match layout {
-        InboxLayout::Classic => migrate::inbox_rows(store).await?,
-        _ => None,
-    };
     let timestamp_column = || async {
         match store.backend {
             Backend::Mysql => {
@@ -115,7 +109,24 @@ async fn run_migrations(
             _ => Ok(false),
         }
     };
-    let was_timestamp = timestamp_column().await?;
+    let checked = async {
+        let layout = store.inbox_layout().await?;
+        migrate::pending(store).await?;
+        let classic_rows = match layout {
+            InboxLayout::Classic => migrate::inbox_rows(store).await?,
+            _ => None,
+        };
+        let was_timestamp = timestamp_column().await?;
+        Ok::<_, anyhow::Error>((classic_rows, was_timestamp))
+    };
+    let (classic_rows, was_timestamp) = match checked.await {
+        Ok(checked) => checked,
+        // The table is locked (by another run's migration, say) past a limit the session
+        // has of its own: the run judges it again under its lock, once it is free, and
+        // then finds nothing left to do or names who holds it.
+        Err(error) if migrate::is_lock_timeout(&error) => (None, false),
+        Err(error) => return Err(error),
+    };
     let session = migrate::MigrationSession::default();
     let signals = super::cancel_on_signals(session.clone())?;
     let steps = migrate::run(store, lock_timeout, &session).await;

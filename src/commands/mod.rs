@@ -325,6 +325,9 @@ pub(crate) fn end_at_once_on_signals(
         if let (Format::Json, Some(mut result)) = (output.format, result) {
             result["interrupted"] = true.into();
             result["stopped_at_once"] = true.into();
+            if let Some(note) = nothing_done {
+                result["warning"] = note.into();
+            }
             let _ = output.print_json(&result);
         }
         std::process::exit(status as i32);

@@ -103,8 +103,14 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
     // Nothing is written before the first batch: until then Ctrl-C or SIGTERM end prune at
     // once (the server drops its reads with the connection), and from then on they stop it
     // after the batch in flight.
-    let before_deleting =
-        super::end_at_once_on_signals(output, Some(NOTHING_DELETED), nothing_deleted(cutoff))?;
+    let database = crate::store::DatabaseUrl::parse(&args.database.database_url)
+        .map(|url| url.redacted)
+        .unwrap_or_default();
+    let before_deleting = super::end_at_once_on_signals(
+        output,
+        Some(NOTHING_DELETED),
+        nothing_deleted(&database, cutoff),
+    )?;
     // One connection for the rest: prune's queries follow one another, and its batches hold
     // the one connection they run on until the end.
     let store = super::connect_sequential(&args.database, CreateMode::MustExist, &output).await?;
@@ -118,9 +124,14 @@ pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> 
 /// What prune says when it ends before its first batch.
 const NOTHING_DELETED: &str = "Nothing deleted.";
 
-/// The JSON result of a prune that ends before its first batch.
-fn nothing_deleted(cutoff: DateTime<Utc>) -> Option<serde_json::Value> {
-    Some(serde_json::json!({ "cutoff": cutoff, "rows_deleted": 0, "batches": 0 }))
+/// The JSON result of a prune that ends before its first batch, as a stop at once's is.
+fn nothing_deleted(database: &str, cutoff: DateTime<Utc>) -> Option<serde_json::Value> {
+    Some(serde_json::json!({
+        "database": database,
+        "cutoff": cutoff,
+        "rows_deleted": 0,
+        "batches": 0,
+    }))
 }
 
 /// How many empty batches in a row `by_index` tries while prunable rows remain.
@@ -325,8 +336,11 @@ async fn prune(
             output.note(NOTHING_DELETED);
             return Ok(status);
         }
-        before_deleting =
-            super::end_at_once_on_signals(*output, Some(NOTHING_DELETED), nothing_deleted(cutoff))?;
+        before_deleting = super::end_at_once_on_signals(
+            *output,
+            Some(NOTHING_DELETED),
+            nothing_deleted(&store.url.redacted, cutoff),
+        )?;
     }
 
     // compare must know that a consumer's offsets from before the cutoff may have no row any
