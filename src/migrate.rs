@@ -1782,7 +1782,7 @@ async fn with_migration_lock(
                 Ok(limit) => match work.run(store, &mut connection).await {
                     Err(error) if is_lock_timeout(&error) => {
                         let holders = lock_holders(store).await;
-                        Err(error.context(lock_wait_refusal(&limit, holders)))
+                        Err(error.context(lock_wait_refusal(store.backend, &limit, holders)))
                     }
                     result => result,
                 },
@@ -1949,7 +1949,7 @@ async fn lock_holders(store: &Store) -> Vec<String> {
     let sql = match store.backend {
         Backend::Postgres => {
             "SELECT a.pid::int8, coalesce(a.state, ''), \
-             coalesce(extract(epoch FROM now() - a.xact_start)::int8, 0), \
+             coalesce(extract(epoch FROM now() - a.xact_start)::int8, -1), \
              left(regexp_replace(coalesce(a.query, ''), '\\s+', ' ', 'g'), 60) \
              FROM pg_stat_activity a WHERE a.pid <> pg_backend_pid() AND a.pid IN \
              (SELECT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
@@ -1980,17 +1980,23 @@ async fn lock_holders(store: &Store) -> Vec<String> {
                 Backend::Postgres => "pid",
                 _ => "connection",
             };
-            format!("{kind} {session} ({state} for {seconds}s{doing})")
+            // PostgreSQL shows another user's session only by its pid (and the query as
+            // `<insufficient privilege>`).
+            match (state.is_empty(), seconds < 0) {
+                (true, true) => format!("{kind} {session} ({})", doing.trim_start_matches(": ")),
+                _ => format!("{kind} {session} ({state} for {seconds}s{doing})"),
+            }
         })
         .collect()
 }
 
 /// What a migration that waited out its lock timeout (`limit`, as [`limit_lock_waits`] names
 /// it) says: who holds the lock, as far as can be seen, and what to do.
-fn lock_wait_refusal(limit: &str, holders: Vec<String>) -> String {
-    let held_by = match holders.is_empty() {
-        true => "another session holds it (see pg_stat_activity or SHOW PROCESSLIST)".to_string(),
-        false => format!("sessions that may hold it: {}", holders.join(", ")),
+fn lock_wait_refusal(backend: Backend, limit: &str, holders: Vec<String>) -> String {
+    let held_by = match (holders.is_empty(), backend) {
+        (false, _) => format!("sessions that may hold it: {}", holders.join(", ")),
+        (true, Backend::Postgres) => "another session holds it (see pg_stat_activity)".to_string(),
+        (true, _) => "another session holds it (see SHOW PROCESSLIST)".to_string(),
     };
     format!(
         "could not lock the inbox's tables within {limit}, which the application's statements \
