@@ -1078,24 +1078,31 @@ async fn a_batch_that_hits_a_deadlock_is_tried_again_on_mysql() {
     a_batch_that_hits_a_deadlock_is_tried_again(Backend::Mysql).await;
 }
 
-/// A batch that fails ends prune with exit 1, and the report still says what the batches
-/// before it deleted: here consumer a's 20 rows go in two batches, then consumer b's batch
-/// runs out of lock_timeout on rows another transaction holds.
-#[tokio::test]
-async fn a_prune_that_fails_midway_reports_what_it_deleted() {
+/// A migrated PostgreSQL inbox of 30-day-old rows: consumer a's 20 (a000000 to a000019),
+/// then consumer b's 30 (b000000 to b000029).
+async fn postgres_inbox_of_a_and_b() -> TestDb {
     let mut db = TestDb::new(Backend::Postgres).await;
     db.run(&["migrate", "run"]).ok();
-    db.exec(
-        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lock_timeout = %L', \
-         current_database(), '300ms'); END $$",
-    )
-    .await;
     let old = now_ms() - Duration::days(30);
     let mut rows: Vec<_> = (0..20)
         .map(|n| row("a", &format!("a{n:06}"), None, old))
         .collect();
     rows.extend((0..30).map(|n| row("b", &format!("b{n:06}"), None, old)));
     db.insert_rows(&rows).await;
+    db
+}
+
+/// A batch that fails ends prune with exit 1, and the report still says what the batches
+/// before it deleted: here consumer a's 20 rows go in two batches, then consumer b's batch
+/// runs out of lock_timeout on rows another transaction holds.
+#[tokio::test]
+async fn a_prune_that_fails_midway_reports_what_it_deleted() {
+    let mut db = postgres_inbox_of_a_and_b().await;
+    db.exec(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lock_timeout = %L', \
+         current_database(), '300ms'); END $$",
+    )
+    .await;
     let lock = lock_rows_of(&mut db, "b").await;
 
     let args = [
@@ -1152,14 +1159,7 @@ async fn a_prune_that_fails_midway_reports_what_it_deleted() {
 /// too, since the server may have committed it and lost only the answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prune_that_loses_its_connection_says_the_batch_in_flight_may_have_gone() {
-    let mut db = TestDb::new(Backend::Postgres).await;
-    db.run(&["migrate", "run"]).ok();
-    let old = now_ms() - Duration::days(30);
-    let mut rows: Vec<_> = (0..20)
-        .map(|n| row("a", &format!("a{n:06}"), None, old))
-        .collect();
-    rows.extend((0..30).map(|n| row("b", &format!("b{n:06}"), None, old)));
-    db.insert_rows(&rows).await;
+    let mut db = postgres_inbox_of_a_and_b().await;
     let lock = lock_rows_of(&mut db, "b").await;
     let args = [PRUNE_OLD_ROWS_BY_TENS, &["--strategy", "index"]].concat();
     let mut child = db.spawn(&args);
