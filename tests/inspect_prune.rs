@@ -1078,6 +1078,35 @@ async fn a_batch_that_hits_a_deadlock_is_tried_again_on_mysql() {
     a_batch_that_hits_a_deadlock_is_tried_again(Backend::Mysql).await;
 }
 
+/// Checks the JSON result of a prune stopped at once: its fields in order, the rows and
+/// batches it had deleted, and its warning.
+fn assert_stopped_at_once(result: &serde_json::Value, deleted: (u64, u64), warning: &str) {
+    let fields: Vec<&String> = result.as_object().unwrap().keys().collect();
+    assert_eq!(
+        fields,
+        [
+            "database",
+            "cutoff",
+            "rows_deleted",
+            "batches",
+            "interrupted",
+            "stopped_at_once",
+            "warning"
+        ],
+        "{result}"
+    );
+    let expected = serde_json::json!([deleted.0, deleted.1, true, true, warning]);
+    let fields = [
+        "rows_deleted",
+        "batches",
+        "interrupted",
+        "stopped_at_once",
+        "warning",
+    ];
+    let found: Vec<&serde_json::Value> = fields.iter().map(|field| &result[*field]).collect();
+    assert_eq!(serde_json::json!(found), expected, "{result}");
+}
+
 /// A migrated PostgreSQL inbox of 30-day-old rows: consumer a's 20 (a000000 to a000019),
 /// then consumer b's 30 (b000000 to b000029).
 async fn postgres_inbox_of_a_and_b() -> TestDb {
@@ -1269,39 +1298,10 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
         assert!(run.stderr.contains(&needle), "{needle}\n{}", run.stderr);
     }
     // A script reading the result gets one: what the batches before the stop deleted.
-    let json = run.json();
-    let result = json.as_object().unwrap();
-    assert_eq!(
-        result.keys().collect::<Vec<_>>(),
-        [
-            "database",
-            "cutoff",
-            "rows_deleted",
-            "batches",
-            "interrupted",
-            "stopped_at_once",
-            "warning"
-        ],
-        "{json}"
-    );
-    assert_eq!(
-        (
-            &json["rows_deleted"],
-            &json["batches"],
-            &json["interrupted"],
-            &json["stopped_at_once"]
-        ),
-        (
-            &serde_json::json!(20),
-            &serde_json::json!(2),
-            &serde_json::json!(true),
-            &serde_json::json!(true)
-        ),
-        "{json}"
-    );
-    assert_eq!(
-        json["warning"],
-        format!(
+    assert_stopped_at_once(
+        &run.json(),
+        (20, 2),
+        &format!(
             "{again}: stopping now (20 rows deleted); a batch is done whole or not at all, and \
              running the same command again does the rest"
         ),
@@ -3712,26 +3712,7 @@ async fn a_signal_before_the_first_batch_ends_prune_at_once() {
         if json {
             // A script reading the result gets one.
             let result: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
-            let fields: Vec<&String> = result.as_object().unwrap().keys().collect();
-            assert_eq!(
-                fields,
-                [
-                    "database",
-                    "cutoff",
-                    "rows_deleted",
-                    "batches",
-                    "interrupted",
-                    "stopped_at_once",
-                    "warning"
-                ],
-                "{result}"
-            );
-            for (field, value) in [("rows_deleted", 0), ("batches", 0)] {
-                assert_eq!(result[field], value, "{result}");
-            }
-            assert_eq!(result["interrupted"], true, "{result}");
-            assert_eq!(result["stopped_at_once"], true, "{result}");
-            assert_eq!(result["warning"], "Nothing deleted.", "{result}");
+            assert_stopped_at_once(&result, (0, 0), "Nothing deleted.");
         } else {
             assert_eq!(stdout, "", "{more}");
         }
