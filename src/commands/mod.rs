@@ -141,6 +141,8 @@ pub(crate) struct StopRequest {
     /// Whether the command's result is printed, by the command or by a stop at once: one of
     /// them prints it, whole, and the other then prints none.
     reported: std::sync::Arc<std::sync::Mutex<bool>>,
+    /// Whether the result is JSON, which a stop at once then prints.
+    json: bool,
     /// Set by a stop at once, before it cancels the batch in flight.
     at_once: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Whether a batch's statement is running, which a stop at once cancels.
@@ -239,8 +241,13 @@ impl StopRequest {
 
     /// Records what the command has done so far (after each batch), which a stop at once
     /// reports in place of the summary it cannot print: `text` in its warning, `fields`
-    /// (a JSON object, named as in the command's JSON result) on stdout with `--format json`.
-    pub(crate) fn note_done(&self, text: String, fields: serde_json::Value) {
+    /// (a JSON object, named as in the command's JSON result) on stdout with `--format json`,
+    /// and only then made.
+    pub(crate) fn note_done(&self, text: String, fields: impl FnOnce() -> serde_json::Value) {
+        let fields = match self.json {
+            true => fields(),
+            false => serde_json::Value::Null,
+        };
         if let Ok(mut noted) = self.done.lock() {
             noted.text = text;
             noted.fields = match fields {
@@ -404,7 +411,10 @@ pub(crate) fn stop_on_signals(
 ) -> anyhow::Result<(StopRequest, tokio::task::JoinHandle<()>)> {
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
-    let stop = StopRequest::default();
+    let stop = StopRequest {
+        json: output.format == Format::Json,
+        ..Default::default()
+    };
     let mut interrupt = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
     let received = stop.clone();

@@ -818,7 +818,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
     // group and committing again would leave the group with no offsets at all, and its
     // consumers would start wherever auto.offset.reset says.
     let (stop, signals) = super::stop_on_signals(reset.on_stop(), output)?;
-    stop.note_done(String::new(), serde_json::json!({ "group": args.group }));
+    stop.note_done(String::new(), || serde_json::json!({ "group": args.group }));
     let result = reset.execute(&stop);
     signals.abort();
     let status = result?;

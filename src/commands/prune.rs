@@ -849,15 +849,14 @@ fn page_count(rows: f64, rows_per_page: f64, max: u64) -> u64 {
 
 /// What a stop at once reports of the batches so far.
 fn note_deleted(stop: &StopRequest, report: &PruneReport) {
-    stop.note_done(
-        format!("{} rows deleted", report.rows_deleted),
+    stop.note_done(format!("{} rows deleted", report.rows_deleted), || {
         serde_json::json!({
             "database": report.database,
             "cutoff": report.cutoff,
             "rows_deleted": report.rows_deleted,
             "batches": report.batches,
-        }),
-    );
+        })
+    });
 }
 
 fn print_report(report: &PruneReport, output: &Output) -> anyhow::Result<()> {

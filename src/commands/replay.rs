@@ -401,8 +401,6 @@ async fn replay(
         }
         _ => None,
     };
-    // A dry run writes nothing, the dead-letter file included: the real run would write the
-    // same lines again.
     // Opened before anything is read, so that a path it cannot write fails the run before a
     // handler runs; made here, it goes again if nothing failed (a file that exists after a
     // run says that something did).
@@ -410,6 +408,8 @@ async fn replay(
         .dead_letter
         .as_deref()
         .filter(|path| !args.dry_run && !path.exists());
+    // A dry run writes nothing, the dead-letter file included: the real run would write the
+    // same lines again.
     let mut dead_letter = match &args.dead_letter {
         Some(path) if !args.dry_run => Some(open_dead_letter(path)?),
         _ => None,
@@ -2280,7 +2280,7 @@ fn note_done(stop: &StopRequest, args: &ReplayArgs, summaries: &BTreeMap<i32, Pa
         0 => String::new(),
         messages => format!("{messages} messages read, each finished batch committed"),
     };
-    stop.note_done(text, summary_json(args, summaries));
+    stop.note_done(text, || summary_json(args, summaries));
 }
 
 /// The JSON summary's fields that count messages, as far as the batches so far go.
