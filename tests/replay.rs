@@ -4612,6 +4612,20 @@ async fn long_event_ids_are_applied_or_refused_never_cut(backend: Backend) {
     );
 }
 
+/// A MySQL inbox made by hand in the inbox's layout, its key columns of these types, which
+/// `migrate run` (in [`setup`]) only records; with the tables the SQL handler writes.
+async fn mysql_inbox_made_by_hand(consumer: &str, event_id: &str) -> TestDb {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(&format!(
+        "CREATE TABLE processed_messages (consumer {consumer} NOT NULL, event_id {event_id} NOT \
+         NULL, topic VARCHAR(255), `partition` INT, `offset` BIGINT, processed_at DATETIME(6) \
+         NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (consumer, event_id))"
+    ))
+    .await;
+    setup(&mut db).await;
+    db
+}
+
 /// A MySQL inbox made by hand in the inbox's layout, which migrate only records, may keep
 /// ids in a narrower character set (latin1 here). An id with characters it lacks must fail on
 /// its own, with either handler, not be stored with `?` in their place (MySQL's `INSERT
@@ -4620,15 +4634,8 @@ async fn long_event_ids_are_applied_or_refused_never_cut(backend: Backend) {
 /// cannot hold is refused before anything is read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_a_narrower_character_set_cannot_hold_fail_on_their_own_on_mysql() {
-    let mut db = TestDb::new(Backend::Mysql).await;
-    db.exec(
-        "CREATE TABLE processed_messages (consumer VARCHAR(255) CHARACTER SET latin1 COLLATE \
-         latin1_bin NOT NULL, event_id VARCHAR(255) CHARACTER SET latin1 COLLATE latin1_bin NOT \
-         NULL, topic VARCHAR(255), `partition` INT, `offset` BIGINT, processed_at DATETIME(6) \
-         NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (consumer, event_id))",
-    )
-    .await;
-    setup(&mut db).await;
+    let latin1 = "VARCHAR(255) CHARACTER SET latin1 COLLATE latin1_bin";
+    let mut db = mysql_inbox_made_by_hand(latin1, latin1).await;
     let topic = topic(1).await;
     // ó is in latin1; ż, ł and ć are not. The last id is what latin1 makes of the first.
     let mut events = deposits("n", 1, 4);
@@ -4770,15 +4777,11 @@ async fn ids_a_latin1_database_cannot_hold_fail_on_their_own_on_postgres() {
 /// handler.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_char_event_id_records_an_id_with_trailing_spaces_on_mysql() {
-    let mut db = TestDb::new(Backend::Mysql).await;
-    db.exec(
-        "CREATE TABLE processed_messages (consumer VARCHAR(255) CHARACTER SET utf8mb4 COLLATE \
-         utf8mb4_bin NOT NULL, event_id CHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT \
-         NULL, topic VARCHAR(255), `partition` INT, `offset` BIGINT, processed_at DATETIME(6) \
-         NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (consumer, event_id))",
+    let mut db = mysql_inbox_made_by_hand(
+        "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+        "CHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
     )
     .await;
-    setup(&mut db).await;
     let topic = topic(1).await;
     produce(&topic, &[deposit(0, "b1 ", 1, 5), deposit(0, "b2", 1, 6)]).await;
     let (command, effects, _) = exec_handler(&db, 0.0);
