@@ -4737,6 +4737,30 @@ async fn ids_a_latin1_database_cannot_hold_fail_on_their_own_on_postgres() {
         run.stderr
     );
     assert_eq!(ledger(&mut db).await, ["gó", "n-p0-0"]);
+    // A batch a message: each batch's rows are inserted ahead while the one before is
+    // handled, and the ids it cannot hold, found then, are not taken for holdable later.
+    let one_by_one = replay(
+        &db,
+        &topic,
+        "auditor",
+        &["--sql", &handler, "--on-error", "skip", "--batch-size", "1"],
+    )
+    .code(1);
+    assert_eq!(
+        totals(&one_by_one.json()),
+        (4, 2, 0, 2, 0),
+        "{}",
+        one_by_one.stderr
+    );
+    assert_eq!(ledger(&mut db).await, ["gó", "gó", "n-p0-0", "n-p0-0"]);
+    assert!(
+        one_by_one.stderr.contains(
+            "warning: 0:1 (event zażółć): the event id has characters the inbox's event_id \
+             column (LATIN1) cannot hold"
+        ),
+        "{}",
+        one_by_one.stderr
+    );
     let refused = inboxctl(&db, &["inspect", "--consumer", "płatności"]).code(2);
     assert!(
         refused.stderr.contains(

@@ -479,6 +479,9 @@ async fn replay(
     // The batch after the current one, when it was already read: its inbox rows may be
     // inserted while the current batch's handler runs (see PgPipeline::run).
     let mut peeked: Option<Vec<Replayed>> = None;
+    // The ids of `peeked` the inbox cannot hold (see Store::not_held), found when its rows
+    // were inserted ahead: not asked again when it is handled.
+    let mut peeked_not_held: Option<HashSet<String>> = None;
     // When the handler's pipelined connections were lost and could not be made again.
     let mut pipeline_lost_at: Option<Instant> = None;
     // A batch that fails ends the run; the summary still shows the batches before it, and
@@ -574,7 +577,10 @@ async fn replay(
             .iter()
             .map(|m| m.event_id.as_deref().unwrap_or_default())
             .collect();
-        let not_held = or_fail!(store.not_held("event_id", &ids).await);
+        let not_held = match peeked_not_held.take() {
+            Some(not_held) => not_held,
+            None => or_fail!(store.not_held("event_id", &ids).await),
+        };
         let unstorable: Vec<(usize, String)> = ids
             .iter()
             .enumerate()
@@ -631,13 +637,15 @@ async fn replay(
                             .filter_map(|m| m.event_id.as_deref())
                             .collect();
                         let not_held = or_fail!(store.not_held("event_id", &next_ids).await);
-                        peeked.as_deref().map(|next| {
+                        let next = peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
                                 m.event_id.as_deref().is_some_and(|id| {
                                     unstorable_id(store, id, widths.event_id, &not_held).is_none()
                                 })
                             }))
-                        })
+                        });
+                        peeked_not_held = peeked.is_some().then_some(not_held);
+                        next
                     }
                     _ => None,
                 };
