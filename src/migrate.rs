@@ -1929,16 +1929,7 @@ async fn limit_lock_waits(
 
 /// Whether a migration failed because a lock wait ran out of its time.
 pub fn is_lock_timeout(error: &anyhow::Error) -> bool {
-    error
-        .chain()
-        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
-        .filter_map(|error| error.as_database_error())
-        .any(
-            |database| match database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-                Some(mysql) => mysql.number() == 1205,
-                None => database.code().as_deref() == Some("55P03"),
-            },
-        )
+    crate::store::sqlx_causes(error).any(crate::store::is_lock_wait_timeout)
 }
 
 /// The other sessions that may hold the lock a migration waited for, as "pid 4242 (idle in

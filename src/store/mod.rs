@@ -3020,14 +3020,29 @@ pub fn is_transient(error: &sqlx::Error) -> bool {
     let Some(database) = error.as_database_error() else {
         return false;
     };
-    // MySQL's lock wait timeout (1205) by number: its SQLSTATE is the generic HY000.
-    if let Some(mysql) = database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-        return mysql.number() == 1205;
+    if database
+        .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .is_some()
+    {
+        return is_lock_wait_timeout(error);
     }
     // SQLite's busy and locked codes, plain and extended.
     database.code().as_deref().is_some_and(|code| {
         is_transient_sqlstate(code) || matches!(code, "5" | "6" | "517" | "261" | "262")
     })
+}
+
+/// Whether a statement waited for a lock longer than the session allows: PostgreSQL's
+/// `lock_timeout` (55P03), MySQL's lock wait timeout (1205, by number: its SQLSTATE is the
+/// generic HY000).
+pub fn is_lock_wait_timeout(error: &sqlx::Error) -> bool {
+    let Some(database) = error.as_database_error() else {
+        return false;
+    };
+    match database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        Some(mysql) => mysql.number() == 1205,
+        None => database.code().as_deref() == Some("55P03"),
+    }
 }
 
 /// PostgreSQL's SQLSTATEs of a transaction that may pass when tried again: a deadlock or a
