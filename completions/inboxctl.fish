@@ -106,7 +106,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'D
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l consumer -d 'Only this consumer\'s rows' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l max-rows -d 'Stop after deleting this many rows in all' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l pause -d 'Wait this long after each batch (e.g. 2ms), leaving the server to the application\'s own writes: a slower prune for steadier latency' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l pause -d 'Wait this long after each batch (e.g. 2ms), leaving the database to the application\'s own writes: a slower prune for steadier latency [default: 0s; on SQLite, as long as the batch took]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l strategy -d 'How batches find their rows: `index` takes the oldest first through the (consumer, processed_at) index; `blocks` (PostgreSQL) reads the table\'s pages in physical order, one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when at least a tenth of the table goes and no --max-rows is given, index otherwise' -r -f -a "auto\t''
 index\t''
 blocks\t''"

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kafka::KafkaOpts;
-use crate::time::{parse_duration, parse_timestamp};
+use crate::time::{parse_duration, parse_lock_timeout, parse_timestamp};
 
 /// A count of rows: a whole number of at least 1.
 fn parse_count(text: &str) -> Result<u64, String> {
@@ -148,7 +148,7 @@ pub enum MigrateCommand {
         /// which the application's open transactions hold, before it gives up; the
         /// application's statements queue behind it meanwhile. 0 waits without limit
         /// [default: the session's own limit where it has one, 5s otherwise]
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
         lock_timeout: Option<Duration>,
     },
     /// List the migrations and whether each is applied
@@ -174,7 +174,7 @@ pub enum MigrateCommand {
         /// which the application's open transactions hold, before it gives up; the
         /// application's statements queue behind it meanwhile. 0 waits without limit
         /// [default: the session's own limit where it has one, 5s otherwise]
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
         lock_timeout: Option<Duration>,
     },
 }
@@ -230,10 +230,11 @@ pub struct PruneArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_count)]
     pub max_rows: Option<u64>,
 
-    /// Wait this long after each batch (e.g. 2ms), leaving the server to the application's
-    /// own writes: a slower prune for steadier latency
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
-    pub pause: Duration,
+    /// Wait this long after each batch (e.g. 2ms), leaving the database to the application's
+    /// own writes: a slower prune for steadier latency [default: 0s; on SQLite, as long as
+    /// the batch took]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub pause: Option<Duration>,
 
     /// How batches find their rows: `index` takes the oldest first through the (consumer,
     /// processed_at) index; `blocks` (PostgreSQL) reads the table's pages in physical order,
@@ -415,7 +416,8 @@ pub fn parse_topic_partitions(text: &str) -> Result<TopicPartitions, String> {
 /// the variable unset), which would otherwise write or read rows under the consumer ''.
 pub fn non_empty(text: &str) -> Result<String, String> {
     match text.trim() {
-        "" => Err("the name is empty".to_string()),
+        "" if text.is_empty() => Err("the name is empty".to_string()),
+        "" => Err("the name is only blanks".to_string()),
         _ => Ok(text.to_string()),
     }
 }

@@ -27,6 +27,18 @@ impl EventIdSource {
             Some(("header", name)) if !name.is_empty() => {
                 Ok(EventIdSource::Header(name.to_string()))
             }
+            // RFC 6901 escapes only `~0` (`~`) and `~1` (`/`).
+            Some(("json", pointer))
+                if pointer.starts_with('/')
+                    && pointer
+                        .split('~')
+                        .skip(1)
+                        .any(|after| !after.starts_with(['0', '1'])) =>
+            {
+                Err(format!(
+                    "'{pointer}' is not a JSON pointer: a '~' is written ~0, a '/' in a name ~1"
+                ))
+            }
             Some(("json", pointer)) if pointer.starts_with('/') => {
                 Ok(EventIdSource::Json(pointer.to_string()))
             }
@@ -77,6 +89,55 @@ impl EventIdSource {
             EventIdSource::Default => header("event_id")
                 .and_then(text)
                 .or_else(|| payload.and_then(|p| json(p, "/event_id"))),
+        }
+    }
+}
+
+impl EventIdSource {
+    /// Why a message has no event id where this source looks: what is there instead (a
+    /// header that is not UTF-8, a JSON value that is no string), for the message saying so.
+    pub fn why_missing<'m>(
+        &self,
+        key: Option<&'m [u8]>,
+        header: impl Fn(&str) -> Option<&'m [u8]>,
+        payload: Option<&'m [u8]>,
+    ) -> String {
+        let bytes = |what: &str, bytes: Option<&[u8]>| match bytes {
+            None => format!("no {what}"),
+            Some([]) => format!("the {what} is empty"),
+            Some(bytes) if std::str::from_utf8(bytes).is_err() => {
+                format!("the {what} is not UTF-8 text")
+            }
+            Some(_) => format!("the {what} holds no id"),
+        };
+        let json = |pointer: &str| {
+            let Some(payload) = payload else {
+                return "no payload".to_string();
+            };
+            let Ok(value) = serde_json::from_slice::<serde_json::Value>(payload) else {
+                return "the payload is not JSON".to_string();
+            };
+            let kind = match value.pointer(pointer) {
+                None => return format!("the payload has no {pointer}"),
+                Some(serde_json::Value::String(_)) => return format!("{pointer} is empty"),
+                Some(serde_json::Value::Null) => "null",
+                Some(serde_json::Value::Bool(_)) => "a boolean",
+                Some(serde_json::Value::Array(_)) => "an array",
+                Some(serde_json::Value::Object(_)) => "an object",
+                Some(serde_json::Value::Number(_)) => "a number",
+            };
+            format!("{pointer} is {kind}, not a string or a number")
+        };
+        match self {
+            EventIdSource::Header(name) => bytes(&format!("header {name}"), header(name)),
+            EventIdSource::Json(pointer) => json(pointer),
+            EventIdSource::Key => bytes("key", key),
+            EventIdSource::Coordinates => "every message has coordinates".to_string(),
+            EventIdSource::Default => format!(
+                "{}, and {}",
+                bytes("header event_id", header("event_id")),
+                json("/event_id")
+            ),
         }
     }
 }
@@ -185,7 +246,65 @@ mod tests {
     }
 
     #[test]
+    fn a_message_without_an_id_says_what_is_there_instead() {
+        let why = |source: &str,
+                   key: Option<&'static [u8]>,
+                   header: Option<&'static [u8]>,
+                   payload: Option<&'static [u8]>| {
+            let source = match source {
+                "default" => EventIdSource::Default,
+                other => EventIdSource::parse(other).unwrap(),
+            };
+            source.why_missing(key, |_| header, payload)
+        };
+        assert_eq!(
+            why("default", None, Some(b"\xff\xfe"), Some(br#"{"event_id":null}"#)),
+            "the header event_id is not UTF-8 text, and /event_id is null, not a string or a number"
+        );
+        assert_eq!(
+            why("default", None, Some(b""), Some(br#"{"event_id":""}"#)),
+            "the header event_id is empty, and /event_id is empty"
+        );
+        assert_eq!(
+            why("default", None, None, Some(b"not json")),
+            "no header event_id, and the payload is not JSON"
+        );
+        assert_eq!(
+            why(
+                "json:/meta/id",
+                None,
+                None,
+                Some(br#"{"meta":{"id":{"a":1}}}"#)
+            ),
+            "/meta/id is an object, not a string or a number"
+        );
+        assert_eq!(
+            why("json:/id", None, None, Some(br#"{"other":1}"#)),
+            "the payload has no /id"
+        );
+        assert_eq!(why("json:/id", None, None, None), "no payload");
+        assert_eq!(why("key", Some(b""), None, None), "the key is empty");
+        assert_eq!(why("key", None, None, None), "no key");
+        assert_eq!(
+            why("header:id", None, Some(b"\x80"), None),
+            "the header id is not UTF-8 text"
+        );
+    }
+
+    #[test]
     fn bad_specs_say_what_is_expected() {
+        for bad in ["json:/a/~2", "json:/a~", "json:/~x/b"] {
+            assert!(
+                EventIdSource::parse(bad)
+                    .unwrap_err()
+                    .contains("a '~' is written ~0"),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            EventIdSource::parse("json:/a~1b/~0c"),
+            Ok(EventIdSource::Json("/a~1b/~0c".into()))
+        );
         assert!(EventIdSource::parse("headers:x")
             .unwrap_err()
             .contains("expected header:NAME"));

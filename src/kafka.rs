@@ -80,11 +80,82 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A broker list that names at least one broker.
+/// A broker list that names at least one broker, each as librdkafka takes it:
+/// `[PROTOCOL://]host[:port]`, an IPv6 address in brackets. Refused here, a typo would
+/// otherwise surface only as a transport failure once `--kafka-timeout` has passed.
 fn parse_brokers(text: &str) -> Result<String, String> {
-    match text.split(',').all(|broker| broker.trim().is_empty()) {
-        true => Err("names no broker; expected host:port[,host:port…]".to_string()),
-        false => Ok(text.trim().to_string()),
+    let brokers: Vec<&str> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|broker| !broker.is_empty())
+        .collect();
+    if brokers.is_empty() {
+        return Err("names no broker; expected host:port[,host:port…]".to_string());
+    }
+    for broker in brokers {
+        check_broker(broker)?;
+    }
+    Ok(text.trim().to_string())
+}
+
+/// One broker of `--brokers`; see [`parse_brokers`].
+fn check_broker(broker: &str) -> Result<(), String> {
+    const EXPECTED: &str = "expected host:port[,host:port…]";
+    // Credentials go to SASL, not into an address; the value is not shown, it may hold one.
+    if broker.contains('@') {
+        return Err(format!(
+            "a broker address holds no user or password ('@'); give them with \
+             -X sasl.username=… -X sasl.password=…; {EXPECTED}"
+        ));
+    }
+    let address = match broker.split_once("://") {
+        Some((protocol, address)) => {
+            let known = ["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"];
+            if !known.contains(&protocol.to_ascii_lowercase().as_str()) {
+                return Err(format!(
+                    "'{broker}': '{protocol}://' is not a Kafka security protocol; {EXPECTED} \
+                     (or PLAINTEXT://, SSL://, SASL_PLAINTEXT://, SASL_SSL:// before it)"
+                ));
+            }
+            address
+        }
+        None => broker,
+    };
+    let (host, port) = match address.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, "")) => (host, None),
+            Some((host, rest)) => match rest.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None => return Err(format!("'{broker}' is not a broker address; {EXPECTED}")),
+            },
+            None => return Err(format!("'{broker}' has no closing ']'; {EXPECTED}")),
+        },
+        None => match address.split_once(':') {
+            Some((host, port)) if !port.contains(':') => (host, Some(port)),
+            Some(_) => {
+                return Err(format!(
+                    "'{broker}': an IPv6 address goes in brackets, e.g. [::1]:9092; {EXPECTED}"
+                ))
+            }
+            None => (address, None),
+        },
+    };
+    if host.is_empty() {
+        return Err(format!("'{broker}' names no host; {EXPECTED}"));
+    }
+    if let Some(bad) = host
+        .chars()
+        .find(|c| c.is_whitespace() || "/?#".contains(*c))
+    {
+        return Err(format!(
+            "'{broker}': a host name holds no '{bad}'; {EXPECTED}"
+        ));
+    }
+    match port.map(|port| (port, port.parse::<u16>())) {
+        Some((port, Ok(0) | Err(_))) => Err(format!(
+            "'{broker}' has the port '{port}'; expected a number from 1 to 65535"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -923,6 +994,46 @@ pub fn read_range<C>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn broker_lists_are_checked_before_anything_waits_on_them() {
+        for good in [
+            "localhost:9092",
+            "a:1, b:2,",
+            "kafka-1.example.com",
+            "[::1]:9092",
+            "[::1]",
+            "SASL_SSL://broker:9093",
+            "plaintext://127.0.0.1:19092",
+        ] {
+            assert!(parse_brokers(good).is_ok(), "{good}");
+        }
+        for (bad, expected) in [
+            (",", "names no broker"),
+            (
+                "localhost:abc",
+                "'localhost:abc' has the port 'abc'; expected a number from 1 to 65535",
+            ),
+            ("localhost:99999", "has the port '99999'"),
+            ("localhost:0", "has the port '0'"),
+            (":9092", "':9092' names no host"),
+            (
+                "http://127.0.0.1:9092",
+                "'http://' is not a Kafka security protocol",
+            ),
+            ("::1:9092", "an IPv6 address goes in brackets"),
+            ("[::1:9092", "has no closing ']'"),
+            ("[::1]9092", "is not a broker address"),
+            ("kafka 1:9092", "a host name holds no ' '"),
+            ("a:1,b:x", "'b:x' has the port 'x'"),
+        ] {
+            let error = parse_brokers(bad).unwrap_err();
+            assert!(error.contains(expected), "{bad}: {error}");
+        }
+        let error = parse_brokers("user:SECRET@broker:9092").unwrap_err();
+        assert!(error.contains("holds no user or password"), "{error}");
+        assert!(!error.contains("SECRET"), "{error}");
+    }
 
     fn options(properties: &[(&str, &str)]) -> KafkaOpts {
         KafkaOpts {

@@ -150,6 +150,12 @@ impl Output {
         }
     }
 
+    /// A note on stderr shown even with `-q`: one a script needs, such as where the way back
+    /// from a change was written.
+    pub fn note_even_quiet(&self, message: impl AsRef<str>) {
+        crate::stderr_line!("{}", redact_secrets(message.as_ref()));
+    }
+
     /// A warning on stderr; shown even with `-q`, because it changes what the result means.
     pub fn warn(&self, message: impl AsRef<str>) {
         crate::stderr_line!("warning: {}", redact_secrets(message.as_ref()));
@@ -203,15 +209,21 @@ impl Output {
         let (bar, template) = match total {
             Some(total) => (
                 ProgressBar::new(total),
-                format!("{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{human_pos}}/{{human_len}} {unit} ({{per_sec}}, eta {{eta}})"),
+                format!("{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{human_pos}}/{{human_len}} {unit} ({{rate}}, eta {{eta}})"),
             ),
             None => (
                 ProgressBar::no_length(),
-                format!("{{spinner}} [{{elapsed_precise}}] {{human_pos}} {unit} ({{per_sec}})"),
+                format!("{{spinner}} [{{elapsed_precise}}] {{human_pos}} {unit} ({{rate}})"),
             ),
         };
         if let Ok(style) = ProgressStyle::with_template(&template) {
-            bar.set_style(style);
+            // Whole units a second: indicatif's own `per_sec` shows three decimals of rows.
+            bar.set_style(style.with_key(
+                "rate",
+                |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+                    let _ = write!(out, "{}/s", indicatif::HumanCount(state.per_sec() as u64));
+                },
+            ));
         }
         // Drawn at once, at zero: the first batch or chunk may take a while to report.
         bar.tick();

@@ -24,6 +24,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     })
 }
 
+/// The longest lock wait a migration may be given: PostgreSQL's `lock_timeout` is a 32-bit
+/// count of milliseconds (24 days and a bit).
+const MAX_LOCK_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
+/// `--lock-timeout`: a duration, 0 for no limit, at most [`MAX_LOCK_TIMEOUT`].
+pub fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        limit if limit > MAX_LOCK_TIMEOUT => Err(format!(
+            "'{}' is longer than the 24 days PostgreSQL takes as a lock timeout; expected at most \
+             24d, or 0 to wait without limit",
+            text.trim()
+        )),
+        limit => Ok(limit),
+    }
+}
+
 /// A duration that must not be zero: a timeout of nothing fails every call.
 pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     parse_more_than_nothing(
@@ -95,6 +111,7 @@ fn parse_any_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
         "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M:%S%.f",
         "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
     ] {
         if let Ok(naive) = NaiveDateTime::parse_from_str(text, format) {
             return Ok(Utc.from_utc_datetime(&naive));
@@ -104,7 +121,7 @@ fn parse_any_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
         return Ok(Utc.from_utc_datetime(&date.and_hms_opt(0, 0, 0).expect("midnight exists")));
     }
     Err(format!(
-        "'{text}' is not a timestamp; expected RFC 3339 (2026-11-01T08:00:00Z) or YYYY-MM-DD[ HH:MM:SS] in UTC"
+        "'{text}' is not a timestamp; expected RFC 3339 (2026-11-01T08:00:00Z) or YYYY-MM-DD[ HH:MM[:SS[.fff]]] in UTC"
     ))
 }
 
@@ -264,6 +281,42 @@ mod tests {
         assert_eq!(parse_timeout("5s").unwrap(), Duration::from_secs(5));
         for zero in ["0s", "0ms"] {
             assert!(parse_timeout(zero).unwrap_err().contains("a timeout of 0"));
+        }
+    }
+
+    #[test]
+    fn a_lock_timeout_is_at_most_what_postgresql_takes() {
+        assert_eq!(parse_lock_timeout("0").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_lock_timeout("24d").unwrap(),
+            Duration::from_secs(24 * 86_400)
+        );
+        assert_eq!(
+            parse_lock_timeout("2147483647ms").unwrap(),
+            Duration::from_millis(2_147_483_647)
+        );
+        for long in ["2147483648ms", "25d", "99999999999d"] {
+            assert!(
+                parse_lock_timeout(long)
+                    .unwrap_err()
+                    .contains("at most 24d"),
+                "{long}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_minute_without_seconds_may_follow_a_t() {
+        for text in [
+            "2026-11-07T00:00",
+            "2026-11-07 00:00",
+            "2026-11-07T00:00:00",
+        ] {
+            assert_eq!(
+                parse_timestamp(text).unwrap(),
+                Utc.with_ymd_and_hms(2026, 11, 7, 0, 0, 0).unwrap(),
+                "{text}"
+            );
         }
     }
 

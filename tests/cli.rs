@@ -398,6 +398,101 @@ fn a_sqlite_url_works_whatever_the_case_of_its_scheme() {
     assert!(run.stdout.contains("0 rows"), "{}", run.stdout);
 }
 
+/// The driver percent-decodes a SQLite path: every command opens, and every message names,
+/// the file it decodes to, and a path a URL cannot carry as it is (a space) works too.
+#[test]
+fn a_sqlite_path_is_the_same_file_for_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrated = inboxctl_in(
+        dir.path(),
+        &[
+            "-v",
+            "migrate",
+            "run",
+            "--database-url",
+            "sqlite://a%20b%3F.db",
+        ],
+    )
+    .code(0);
+    assert!(
+        migrated.stderr.contains("SQLite file a b?.db"),
+        "{}",
+        migrated.stderr
+    );
+    assert_eq!(files_in(dir.path()), ["a b?.db"]);
+    for url in ["sqlite://a%20b%3F.db", "sqlite:a%20b%3F.db"] {
+        let run = inboxctl_in(dir.path(), &["inspect", "--database-url", url]).code(0);
+        assert!(run.stdout.contains("0 rows"), "{url}: {}", run.stdout);
+    }
+    inboxctl_in(
+        dir.path(),
+        &[
+            "migrate",
+            "run",
+            "-q",
+            "--database-url",
+            "sqlite://c d/e%25f.db",
+        ],
+    )
+    .code(1);
+    std::fs::create_dir(dir.path().join("c d")).unwrap();
+    inboxctl_in(
+        dir.path(),
+        &[
+            "migrate",
+            "run",
+            "-q",
+            "--database-url",
+            "sqlite://c d/e%25f.db",
+        ],
+    )
+    .code(0);
+    assert!(dir.path().join("c d/e%f.db").exists());
+    let run = inboxctl_in(
+        dir.path(),
+        &["inspect", "--database-url", "sqlite://c%20d/e%25f.db"],
+    )
+    .code(0);
+    assert!(run.stdout.contains("0 rows"), "{}", run.stdout);
+    let missing = inboxctl_in(
+        dir.path(),
+        &["inspect", "--database-url", "sqlite://no%20such.db"],
+    )
+    .code(1);
+    assert!(
+        missing
+            .stderr
+            .contains("error: the SQLite database file 'no such.db' does not exist"),
+        "{}",
+        missing.stderr
+    );
+    // A folder where the file should be.
+    for args in [
+        ["migrate", "run", "--database-url", "sqlite://c%20d"],
+        ["inspect", "-q", "--database-url", "sqlite://c d/"],
+    ] {
+        let folder = inboxctl_in(dir.path(), &args).code(1);
+        assert!(
+            folder.stderr.contains(
+                "' is a folder; expected a file, e.g. sqlite://c d/inbox.db (check \
+                 --database-url / DATABASE_URL)"
+            ),
+            "{args:?}: {}",
+            folder.stderr
+        );
+    }
+    let bad = inboxctl_in(
+        dir.path(),
+        &["inspect", "--database-url", "sqlite://a%FF.db"],
+    )
+    .code(2);
+    assert!(
+        bad.stderr.contains("not UTF-8 once percent-decoded"),
+        "{}",
+        bad.stderr
+    );
+}
+
 #[test]
 fn an_in_memory_sqlite_database_is_refused() {
     for url in ["sqlite::memory:", "sqlite://file.db?mode=memory"] {
@@ -472,7 +567,19 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 36] = [
+    let cases: [(&[&str], &str); 39] = [
+        (
+            &["offsets", "show", "--brokers", "localhost:abc"],
+            "invalid value 'localhost:abc' for '--brokers <BROKERS>': 'localhost:abc' has the port 'abc'; expected a number from 1 to 65535",
+        ),
+        (
+            &["migrate", "run", "--lock-timeout", "25d"],
+            "invalid value '25d' for '--lock-timeout <DURATION>': '25d' is longer than the 24 days PostgreSQL takes as a lock timeout; expected at most 24d, or 0 to wait without limit",
+        ),
+        (
+            &["replay", "-t", "t", "--from", "earliest", "--consumer", "c", "--dry-run", "--event-id-from", "json:/a/~2"],
+            "'/a/~2' is not a JSON pointer: a '~' is written ~0, a '/' in a name ~1",
+        ),
         (
             &["inspect", "--database-url", "postgres://app:ab#cd@127.0.0.1:1/db"],
             "a user name or password holding # ? / or @ must write it percent-encoded",

@@ -468,6 +468,21 @@ async fn prune_honours_consumer_and_max_rows(backend: Backend) {
         "{}",
         typo.stderr
     );
+    // Nor does one longer than the column holds (MariaDB types such a parameter as a BLOB).
+    let long = "c".repeat(600);
+    for dry_run in [true, false] {
+        let mut args = vec!["prune", "--before", &before, "--consumer", &long, "--yes"];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let run = db.run(&args).ok();
+        assert!(
+            run.stderr
+                .contains("warning: the inbox has no rows of consumer 'cccc"),
+            "{}",
+            run.stderr
+        );
+    }
     db.run(&["prune", "--before", &before, "--consumer", "b", "--yes"])
         .ok();
     assert_eq!(db.event_ids("b").await, ids(&["b-new"]));
@@ -858,6 +873,14 @@ async fn prune_stopped_by_a_signal_reports_what_it_deleted(
         )),
         "{}",
         run.stderr
+    );
+    // The JSON says it too, as a stop at once does.
+    assert_eq!(
+        json["warning"],
+        format!(
+            "{said}: deleted {} rows; re-run the same command to continue",
+            20_000 - left
+        )
     );
 
     // Re-running finishes the job.

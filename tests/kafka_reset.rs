@@ -14,10 +14,8 @@ use std::time::{Duration, Instant};
 use chrono::{SecondsFormat, Utc};
 use common::kafka::*;
 use common::*;
-use rdkafka::admin::{AdminClient, AdminOptions};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::Message;
 use serde_json::json;
 
 fn inboxctl(db: &TestDb, broker: &Broker, args: &[&str]) -> Run {
@@ -206,40 +204,6 @@ fn undo_written(run: &Run) -> String {
     path.to_string()
 }
 
-/// Names of the files in a folder, sorted.
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-/// Deletes the records of `topic:partition` below `offset`, so that its log start is `offset`.
-async fn delete_before(broker: &Broker, topic: &str, partition: i32, offset: i64) {
-    let admin: AdminClient<DefaultClientContext> = broker.config().create().unwrap();
-    let mut list = TopicPartitionList::new();
-    list.add_partition_offset(topic, partition, Offset::Offset(offset))
-        .unwrap();
-    let result = admin
-        .delete_records(
-            &list,
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-        )
-        .await
-        .expect("delete records");
-    let element = result
-        .find_partition(topic, partition)
-        .expect("partition in the answer");
-    element.error().expect("delete records of the partition");
-    assert_eq!(
-        element.offset(),
-        Offset::Offset(offset),
-        "the new log start"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latest_offset_and_shift_move_the_group_where_its_consumer_starts() {
     let broker = broker();
@@ -387,7 +351,7 @@ async fn earliest_and_out_of_range_targets_stop_at_the_log_edges() {
     broker.create_topic(&topic, 2).await;
     fill(broker, &topic, "e", &[6, 4]).await;
     // Retention removed the first two records of partition 0: its log starts at 2.
-    delete_before(broker, &topic, 0, 2).await;
+    broker.delete_records(&topic, 0, 2).await;
     let (earliest, high, low) = (unique("earliest"), unique("high"), unique("low"));
     broker.commit(&earliest, &topic, &[(0, 4), (1, 3)]);
     broker.commit(&high, &topic, &[(0, 3), (1, 1)]);
@@ -1181,8 +1145,23 @@ async fn default_undo_files_never_overwrite_an_earlier_one() {
             "{name}"
         );
     }
+    // With -q and JSON, a script still learns where the undo plan went.
+    let quiet = reset(
+        &db,
+        &group,
+        &topic,
+        &["-q", "--format", "json", "--to-earliest", "--execute"],
+    )
+    .ok();
+    let third = undo_written(&quiet);
+    assert_eq!(quiet.json()["undo_file"], third.as_str());
+    assert_eq!(quiet.json()["applied"], true);
+    assert_eq!(
+        std::fs::read_to_string(db.dir.path().join(&third)).unwrap(),
+        format!("topic,partition,offset\n{topic},0,5\n")
+    );
     let mut all = earlier.clone();
-    all.extend([first, second]);
+    all.extend([first, second, third]);
     all.sort();
     assert_eq!(files_in(db.dir.path()), all);
 }
@@ -1407,6 +1386,7 @@ async fn execute_writes_an_undo_plan_that_restores_the_previous_offsets() {
                 {"topic": topic, "partition": 1, "current": 9, "new": 7, "log_start": 0, "log_end": 9},
                 {"topic": topic, "partition": 2, "current": 4, "new": 3, "log_start": 0, "log_end": 4},
             ],
+            "undo_file": redo.to_str().unwrap(),
         })
     );
     assert_eq!(broker.committed(&group, &topic, 3), at(&[5, 7, 3]));

@@ -1715,7 +1715,7 @@ async fn silent_mistakes_in_the_arguments_are_usage_errors() {
         (
             "  ",
             vec!["--dry-run"],
-            "error: invalid value '  ' for '--consumer <CONSUMER>': the name is empty",
+            "error: invalid value '  ' for '--consumer <CONSUMER>': the name is only blanks",
         ),
         (
             "billing",
@@ -2151,7 +2151,8 @@ async fn messages_without_an_event_id_fail_or_are_skipped(backend: Backend) {
     // applying the messages before it, so that every message read is accounted for. The
     // dry run stops there too, with the same error, and writes nothing.
     let stopped_at_7 = "error: no event id (header:event_id, then json:/event_id) in message \
-                        0:7; stopping (--on-missing-id skip goes on)";
+                        0:7 (no header event_id, and the payload has no /event_id); stopping \
+                        (--on-missing-id skip goes on)";
     let dry = replay(
         &db,
         &topic,
@@ -2538,6 +2539,48 @@ async fn an_event_id_postgres_cannot_store_fails_on_its_own() {
     let (effects, _) = each_handler_skips_one(&db, &topic, (3, 2, 0, 1, 0), why);
     assert_eq!(lines(&effects), ["n-p0-0", "n-p0-2"]);
     assert_eq!(inbox_count(&mut db).await, 4);
+}
+
+/// PostgreSQL's index on the inbox's key holds at most 2,704 bytes an entry: an id over it
+/// that does not compress fails on its own, in the dry run (which the server asks) as in both
+/// handlers' runs, before the handler sees it; one that compresses under it is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_id_over_the_key_index_fails_on_its_own_on_postgres() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    setup(&mut db).await;
+    db.exec("ALTER TABLE ledger ALTER COLUMN event_id TYPE text")
+        .await;
+    let topic = topic(1).await;
+    // A pseudo-random text: nothing the server could compress.
+    let mut state: u64 = 7;
+    let noise: String = (0..3000)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            char::from(b"0123456789abcdefghijklmnopqrstuv"[(state >> 59) as usize])
+        })
+        .collect();
+    let compressible = "a".repeat(3000);
+    let mut events = deposits("k", 1, 4);
+    events[1] = deposit(0, &noise, 1, 5);
+    events[2] = deposit(0, &compressible, 1, 7);
+    produce(&topic, &events).await;
+    let why = "the event id is 3000 bytes long; with the consumer's name it is over the 2,704 \
+               bytes an entry of PostgreSQL's index on the inbox's key holds";
+    let (effects, _) = each_handler_skips_one(&db, &topic, (4, 3, 0, 1, 0), why);
+    assert_eq!(
+        lines(&effects),
+        ["k-p0-0".to_string(), compressible.clone(), "k-p0-3".into()]
+    );
+    let mut ids: Vec<String> = inbox(&mut db, "billing")
+        .await
+        .into_iter()
+        .map(|row| row.0)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [compressible, "k-p0-0".into(), "k-p0-3".into()]);
+    assert_eq!(inbox_count(&mut db).await, 6);
 }
 
 /// Ctrl-C on a terminal signals the whole foreground process group. The handler, in a group
@@ -3360,7 +3403,8 @@ async fn an_exec_handler_that_exits_is_named_with_its_status(backend: Backend) {
             (&json!(0), "boom"),
             (
                 &json!(2),
-                "no event id (header:event_id, then json:/event_id) in message 0:2"
+                "no event id (header:event_id, then json:/event_id) in message 0:2 (no \
+                 header event_id, and the payload has no /event_id)"
             )
         ]
     );
@@ -3975,6 +4019,48 @@ async fn odd_ranges_end_cleanly(backend: Backend) {
     .json();
     assert_eq!(totals(&json), (0, 0, 0, 0, 0));
 
+    // Messages retention deleted: a range before the log start starts there, and one wholly
+    // before it is empty, each said.
+    let retained = self::topic(1).await;
+    let six: Vec<Event> = (0..6)
+        .map(|n| deposit(0, &format!("r-{n}"), 9, 1))
+        .collect();
+    produce(&retained, &six).await;
+    broker().delete_records(&retained, 0, 3).await;
+    for (to, replayed, warning) in [
+        (
+            "5",
+            (3, 5, 2),
+            "warning: partition 0: --from 1 is before the log start 3 (retention deleted the \
+             messages before it); replaying from 3",
+        ),
+        (
+            "2",
+            (3, 3, 0),
+            "warning: partition 0: --from 1 to 2 is all before the log start 3 (retention \
+             deleted those messages); nothing to replay there",
+        ),
+    ] {
+        let run = replay(
+            &db,
+            &retained,
+            "retained",
+            &["--sql", &handler, "-p", "0", "--from", "1", "--to", to],
+        )
+        .ok();
+        let partition = &run.json()["partitions"][0];
+        assert_eq!(
+            (
+                partition["from"].as_i64().unwrap(),
+                partition["to"].as_i64().unwrap(),
+                partition["processed"].as_i64().unwrap()
+            ),
+            replayed,
+            "--to {to}"
+        );
+        assert!(run.stderr.contains(warning), "{}", run.stderr);
+    }
+
     // Per-partition starts, an end past the log end clamped to it.
     let json = replay(
         &db,
@@ -4257,7 +4343,8 @@ async fn odd_ranges_end_cleanly(backend: Backend) {
     assert!(run.stderr.contains("--sql"), "{}", run.stderr);
 
     assert_eq!(balances(&mut db).await, expected_balances(&landed));
-    assert_eq!(inbox_count(&mut db).await, 8);
+    // Billing's 8, and the 2 messages retention left of the range given consumer retained.
+    assert_eq!(inbox_count(&mut db).await, 10);
     assert!(
         started.elapsed() < Duration::from_secs(45),
         "odd ranges took {:?}",

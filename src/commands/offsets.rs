@@ -741,7 +741,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         print_plan(
             &args.group,
             &plan,
-            false,
+            None,
             &Forgetting::Nothing,
             without_inbox_rows,
             &output,
@@ -752,7 +752,7 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         print_plan(
             &args.group,
             &plan,
-            false,
+            None,
             &forgetting,
             without_inbox_rows,
             &output,
@@ -980,7 +980,8 @@ impl Reset<'_> {
                 )));
             }
         }
-        output.note(format!(
+        // The way back: shown with -q too, since its name is made up for each reset.
+        output.note_even_quiet(format!(
             "Undo plan written to {} (apply it with: {})",
             self.undo_path.display(),
             apply_command(group, self.undo_path)
@@ -1003,7 +1004,7 @@ impl Reset<'_> {
             print_plan(
                 group,
                 &applied,
-                true,
+                Some(self.undo_path),
                 self.forgetting,
                 self.without_inbox_rows,
                 output,
@@ -1568,17 +1569,18 @@ fn plan_lines(plan: &[PlannedOffset]) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// `forgetting`: in JSON, a plan that deletes the group says so, and lists the group's
+/// `undo_file`: the undo plan of a reset applied, `None` for one shown. `forgetting`: in JSON, a plan that deletes the group says so, and lists the group's
 /// offsets outside the plan that it commits again. `without_inbox_rows` (--to-inbox): in
 /// JSON, the partitions left as they are because the inbox holds no rows of them.
 fn print_plan(
     group: &str,
     plan: &[PlannedOffset],
-    applied: bool,
+    undo_file: Option<&Path>,
     forgetting: &Forgetting,
     without_inbox_rows: Option<&[(String, i32)]>,
     output: &Output,
 ) -> anyhow::Result<()> {
+    let applied = undo_file.is_some();
     let (before, after) = if applied {
         ("BEFORE", "AFTER")
     } else {
@@ -1587,6 +1589,9 @@ fn print_plan(
     match output.format {
         Format::Json => {
             let mut report = json!({ "group": group, "applied": applied, "partitions": plan });
+            if let Some(path) = undo_file {
+                report["undo_file"] = path.display().to_string().into();
+            }
             if let Forgetting::DeleteGroup { others } = forgetting {
                 report["deletes_group"] = json!(true);
                 report["commits_again"] = others

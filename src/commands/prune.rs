@@ -60,6 +60,9 @@ struct PruneReport {
     /// Why a run that failed midway stopped (it is also on stderr); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// What a run a signal stopped says of it (also on stderr), as a stop at once says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
 }
 
 pub async fn run(args: PruneArgs, output: Output) -> anyhow::Result<ExitStatus> {
@@ -310,6 +313,7 @@ async fn prune(
         rows_kept_for_redelivery,
         consumers,
         error: None,
+        warning: None,
     };
     if args.dry_run || rows_planned == Some(0) {
         print_report(&report, output)?;
@@ -326,7 +330,8 @@ async fn prune(
                 store.url.endpoint
             ),
             format!(
-                "refusing to delete {} without confirmation: there is no terminal to ask on; \
+                "refusing to delete {} without confirmation: there is no terminal to ask on \
+                 (standard input and standard error must both be one); \
                  pass --yes (as cron jobs must) or --dry-run to only count",
                 counted(rows_planned, "row", "rows")
             ),
@@ -376,6 +381,7 @@ async fn prune(
             .unwrap_or_else(|| default_batch_size(store.backend)),
         max_rows: args.max_rows,
         pause: args.pause,
+        last_batch_nanos: Default::default(),
         progress: &progress,
         output,
         stop: &stop,
@@ -418,16 +424,19 @@ async fn prune(
         }
         _ => {}
     }
-    stop.print_result(|| print_report(&report, output))?;
     if report.interrupted {
         let of = report
             .rows_planned
             .map_or_else(String::new, |planned| format!(" of {planned}"));
-        output.warn(format!(
+        report.warning = Some(format!(
             "{}: deleted {}{of} rows; re-run the same command to continue",
             stop.describe(),
             report.rows_deleted
         ));
+    }
+    stop.print_result(|| print_report(&report, output))?;
+    if let Some(warning) = &report.warning {
+        output.warn(warning);
         return Ok(stop.exit_status());
     }
     Ok(ExitStatus::Success)
@@ -531,6 +540,9 @@ fn default_batch_size(backend: Backend) -> u64 {
     }
 }
 
+/// The longest pause SQLite's default takes (as long as the batch took).
+const MAX_SQLITE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How long a pause sleeps at a time before it looks whether Ctrl-C asked to stop.
 const PAUSE_SLICE: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -540,7 +552,11 @@ struct Deleting<'a> {
     cutoff: DateTime<Utc>,
     batch_size: u64,
     max_rows: Option<u64>,
-    pause: std::time::Duration,
+    /// `--pause`; without it none, but on SQLite as long as the batch before took (see
+    /// [`Deleting::pause`]).
+    pause: Option<std::time::Duration>,
+    /// How long the last batch took, in nanoseconds.
+    last_batch_nanos: std::sync::atomic::AtomicU64,
     progress: &'a indicatif::ProgressBar,
     output: &'a Output,
     stop: &'a StopRequest,
@@ -550,9 +566,10 @@ impl Deleting<'_> {
     /// Before each batch: `--pause` after the one before, then whether Ctrl-C asked to stop
     /// (which the report records).
     async fn stop_before_batch(&self, report: &mut PruneReport) -> bool {
-        if report.batches > 0 && !self.pause.is_zero() {
+        let pause = self.pause();
+        if report.batches > 0 && !pause.is_zero() {
             // In slices, so that Ctrl-C during a long pause stops at once, not after it.
-            let resume = tokio::time::Instant::now() + self.pause;
+            let resume = tokio::time::Instant::now() + pause;
             while !self.stop.requested() {
                 let now = tokio::time::Instant::now();
                 if now >= resume {
@@ -565,6 +582,23 @@ impl Deleting<'_> {
             report.interrupted = true;
         }
         report.interrupted
+    }
+
+    /// The pause after a batch. SQLite has one writer at a time, and an application waiting
+    /// to write sleeps between its tries (its busy timeout): with batches back to back it
+    /// finds the file locked on each try, and waits for all of prune (seconds for a million
+    /// rows) or fails with "database is locked". A pause as long as the batch leaves the
+    /// file free half the time, and each try a fair chance.
+    fn pause(&self) -> std::time::Duration {
+        match (self.pause, self.store.backend) {
+            (Some(pause), _) => pause,
+            (None, Backend::Sqlite) => std::time::Duration::from_nanos(
+                self.last_batch_nanos
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+            .min(MAX_SQLITE_PAUSE),
+            (None, _) => std::time::Duration::ZERO,
+        }
     }
 
     /// Counts rows deleted for `consumer`, or for no consumer in particular.
@@ -595,7 +629,8 @@ impl Deleting<'_> {
         record: &[&str],
         mut batch: impl AsyncFnMut(&mut AnyConnection) -> anyhow::Result<(u64, T)>,
     ) -> anyhow::Result<(u64, T)> {
-        retried(self.output, 1, async || {
+        let started = Instant::now();
+        let done = retried(self.output, 1, async || {
             let attempt = async {
                 if record.is_empty() {
                     return batch(&mut *connection).await;
@@ -622,7 +657,11 @@ impl Deleting<'_> {
             })
         })
         .await
-        .map_err(|failure| failure.error)
+        .map_err(|failure| failure.error);
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_batch_nanos
+            .store(took, std::sync::atomic::Ordering::Relaxed);
+        done
     }
 
     /// The error of a batch that ended prune, saying how far it got and whether a re-run

@@ -30,7 +30,9 @@ use crate::handler::{self, Statement};
 use crate::kafka::{read_range, Fetched, Kafka};
 use crate::output::{or_dash, table, Output};
 use crate::store::pg_pipeline::{PgPipeline, SentAsText};
-use crate::store::{is_connection_lost, Backend, BatchError, CreateMode, Store, INBOX_TABLE};
+use crate::store::{
+    is_connection_lost, postgres, Backend, BatchError, CreateMode, Store, INBOX_TABLE,
+};
 use crate::time::{parse_duration, parse_timestamp};
 
 /// Where the replay starts in each partition.
@@ -170,6 +172,20 @@ impl Replayed {
             payload: message.payload().map(<[u8]>::to_vec),
             event_id: source.extract(topic, message).map(Cow::into_owned),
         }
+    }
+
+    /// See [`EventIdSource::why_missing`].
+    fn why_no_event_id(&self, args: &ReplayArgs) -> String {
+        let source = args.event_id_from.clone().unwrap_or(EventIdSource::Default);
+        // The last header of a name, as Kafka's clients read one given twice.
+        let header = |name: &str| {
+            self.headers
+                .iter()
+                .rev()
+                .find(|(key, _)| key == name)
+                .and_then(|(_, value)| value.as_deref())
+        };
+        source.why_missing(self.key.as_deref(), header, self.payload.as_deref())
     }
 
     fn payload_json(&self) -> Option<Value> {
@@ -479,9 +495,9 @@ async fn replay(
     // The batch after the current one, when it was already read: its inbox rows may be
     // inserted while the current batch's handler runs (see PgPipeline::run).
     let mut peeked: Option<Vec<Replayed>> = None;
-    // The ids of `peeked` the inbox cannot hold (see Store::not_held), found when its rows
-    // were inserted ahead: not asked again when it is handled.
-    let mut peeked_not_held: Option<HashSet<String>> = None;
+    // The ids of `peeked` the inbox cannot hold, found when its rows were inserted ahead:
+    // not asked again when it is handled.
+    let mut peeked_unheld: Option<Unheld> = None;
     // When the handler's pipelined connections were lost and could not be made again.
     let mut pipeline_lost_at: Option<Instant> = None;
     // A batch that fails ends the run; the summary still shows the batches before it, and
@@ -543,10 +559,11 @@ async fn replay(
             }
             summary.missing_id += 1;
             let error = format!(
-                "no event id ({}) in message {}:{}",
+                "no event id ({}) in message {}:{} ({})",
                 source_name(args),
                 message.partition,
-                message.offset
+                message.offset,
+                message.why_no_event_id(args)
             );
             // The dry run stops here too: its counts are those of the real run.
             let stop_here = args.on_missing_id == OnMissingId::Fail;
@@ -577,15 +594,15 @@ async fn replay(
             .iter()
             .map(|m| m.event_id.as_deref().unwrap_or_default())
             .collect();
-        let not_held = match peeked_not_held.take() {
-            Some(not_held) => not_held,
-            None => or_fail!(store.not_held("event_id", &ids).await),
+        let unheld = match peeked_unheld.take() {
+            Some(unheld) => unheld,
+            None => or_fail!(Unheld::of(store, args, &ids, output).await),
         };
         let unstorable: Vec<(usize, String)> = ids
             .iter()
             .enumerate()
             .filter_map(|(index, id)| {
-                unstorable_id(store, id, widths.event_id, &not_held).map(|why| (index, why))
+                unstorable_id(store, id, widths.event_id, &unheld).map(|why| (index, why))
             })
             .collect();
         let mut accepted: Vec<usize> = Vec::new();
@@ -614,6 +631,16 @@ async fn replay(
                         outcome.duplicates.push(index);
                     } else {
                         outcome.processed.push(index);
+                        if unheld.key_index_untried(store, &args.consumer, id) {
+                            output.warn(format!(
+                                "{}:{}: the real run may fail on it: its event id is {} \
+                                 bytes long; {}",
+                                m.partition,
+                                m.offset,
+                                id.len(),
+                                postgres::KEY_INDEX_LIMIT
+                            ));
+                        }
                     }
                 }
                 outcome
@@ -636,15 +663,15 @@ async fn replay(
                             .flatten()
                             .filter_map(|m| m.event_id.as_deref())
                             .collect();
-                        let not_held = or_fail!(store.not_held("event_id", &next_ids).await);
+                        let unheld = or_fail!(Unheld::of(store, args, &next_ids, output).await);
                         let next = peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
                                 m.event_id.as_deref().is_some_and(|id| {
-                                    unstorable_id(store, id, widths.event_id, &not_held).is_none()
+                                    unstorable_id(store, id, widths.event_id, &unheld).is_none()
                                 })
                             }))
                         });
-                        peeked_not_held = peeked.is_some().then_some(not_held);
+                        peeked_unheld = peeked.is_some().then_some(unheld);
                         next
                     }
                     _ => None,
@@ -985,6 +1012,12 @@ fn resolve_ranges(
                     "partition {partition}: {start} is past the log end {}; nothing to replay there",
                     marks.log_end
                 ));
+            } else if from < marks.log_start && to <= marks.log_start && to >= from {
+                output.warn(format!(
+                    "partition {partition}: {start} to {to} is all before the log start {} \
+                     (retention deleted those messages); nothing to replay there",
+                    marks.log_start
+                ));
             } else if from < marks.log_start {
                 output.warn(format!(
                     "partition {partition}: {start} is before the log start {} (retention deleted the messages before it); replaying from {}",
@@ -1091,21 +1124,27 @@ fn message_value(
 
 /// Why the inbox cannot hold this event id, when it cannot: it is longer than the column (at
 /// most `width` characters, if limited), or holds a character the column's text cannot (see
-/// [`Store::can_store_text`]) or its character set lacks (it is in `not_held`, see
-/// [`Store::not_held`]). Such a message fails on its own, before any lookup or handler sees
-/// it.
-fn unstorable_id(
-    store: &Store,
-    id: &str,
-    width: Option<usize>,
-    not_held: &HashSet<String>,
-) -> Option<String> {
+/// [`Store::can_store_text`]) or its character set lacks, or its key is over what
+/// PostgreSQL's index of it holds (see [`Unheld`]). Such a message fails on its own, before
+/// any lookup or handler sees it.
+fn unstorable_id(store: &Store, id: &str, width: Option<usize>, unheld: &Unheld) -> Option<String> {
     if !store.can_store_text(id) {
         return Some(
             "the event id holds a NUL character, which PostgreSQL's text cannot store".into(),
         );
     }
-    if not_held.contains(id) {
+    if unheld
+        .key_index
+        .as_ref()
+        .is_some_and(|over| over.contains(id))
+    {
+        return Some(format!(
+            "the event id is {} bytes long; {}",
+            id.len(),
+            postgres::KEY_INDEX_LIMIT
+        ));
+    }
+    if unheld.character_set.contains(id) {
         return Some(format!(
             "the event id has characters the inbox's event_id column ({}) cannot hold",
             store.narrow_character_set("event_id").unwrap_or_default()
@@ -1118,6 +1157,46 @@ fn unstorable_id(
              most {width}"
         )),
         _ => None,
+    }
+}
+
+/// The ids of a batch the inbox cannot hold, as the server says: those its column's character
+/// set lacks ([`Store::not_held`]), and those whose key is over what PostgreSQL's index of
+/// it holds ([`Store::over_the_key_index`]).
+struct Unheld {
+    character_set: HashSet<String>,
+    /// `None` where the try could not be made: in a dry run by a user who may not insert,
+    /// which then warns of such an id instead.
+    key_index: Option<HashSet<String>>,
+}
+
+impl Unheld {
+    async fn of(
+        store: &Store,
+        args: &ReplayArgs,
+        ids: &[&str],
+        output: &Output,
+    ) -> anyhow::Result<Unheld> {
+        let character_set = store.not_held("event_id", ids).await?;
+        let key_index = match store.over_the_key_index(&args.consumer, ids).await {
+            Ok(over) => Some(over),
+            Err(error) if args.dry_run => {
+                output.debug(format!("{error:#}"));
+                None
+            }
+            Err(error) => return Err(error),
+        };
+        Ok(Unheld {
+            character_set,
+            key_index,
+        })
+    }
+
+    /// Whether `id` is long enough to be over the key index, which could not be tried.
+    fn key_index_untried(&self, store: &Store, consumer: &str, id: &str) -> bool {
+        self.key_index.is_none()
+            && store.backend == Backend::Postgres
+            && consumer.len() + id.len() > postgres::KEY_INDEX_BYTES
     }
 }
 

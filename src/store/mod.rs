@@ -371,6 +371,8 @@ pub struct DatabaseUrl {
     pub redacted: String,
     /// Host and port when the server is reached over TCP (not a Unix socket).
     tcp_address: Option<(String, u16)>,
+    /// The SQLite file, percent-decoded as the driver opens it.
+    sqlite_file: Option<String>,
 }
 
 /// The query parameters sqlx's MySQL driver reads.
@@ -424,7 +426,17 @@ impl DatabaseUrl {
             }
         };
         if backend == Backend::Sqlite {
-            let path = sqlite_path(text);
+            let raw_path = sqlite_path(text);
+            // The driver percent-decodes the path (`%20` a space, `%3F` a `?`): every check
+            // and message names the file it opens.
+            let path = percent_encoding::percent_decode_str(raw_path)
+                .decode_utf8()
+                .map_err(|_| {
+                    usage(format!(
+                        "database URL '{text}' names a SQLite file that is not UTF-8 once \
+                         percent-decoded; expected sqlite://PATH, e.g. sqlite://inbox.db"
+                    ))
+                })?;
             if path.is_empty() {
                 return Err(usage(format!(
                     "database URL '{text}' names no SQLite file; expected sqlite://PATH, e.g. sqlite://inbox.db"
@@ -436,13 +448,20 @@ impl DatabaseUrl {
                     "database URL '{text}' names an in-memory SQLite database, which is gone when the command exits; expected a file, e.g. sqlite://inbox.db"
                 )));
             }
+            let query = text.split_once('?').map(|(_, query)| query);
             return Ok(DatabaseUrl {
                 backend,
-                // The scheme in the case the driver expects.
-                connect: format!("sqlite:{}", &text["sqlite:".len()..]),
+                // The scheme in the case the driver expects, and the path encoded where a URL
+                // cannot carry it as it is (a space).
+                connect: format!(
+                    "sqlite://{}{}",
+                    percent_encoding::utf8_percent_encode(&path, SQLITE_PATH_ENCODED),
+                    query.map(|query| format!("?{query}")).unwrap_or_default()
+                ),
                 endpoint: format!("SQLite file {path}"),
                 redacted: text.to_string(),
                 tcp_address: None,
+                sqlite_file: Some(path.into_owned()),
             });
         }
         let mut parsed = url::Url::parse(text).map_err(|error| {
@@ -576,6 +595,7 @@ impl DatabaseUrl {
             endpoint,
             redacted: redact_url(text),
             tcp_address,
+            sqlite_file: None,
         })
     }
 }
@@ -588,7 +608,7 @@ impl DatabaseUrl {
 
     /// The file of a SQLite URL.
     pub fn sqlite_path(&self) -> Option<&str> {
-        (self.backend == Backend::Sqlite).then(|| sqlite_path(&self.connect))
+        self.sqlite_file.as_deref()
     }
 }
 
@@ -688,6 +708,16 @@ fn quoted_end(quoted: &str) -> usize {
 }
 
 /// The file of a SQLite URL, whatever the case of its scheme (`SQLITE://inbox.db`).
+/// What a SQLite path is percent-encoded in: all but the characters a URL carries as they
+/// are, and `/`.
+const SQLITE_PATH_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'.')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'~');
+
+/// The path of a SQLite URL as written (percent-encoded or not), without its query.
 fn sqlite_path(text: &str) -> &str {
     let rest = match text.get(..7) {
         Some(scheme) if scheme.eq_ignore_ascii_case("sqlite:") => &text[7..],
@@ -964,13 +994,20 @@ impl Store {
         let dialect = url.backend.dialect();
         let mut connect = url.connect.clone();
         if url.backend == Backend::Sqlite {
-            let path = sqlite_path(&url.connect);
+            let path = url.sqlite_path().unwrap_or_default();
             // SQLite makes the file but not its folder, and then says only "unable to open".
             let folder = std::path::Path::new(path).parent();
             if let Some(folder) = folder.filter(|f| !f.as_os_str().is_empty() && !f.is_dir()) {
                 bail!(
                     "the folder '{}' of the SQLite database file '{path}' does not exist; create it first (check --database-url / DATABASE_URL)",
                     folder.display()
+                );
+            }
+            if std::path::Path::new(path).is_dir() {
+                bail!(
+                    "the SQLite database file '{path}' is a folder; expected a file, e.g. \
+                     sqlite://{}/inbox.db (check --database-url / DATABASE_URL)",
+                    path.trim_end_matches('/')
                 );
             }
             if create == CreateMode::MustExist && !std::path::Path::new(path).exists() {
@@ -1786,7 +1823,12 @@ impl Store {
     ) -> anyhow::Result<Vec<PrunableRows>> {
         let from = self.dialect.earliest_prunable;
         let mut sql = self.sql();
-        sql.push("SELECT listed.consumer, ");
+        // One consumer's name is not read back: MariaDB gives a parameter over 512
+        // characters as a BLOB, which does not read as text.
+        sql.push(match only {
+            Some(_) => "SELECT '', ",
+            None => "SELECT listed.consumer, ",
+        });
         let older = |sql: &mut SqlBuilder| {
             sql.push(&format!(
                 "FROM {INBOX_TABLE} WHERE consumer = listed.consumer"
@@ -1856,7 +1898,7 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(|(consumer, older, undatable)| PrunableRows {
-                consumer,
+                consumer: only.map_or(consumer, str::to_string),
                 older: older as u64,
                 undatable: undatable as u64,
             })
@@ -2774,6 +2816,69 @@ impl Store {
             each(&event_id);
         }
         Ok(())
+    }
+
+    /// Those of `event_ids` whose inbox row, of `consumer`, PostgreSQL's index on the key
+    /// cannot hold (see [`postgres::KEY_INDEX_LIMIT`]); empty elsewhere. Whether a long key
+    /// compresses under the limit only the server knows: each id long enough to be over it
+    /// uncompressed (rare, ids are mostly UUIDs) is inserted under a savepoint, in a
+    /// transaction that is rolled back. Fails where the server refuses the try for another
+    /// reason (a user who may not insert).
+    pub async fn over_the_key_index(
+        &self,
+        consumer: &str,
+        event_ids: &[&str],
+    ) -> anyhow::Result<std::collections::HashSet<String>> {
+        let mut over = std::collections::HashSet::new();
+        let long: Vec<&str> = event_ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.backend == Backend::Postgres
+                    && consumer.len() + id.len() > postgres::KEY_INDEX_BYTES
+                    && self.can_store_text(id)
+            })
+            .collect();
+        if long.is_empty() {
+            return Ok(over);
+        }
+        let mut connection = self.acquire().await?;
+        let tried = async {
+            connection.execute("BEGIN").await?;
+            let insert = format!(
+                "INSERT INTO {INBOX_TABLE} (consumer, event_id) VALUES ($1, $2) \
+                 ON CONFLICT DO NOTHING"
+            );
+            for id in long {
+                connection.execute("SAVEPOINT inboxctl_key").await?;
+                let inserted = sqlx::query(&insert)
+                    .bind(consumer)
+                    .bind(id)
+                    .execute(&mut *connection)
+                    .await;
+                match inserted {
+                    Err(sqlx::Error::Database(error))
+                        if postgres::is_over_the_key_index(
+                            error.code().as_deref().unwrap_or_default(),
+                            error.message(),
+                        ) =>
+                    {
+                        over.insert(id.to_string());
+                    }
+                    inserted => _ = inserted?,
+                }
+                connection
+                    .execute("ROLLBACK TO SAVEPOINT inboxctl_key")
+                    .await?;
+            }
+            Ok::<_, sqlx::Error>(())
+        }
+        .await;
+        // Nothing tried stays: the connection goes back to the pool as it came.
+        let rolled_back = connection.execute("ROLLBACK").await;
+        tried.context("could not try whether the inbox's key index holds a long event id")?;
+        rolled_back.context("could not roll back the try of a long event id")?;
+        Ok(over)
     }
 
     /// Whether a text column can hold `text`: PostgreSQL's text cannot hold a NUL character.

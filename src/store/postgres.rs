@@ -358,6 +358,21 @@ pub async fn parameter_types(
     Ok(Some(types))
 }
 
+/// What PostgreSQL's index on the inbox's key holds.
+pub const KEY_INDEX_LIMIT: &str = "with the consumer's name it is over the 2,704 bytes an \
+     entry of PostgreSQL's index on the inbox's key holds (ids that compress well may be longer)";
+
+/// The bytes of consumer and event id together above which the index on the inbox's key may
+/// refuse a row: what is left of an entry's 2,704 bytes after its headers, unless the server
+/// compresses the two.
+pub const KEY_INDEX_BYTES: usize = 2_688;
+
+/// Whether the server refused a row because its key is over what an index of it holds
+/// (54000, `index row size 5024 exceeds btree version 4 maximum 2704 …`).
+pub fn is_over_the_key_index(code: &str, message: &str) -> bool {
+    code == "54000" && message.starts_with("index row size")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -467,6 +467,31 @@ impl Broker {
         config
     }
 
+    /// Deletes the messages of `topic`'s `partition` before `offset`, as retention does: the
+    /// log start moves there.
+    pub async fn delete_records(&self, topic: &str, partition: i32, offset: i64) {
+        let admin: AdminClient<DefaultClientContext> = self.config().create().unwrap();
+        let mut list = TopicPartitionList::new();
+        list.add_partition_offset(topic, partition, Offset::Offset(offset))
+            .unwrap();
+        let result = admin
+            .delete_records(
+                &list,
+                &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+            )
+            .await
+            .expect("delete records");
+        let element = result
+            .find_partition(topic, partition)
+            .expect("partition in the answer");
+        element.error().expect("delete records of the partition");
+        assert_eq!(
+            element.offset(),
+            Offset::Offset(offset),
+            "the new log start"
+        );
+    }
+
     pub async fn create_topic(&self, name: &str, partitions: i32) {
         self.create_topic_with(name, partitions, &[]).await
     }

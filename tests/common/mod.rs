@@ -39,6 +39,16 @@ fn with_database(admin: &str, database: &str) -> String {
     url.to_string()
 }
 
+/// Names of the files in a folder, sorted.
+pub fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Sends `signal` (`INT`, `TERM`, `KILL`) to `target`, a pid or `-PGID`, as kill(1) does.
 pub fn send_signal(signal: &str, target: &str) {
     let sent = std::process::Command::new("kill")
