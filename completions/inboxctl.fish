@@ -102,7 +102,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s V -l versi
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l database-url -d 'Database holding processed_messages: sqlite://FILE, postgres://…, mysql://… (mariadb://…)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l connect-timeout -d 'Give up connecting after this long (e.g. 5s, 1m)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l older-than -d 'Delete rows processed longer ago than this (e.g. 7d, 36h, 2w; 1m is a minute, 1M a month)' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l before -d 'Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM[:SS]] in UTC)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l consumer -d 'Only this consumer\'s rows' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l batch-size -d 'Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand prune" -l max-rows -d 'Stop after deleting this many rows in all' -r
@@ -151,7 +151,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_se
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s g -l group -d 'The consumer group; it must have no active members' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -s t -l topic -d 'TOPIC or TOPIC:P,P,… (repeatable); not needed with --from-file or --all-topics' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-offset -d 'To this offset in every partition named' -r
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-datetime -d 'To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)' -r
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l to-datetime -d 'To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM[:SS]] UTC)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l by-duration -d 'To the first message at or after this long ago (e.g. 30m, 2h)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l shift-by -d 'Move each committed offset by N (negative: back)' -r
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand offsets; and __fish_seen_subcommand_from reset" -l from-file -d 'Apply a plan file: CSV with topic,partition,offset (as --export and undo files are)' -r -F

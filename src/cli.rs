@@ -213,7 +213,7 @@ pub struct PruneArgs {
     )]
     pub older_than: Option<Duration>,
 
-    /// Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] in UTC)
+    /// Delete rows processed before this time (RFC 3339, or YYYY-MM-DD[ HH:MM[:SS]] in UTC)
     #[arg(long, value_name = "TIMESTAMP", value_parser = parse_timestamp)]
     pub before: Option<DateTime<Utc>>,
 
@@ -337,7 +337,7 @@ pub struct OffsetsResetArgs {
     // Negative numbers pass clap, for the command's own message on them.
     #[arg(long, value_name = "OFFSET", allow_negative_numbers = true)]
     pub to_offset: Option<i64>,
-    /// To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM:SS] UTC)
+    /// To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM[:SS]] UTC)
     #[arg(long, value_name = "TIMESTAMP", value_parser = parse_timestamp)]
     pub to_datetime: Option<DateTime<Utc>>,
     /// To the first message at or after this long ago (e.g. 30m, 2h)

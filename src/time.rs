@@ -32,8 +32,8 @@ const MAX_LOCK_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 pub fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
     match parse_duration(text)? {
         limit if limit > MAX_LOCK_TIMEOUT => Err(format!(
-            "'{}' is longer than the 24 days PostgreSQL takes as a lock timeout; expected at most \
-             24d, or 0 to wait without limit",
+            "'{}' is longer than PostgreSQL takes as a lock timeout; expected at most \
+             2147483647ms (24d 20h 31m 23s), or 0 to wait without limit",
             text.trim()
         )),
         limit => Ok(limit),
@@ -299,7 +299,7 @@ mod tests {
             assert!(
                 parse_lock_timeout(long)
                     .unwrap_err()
-                    .contains("at most 24d"),
+                    .contains("expected at most 2147483647ms (24d 20h 31m 23s)"),
                 "{long}"
             );
         }

@@ -466,6 +466,40 @@ fn a_sqlite_path_is_the_same_file_for_every_command() {
         "{}",
         missing.stderr
     );
+    // `x/..` is for the file system to resolve, not the URL: the file above, not one in sub.
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let absolute = format!("sqlite://{}/sub/../a%20b%3F.db", dir.path().display());
+    for url in [
+        "sqlite:sub/../a%20b%3F.db",
+        "sqlite://sub/../a b%3F.db",
+        absolute.as_str(),
+    ] {
+        inboxctl_in(dir.path(), &["migrate", "run", "-q", "--database-url", url]).code(0);
+        let run = inboxctl_in(dir.path(), &["inspect", "--database-url", url]).code(0);
+        assert!(run.stdout.contains("0 rows"), "{url}: {}", run.stdout);
+    }
+    assert!(files_in(&dir.path().join("sub")).is_empty());
+    // Past a symbolic link, `..` is the link target's parent, as the file system has it.
+    std::fs::create_dir_all(dir.path().join("deep/inner")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("deep/inner"), dir.path().join("link")).unwrap();
+    let linked = format!("sqlite://{}/link/../s.db", dir.path().display());
+    inboxctl_in(
+        dir.path(),
+        &["migrate", "run", "-q", "--database-url", &linked],
+    )
+    .code(0);
+    assert_eq!(files_in(&dir.path().join("deep")), ["inner", "s.db"]);
+    inboxctl_in(dir.path(), &["inspect", "--database-url", &linked]).code(0);
+    let nul = inboxctl_in(
+        dir.path(),
+        &["inspect", "--database-url", "sqlite://a%00.db"],
+    )
+    .code(2);
+    assert_eq!(
+        nul.stderr,
+        "error: database URL 'sqlite://a%00.db' names a SQLite file with a NUL character \
+         (%00), which no file name holds\n"
+    );
     // A folder where the file should be.
     for args in [
         ["migrate", "run", "--database-url", "sqlite://c%20d"],
@@ -574,7 +608,7 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         ),
         (
             &["migrate", "run", "--lock-timeout", "25d"],
-            "invalid value '25d' for '--lock-timeout <DURATION>': '25d' is longer than the 24 days PostgreSQL takes as a lock timeout; expected at most 24d, or 0 to wait without limit",
+            "invalid value '25d' for '--lock-timeout <DURATION>': '25d' is longer than PostgreSQL takes as a lock timeout; expected at most 2147483647ms (24d 20h 31m 23s), or 0 to wait without limit",
         ),
         (
             &["replay", "-t", "t", "--from", "earliest", "--consumer", "c", "--dry-run", "--event-id-from", "json:/a/~2"],

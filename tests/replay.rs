@@ -4415,6 +4415,23 @@ async fn dry_run_counts_and_writes_nothing(backend: Backend) {
     .ok()
     .json();
     assert!(!Path::new(dead).exists(), "a dry run writes no dead letter");
+    // But it fails, as the real run would, on one it could not write.
+    let nowhere = db.dir.path().join("no-such-folder/dead.jsonl");
+    let nowhere = nowhere.to_str().unwrap();
+    let refused = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--dry-run", "--sql", &handler, "--dead-letter", nowhere],
+    )
+    .code(1);
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: could not open the dead-letter file {nowhere}: No such file or directory (os \
+             error 2)\n"
+        )
+    );
     assert_eq!(dry["dry_run"], true);
     assert_eq!(totals(&dry), (28, 16, 11, 0, 1));
     assert_eq!(

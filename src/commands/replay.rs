@@ -428,7 +428,11 @@ async fn replay(
     // same lines again.
     let mut dead_letter = match &args.dead_letter {
         Some(path) if !args.dry_run => Some(open_dead_letter(path)?),
-        _ => None,
+        Some(path) => {
+            check_dead_letter(path)?;
+            None
+        }
+        None => None,
     };
 
     let mut summaries: BTreeMap<i32, PartitionSummary> = ranges
@@ -2331,6 +2335,36 @@ fn open_dead_letter(path: &Path) -> anyhow::Result<std::fs::File> {
         .append(true)
         .open(path)
         .with_context(|| format!("could not open the dead-letter file {}", path.display()))
+}
+
+/// Whether the real run could open the dead-letter file, asked without writing: a dry run
+/// fails where the real run would, before anything is read.
+fn check_dead_letter(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let failed = |error: std::io::Error| {
+        anyhow::Error::from(error).context(format!(
+            "could not open the dead-letter file {}",
+            path.display()
+        ))
+    };
+    if path.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(failed);
+    }
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
+        .map_err(|error| failed(std::io::Error::other(error)))?;
+    // SAFETY: access(2) reads the NUL-terminated path and nothing else.
+    match unsafe { libc::access(folder.as_ptr(), libc::W_OK | libc::X_OK) } {
+        0 => Ok(()),
+        _ => Err(failed(std::io::Error::last_os_error())),
+    }
 }
 
 fn write_dead_letter(

@@ -437,6 +437,12 @@ impl DatabaseUrl {
                          percent-decoded; expected sqlite://PATH, e.g. sqlite://inbox.db"
                     ))
                 })?;
+            if path.contains('\0') {
+                return Err(usage(format!(
+                    "database URL '{text}' names a SQLite file with a NUL character (%00), \
+                     which no file name holds"
+                )));
+            }
             if path.is_empty() {
                 return Err(usage(format!(
                     "database URL '{text}' names no SQLite file; expected sqlite://PATH, e.g. sqlite://inbox.db"
@@ -451,10 +457,10 @@ impl DatabaseUrl {
             let query = text.split_once('?').map(|(_, query)| query);
             return Ok(DatabaseUrl {
                 backend,
-                // The scheme in the case the driver expects, and the path encoded where a URL
-                // cannot carry it as it is (a space).
+                // The scheme in the case the driver expects, and the path encoded whole, its
+                // slashes too: an opaque path, which no URL parser reads `x/..` out of.
                 connect: format!(
-                    "sqlite://{}{}",
+                    "sqlite:{}{}",
                     percent_encoding::utf8_percent_encode(&path, SQLITE_PATH_ENCODED),
                     query.map(|query| format!("?{query}")).unwrap_or_default()
                 ),
@@ -709,9 +715,8 @@ fn quoted_end(quoted: &str) -> usize {
 
 /// The file of a SQLite URL, whatever the case of its scheme (`SQLITE://inbox.db`).
 /// What a SQLite path is percent-encoded in: all but the characters a URL carries as they
-/// are, and `/`.
+/// are.
 const SQLITE_PATH_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'/')
     .remove(b'.')
     .remove(b'-')
     .remove(b'_')
