@@ -98,11 +98,20 @@ fn parse_brokers(text: &str) -> Result<String, String> {
     Ok(text.trim().to_string())
 }
 
-/// One broker of `--brokers`; see [`parse_brokers`].
+/// One broker of `--brokers`, read as librdkafka reads one: an optional `PROTOCOL://` (and
+/// then anything after a `/` ignored), a port after the last `:` when it is the only one or
+/// follows a `]` (so `::1` is an IPv6 host without a port), an empty host for localhost.
 fn check_broker(broker: &str) -> Result<(), String> {
     const EXPECTED: &str = "expected host:port[,host:port…]";
-    // Credentials go to SASL, not into an address; the value is not shown, it may hold one.
-    if broker.contains('@') {
+    // Credentials go to SASL, not into an address; the value is hidden wherever the error
+    // is shown (clap repeats it).
+    if let Some((credentials, _)) = broker.rsplit_once('@') {
+        let credentials = credentials
+            .rsplit_once("://")
+            .map_or(credentials, |(_, c)| c);
+        if let Some((_, password)) = credentials.split_once(':') {
+            register_secret(password);
+        }
         return Err(format!(
             "a broker address holds no user or password ('@'); give them with \
              -X sasl.username=… -X sasl.password=…; {EXPECTED}"
@@ -117,32 +126,14 @@ fn check_broker(broker: &str) -> Result<(), String> {
                      (or PLAINTEXT://, SSL://, SASL_PLAINTEXT://, SASL_SSL:// before it)"
                 ));
             }
-            address
+            address.split('/').next().unwrap_or_default()
         }
         None => broker,
     };
-    let (host, port) = match address.strip_prefix('[') {
-        Some(bracketed) => match bracketed.split_once(']') {
-            Some((host, "")) => (host, None),
-            Some((host, rest)) => match rest.strip_prefix(':') {
-                Some(port) => (host, Some(port)),
-                None => return Err(format!("'{broker}' is not a broker address; {EXPECTED}")),
-            },
-            None => return Err(format!("'{broker}' has no closing ']'; {EXPECTED}")),
-        },
-        None => match address.split_once(':') {
-            Some((host, port)) if !port.contains(':') => (host, Some(port)),
-            Some(_) => {
-                return Err(format!(
-                    "'{broker}': an IPv6 address goes in brackets, e.g. [::1]:9092; {EXPECTED}"
-                ))
-            }
-            None => (address, None),
-        },
+    let (host, port) = match address.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') || host.ends_with(']') => (host, Some(port)),
+        _ => (address, None),
     };
-    if host.is_empty() {
-        return Err(format!("'{broker}' names no host; {EXPECTED}"));
-    }
     if let Some(bad) = host
         .chars()
         .find(|c| c.is_whitespace() || "/?#".contains(*c))
@@ -1001,10 +992,13 @@ mod tests {
             "localhost:9092",
             "a:1, b:2,",
             "kafka-1.example.com",
+            "kafka_1.x-y:09092",
             "[::1]:9092",
             "[::1]",
+            "::1",
+            ":9092",
             "SASL_SSL://broker:9093",
-            "plaintext://127.0.0.1:19092",
+            "plaintext://127.0.0.1:19092/",
         ] {
             assert!(parse_brokers(good).is_ok(), "{good}");
         }
@@ -1016,23 +1010,29 @@ mod tests {
             ),
             ("localhost:99999", "has the port '99999'"),
             ("localhost:0", "has the port '0'"),
-            (":9092", "':9092' names no host"),
+            ("localhost:9092/", "has the port '9092/'"),
             (
                 "http://127.0.0.1:9092",
                 "'http://' is not a Kafka security protocol",
             ),
-            ("::1:9092", "an IPv6 address goes in brackets"),
-            ("[::1:9092", "has no closing ']'"),
-            ("[::1]9092", "is not a broker address"),
+            (
+                "://127.0.0.1:9092",
+                "'://' is not a Kafka security protocol",
+            ),
             ("kafka 1:9092", "a host name holds no ' '"),
             ("a:1,b:x", "'b:x' has the port 'x'"),
         ] {
             let error = parse_brokers(bad).unwrap_err();
             assert!(error.contains(expected), "{bad}: {error}");
         }
-        let error = parse_brokers("user:SECRET@broker:9092").unwrap_err();
+        let error = parse_brokers("SASL_SSL://user:SECRET@broker:9092").unwrap_err();
         assert!(error.contains("holds no user or password"), "{error}");
         assert!(!error.contains("SECRET"), "{error}");
+        // clap repeats the value in its message: the password is hidden there.
+        assert_eq!(
+            crate::output::redact_secrets("invalid value 'SASL_SSL://user:SECRET@broker:9092'"),
+            "invalid value 'SASL_SSL://user:***@broker:9092'"
+        );
     }
 
     fn options(properties: &[(&str, &str)]) -> KafkaOpts {

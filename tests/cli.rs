@@ -527,6 +527,30 @@ fn a_sqlite_path_is_the_same_file_for_every_command() {
     );
 }
 
+/// A broker address with credentials is refused, and clap's message, which repeats the
+/// value, shows the password hidden, from the flag as from the environment.
+#[test]
+fn a_broker_address_with_a_password_is_refused_without_showing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for from_env in [false, true] {
+        let mut command = assert_cmd::Command::cargo_bin("inboxctl").unwrap();
+        command.current_dir(dir.path()).args(["offsets", "show"]);
+        match from_env {
+            true => command.env("KAFKA_BROKERS", "app:Se%cret9@broker:9092"),
+            false => command.args(["--brokers", "app:Se%cret9@broker:9092"]),
+        };
+        let run = Run::from(command.output().unwrap()).code(2);
+        assert!(
+            run.stderr
+                .contains("a broker address holds no user or password ('@')"),
+            "{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("Se%cret9"), "{}", run.stderr);
+        assert!(!run.stdout.contains("Se%cret9"), "{}", run.stdout);
+    }
+}
+
 #[test]
 fn an_in_memory_sqlite_database_is_refused() {
     for url in ["sqlite::memory:", "sqlite://file.db?mode=memory"] {

@@ -2568,7 +2568,7 @@ async fn an_event_id_over_the_key_index_fails_on_its_own_on_postgres() {
     produce(&topic, &events).await;
     let why = "the event id is 3000 bytes long; with the consumer's name it is over the 2,704 \
                bytes an entry of PostgreSQL's index on the inbox's key holds";
-    let (effects, _) = each_handler_skips_one(&db, &topic, (4, 3, 0, 1, 0), why);
+    let (effects, handler) = each_handler_skips_one(&db, &topic, (4, 3, 0, 1, 0), why);
     assert_eq!(
         lines(&effects),
         ["k-p0-0".to_string(), compressible.clone(), "k-p0-3".into()]
@@ -2579,8 +2579,53 @@ async fn an_event_id_over_the_key_index_fails_on_its_own_on_postgres() {
         .map(|row| row.0)
         .collect();
     ids.sort();
-    assert_eq!(ids, [compressible, "k-p0-0".into(), "k-p0-3".into()]);
+    assert_eq!(
+        ids,
+        [compressible.clone(), "k-p0-0".into(), "k-p0-3".into()]
+    );
     assert_eq!(inbox_count(&mut db).await, 6);
+
+    // A consumer name over 126 bytes takes a longer header: less of the entry for the id.
+    let consumer = "c".repeat(201);
+    let edge = self::topic(1).await;
+    produce(
+        &edge,
+        &[deposit(0, "e-0", 1, 1), deposit(0, &noise[..2487], 1, 1)],
+    )
+    .await;
+    let run = replay(
+        &db,
+        &edge,
+        &consumer,
+        &["--sql", &handler, "--on-error", "skip"],
+    )
+    .code(1);
+    assert_eq!(totals(&run.json()), (2, 1, 0, 1, 0));
+    assert!(
+        run.stderr
+            .contains("the event id is 2487 bytes long; with the consumer's name"),
+        "{}",
+        run.stderr
+    );
+
+    // The same long id a batch apart: the next batch's inbox rows are inserted ahead, not
+    // yet committed, when the batch after it is tried; the try must not wait for them.
+    let twice = self::topic(1).await;
+    let events = [
+        deposit(0, "t-0", 1, 1),
+        deposit(0, &compressible, 1, 1),
+        deposit(0, &compressible, 1, 1),
+        deposit(0, "t-3", 1, 1),
+    ];
+    produce(&twice, &events).await;
+    let run = replay(
+        &db,
+        &twice,
+        "twice",
+        &["--sql", &handler, "--batch-size", "1"],
+    )
+    .ok();
+    assert_eq!(totals(&run.json()), (4, 3, 1, 0, 0));
 }
 
 /// Ctrl-C on a terminal signals the whole foreground process group. The handler, in a group
