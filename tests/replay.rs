@@ -2585,6 +2585,38 @@ async fn an_event_id_over_the_key_index_fails_on_its_own_on_postgres() {
     );
     assert_eq!(inbox_count(&mut db).await, 6);
 
+    // A dry run by a user who may only read cannot try such an id: it warns of it instead.
+    let reader = db.role("").await;
+    db.exec(&format!(
+        "GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}"
+    ))
+    .await;
+    let mut url = url::Url::parse(&db.url).unwrap();
+    url.set_username(&reader).unwrap();
+    let run = replay(
+        &db,
+        &topic,
+        "reader",
+        &["--dry-run", "--database-url", url.as_str()],
+    )
+    .ok();
+    assert_eq!(totals(&run.json()), (4, 4, 0, 0, 0));
+    assert!(
+        run.stderr.contains(
+            "warning: 0:1: the real run may fail on it: its event id is 3000 bytes long; with \
+             the consumer's name it is over the 2,704 bytes"
+        ),
+        "{}",
+        run.stderr
+    );
+    // The one that compresses too: only the server could tell.
+    assert_eq!(
+        run.stderr.matches("the real run may fail on it").count(),
+        2,
+        "{}",
+        run.stderr
+    );
+
     // A consumer name over 126 bytes takes a longer header: less of the entry for the id.
     let consumer = "c".repeat(201);
     let edge = self::topic(1).await;
