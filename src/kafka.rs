@@ -80,9 +80,9 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A broker list that names at least one broker, each as librdkafka takes it:
-/// `[PROTOCOL://]host[:port]`, an IPv6 address in brackets. Refused here, a typo would
-/// otherwise surface only as a transport failure once `--kafka-timeout` has passed.
+/// A broker list that names at least one broker, each as librdkafka takes it
+/// (`[PROTOCOL://]host[:port]`, see [`check_broker`]). Refused here, a typo would otherwise
+/// surface only as a transport failure once `--kafka-timeout` has passed.
 fn parse_brokers(text: &str) -> Result<String, String> {
     let brokers: Vec<&str> = text
         .split(',')

@@ -713,7 +713,6 @@ fn quoted_end(quoted: &str) -> usize {
     quoted.len()
 }
 
-/// The file of a SQLite URL, whatever the case of its scheme (`SQLITE://inbox.db`).
 /// What a SQLite path is percent-encoded in: all but the characters a URL carries as they
 /// are.
 const SQLITE_PATH_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
@@ -722,7 +721,8 @@ const SQLITE_PATH_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_
     .remove(b'_')
     .remove(b'~');
 
-/// The path of a SQLite URL as written (percent-encoded or not), without its query.
+/// The path of a SQLite URL as written (percent-encoded or not), without its query,
+/// whatever the case of its scheme (`SQLITE://inbox.db`).
 fn sqlite_path(text: &str) -> &str {
     let rest = match text.get(..7) {
         Some(scheme) if scheme.eq_ignore_ascii_case("sqlite:") => &text[7..],
