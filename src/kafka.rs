@@ -84,6 +84,10 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
 /// (`[PROTOCOL://]host[:port]`, see [`check_broker`]). Refused here, a typo would otherwise
 /// surface only as a transport failure once `--kafka-timeout` has passed.
 fn parse_brokers(text: &str) -> Result<String, String> {
+    // Credentials, which Kafka::new refuses: clap would show them in its message.
+    if text.contains('@') {
+        return Ok(text.trim().to_string());
+    }
     let brokers: Vec<&str> = text
         .split(',')
         .map(str::trim)
@@ -103,20 +107,6 @@ fn parse_brokers(text: &str) -> Result<String, String> {
 /// follows a `]` (so `::1` is an IPv6 host without a port), an empty host for localhost.
 fn check_broker(broker: &str) -> Result<(), String> {
     const EXPECTED: &str = "expected host:port[,host:port…]";
-    // Credentials go to SASL, not into an address; the value is hidden wherever the error
-    // is shown (clap repeats it).
-    if let Some((credentials, _)) = broker.rsplit_once('@') {
-        let credentials = credentials
-            .rsplit_once("://")
-            .map_or(credentials, |(_, c)| c);
-        if let Some((_, password)) = credentials.split_once(':') {
-            register_secret(password);
-        }
-        return Err(format!(
-            "a broker address holds no user or password ('@'); give them with \
-             -X sasl.username=… -X sasl.password=…; {EXPECTED}"
-        ));
-    }
     let address = match broker.split_once("://") {
         Some((protocol, address)) => {
             let known = ["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"];
@@ -142,7 +132,12 @@ fn check_broker(broker: &str) -> Result<(), String> {
             "'{broker}': a host name holds no '{bad}'; {EXPECTED}"
         ));
     }
-    match port.map(|port| (port, port.parse::<u16>())) {
+    // As atoi reads it: the leading digits (`9092/` is 9092).
+    let number = |port: &str| {
+        let digits = port.len() - port.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        port[..digits].parse::<u16>()
+    };
+    match port.map(|port| (port, number(port))) {
         Some((port, Ok(0) | Err(_))) => Err(format!(
             "'{broker}' has the port '{port}'; expected a number from 1 to 65535"
         )),
@@ -245,7 +240,15 @@ fn jaas_passwords(config: &str) -> impl Iterator<Item = &str> {
 }
 
 impl Kafka {
-    pub fn new(options: &KafkaOpts) -> Kafka {
+    pub fn new(options: &KafkaOpts) -> anyhow::Result<Kafka> {
+        // Refused here, not while the arguments are read: clap's message would repeat the
+        // value, password and all.
+        if options.brokers.contains('@') {
+            return Err(crate::error::usage(
+                "a broker address in --brokers (KAFKA_BROKERS) holds no user or password \
+                 ('@'); give them with -X sasl.username=… -X sasl.password=…",
+            ));
+        }
         for (key, value) in &options.properties {
             if names_a_secret(key) {
                 register_secret(value);
@@ -254,9 +257,9 @@ impl Kafka {
                 jaas_passwords(value).for_each(register_secret);
             }
         }
-        Kafka {
+        Ok(Kafka {
             options: options.clone(),
-        }
+        })
     }
 
     /// The brokers the clients start from: `--brokers`, unless `-X bootstrap.servers` (or
@@ -999,6 +1002,7 @@ mod tests {
             ":9092",
             "SASL_SSL://broker:9093",
             "plaintext://127.0.0.1:19092/",
+            "127.0.0.1:19092/",
         ] {
             assert!(parse_brokers(good).is_ok(), "{good}");
         }
@@ -1010,7 +1014,6 @@ mod tests {
             ),
             ("localhost:99999", "has the port '99999'"),
             ("localhost:0", "has the port '0'"),
-            ("localhost:9092/", "has the port '9092/'"),
             (
                 "http://127.0.0.1:9092",
                 "'http://' is not a Kafka security protocol",
@@ -1025,14 +1028,19 @@ mod tests {
             let error = parse_brokers(bad).unwrap_err();
             assert!(error.contains(expected), "{bad}: {error}");
         }
-        let error = parse_brokers("SASL_SSL://user:SECRET@broker:9092").unwrap_err();
-        assert!(error.contains("holds no user or password"), "{error}");
-        assert!(!error.contains("SECRET"), "{error}");
-        // clap repeats the value in its message: the password is hidden there.
-        assert_eq!(
-            crate::output::redact_secrets("invalid value 'SASL_SSL://user:SECRET@broker:9092'"),
-            "invalid value 'SASL_SSL://user:***@broker:9092'"
-        );
+        // Left to Kafka::new, which refuses it without showing it.
+        for credentials in [
+            "bad:x,user:SECRET@h:1",
+            "user:pa,ss@h:1",
+            "SASL_SSL://u:a://S@h:1",
+        ] {
+            assert!(parse_brokers(credentials).is_ok(), "{credentials}");
+            let mut options = options(&[]);
+            options.brokers = credentials.into();
+            let error = Kafka::new(&options).err().unwrap().to_string();
+            assert!(error.contains("holds no user or password"), "{error}");
+            assert!(!error.contains(credentials), "{error}");
+        }
     }
 
     fn options(properties: &[(&str, &str)]) -> KafkaOpts {
@@ -1077,11 +1085,11 @@ mod tests {
     #[test]
     fn clients_log_little_and_reconnect_soon() {
         let level = |properties: &[(&str, &str)]| {
-            Kafka::new(&options(properties)).config().log_level as i32
+            Kafka::new(&options(properties)).unwrap().config().log_level as i32
         };
         assert_eq!(level(&[]), RDKafkaLogLevel::Critical as i32);
         let reconnect = |properties: &[(&str, &str)]| {
-            let config = Kafka::new(&options(properties)).config();
+            let config = Kafka::new(&options(properties)).unwrap().config();
             config.get("reconnect.backoff.max.ms").map(str::to_string)
         };
         assert_eq!(reconnect(&[]).as_deref(), Some("1000"));
@@ -1132,6 +1140,7 @@ mod tests {
                     .collect(),
                 kafka_timeout: humantime::parse_duration(timeout).unwrap(),
             })
+            .unwrap()
         };
         let socket_timeout =
             |kafka: Kafka| kafka.config().get("socket.timeout.ms").map(String::from);

@@ -150,14 +150,6 @@ pub fn main() -> ExitCode {
 /// other result is; a closed pipe (`| head`) is not.
 fn clap_exit(error: &clap::Error) -> ExitCode {
     use std::io::Write;
-    // clap repeats a bad value in its message: one holding a password (a broker address with
-    // credentials) is shown with the password hidden, and without colours then.
-    let rendered = error.render().to_string();
-    let redacted = output::redact_secrets(&rendered);
-    if error.use_stderr() && redacted != rendered {
-        crate::stderr_line!("{}", redacted.trim_end());
-        return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
-    }
     let printed = error.print().and_then(|()| std::io::stdout().flush());
     match printed {
         Err(failure) if !error.use_stderr() && failure.kind() != std::io::ErrorKind::BrokenPipe => {

@@ -527,24 +527,28 @@ fn a_sqlite_path_is_the_same_file_for_every_command() {
     );
 }
 
-/// A broker address with credentials is refused, and clap's message, which repeats the
-/// value, shows the password hidden, from the flag as from the environment.
+/// A broker address with credentials is refused without showing them, from the flag as
+/// from the environment, whatever else is wrong in the list.
 #[test]
 fn a_broker_address_with_a_password_is_refused_without_showing_it() {
     let dir = tempfile::tempdir().unwrap();
-    for from_env in [false, true] {
+    let lists = [
+        "app:Se%cret9@broker:9092",
+        "bad:x,app:Se%cret9@broker:9092",
+        "SASL_SSL://app:a,b://Se%cret9@broker:9092",
+    ];
+    for (list, from_env) in lists.iter().flat_map(|list| [(list, false), (list, true)]) {
         let mut command = assert_cmd::Command::cargo_bin("inboxctl").unwrap();
         command.current_dir(dir.path()).args(["offsets", "show"]);
         match from_env {
-            true => command.env("KAFKA_BROKERS", "app:Se%cret9@broker:9092"),
-            false => command.args(["--brokers", "app:Se%cret9@broker:9092"]),
+            true => command.env("KAFKA_BROKERS", list),
+            false => command.args(["--brokers", list]),
         };
         let run = Run::from(command.output().unwrap()).code(2);
-        assert!(
-            run.stderr
-                .contains("a broker address holds no user or password ('@')"),
-            "{}",
-            run.stderr
+        assert_eq!(
+            run.stderr,
+            "error: a broker address in --brokers (KAFKA_BROKERS) holds no user or password \
+             ('@'); give them with -X sasl.username=… -X sasl.password=…\n"
         );
         assert!(!run.stderr.contains("Se%cret9"), "{}", run.stderr);
         assert!(!run.stdout.contains("Se%cret9"), "{}", run.stdout);

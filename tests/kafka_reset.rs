@@ -543,7 +543,8 @@ async fn a_partition_answered_with_an_error_fails_the_lookup_by_time() {
         brokers: broker.address.clone(),
         properties: Vec::new(),
         kafka_timeout: Duration::from_secs(10),
-    });
+    })
+    .unwrap();
     let client = kafka.group_client(&unique("lookup")).unwrap();
     let later = (Utc::now() + chrono::Duration::hours(1)).timestamp_millis();
     let asked = topic.clone();

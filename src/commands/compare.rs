@@ -229,11 +229,11 @@ pub async fn run(args: CompareArgs, output: Output) -> anyhow::Result<ExitStatus
             crate::time::shown_utc(cutoff)
         )));
     }
-    let kafka = Kafka::new(&args.kafka);
+    let kafka = Kafka::new(&args.kafka)?;
     let consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
     // The group's offsets come from Kafka and the inbox from the database: both at once.
     let group = {
-        let kafka = Kafka::new(&args.kafka);
+        let kafka = Kafka::new(&args.kafka)?;
         let (group, topics) = (args.group.clone(), args.topic.clone());
         tokio::task::spawn_blocking(move || {
             let client = kafka.group_client(&group)?;
@@ -496,7 +496,7 @@ async fn compare_topics(
     // enough that its row could not have been pruned, by Kafka's timestamps.
     let (group_client, late_enough) = match pruned_before {
         Some(cutoff) => {
-            let kafka = Kafka::new(&args.kafka);
+            let kafka = Kafka::new(&args.kafka)?;
             let wanted: Vec<(String, Vec<i32>)> = by_topic
                 .iter()
                 .map(|(topic, offsets)| {

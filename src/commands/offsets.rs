@@ -186,7 +186,7 @@ pub fn warn_unlisted(output: &Output, unlisted: &[(String, String)], left_out_of
 }
 
 fn show(args: OffsetsShowArgs, output: Output) -> anyhow::Result<ExitStatus> {
-    let kafka = Kafka::new(&args.kafka);
+    let kafka = Kafka::new(&args.kafka)?;
     let Some(group) = &args.group else {
         return list_groups(&kafka, &output);
     };
@@ -385,7 +385,7 @@ enum Target {
 }
 
 async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitStatus> {
-    let kafka = Kafka::new(&args.kafka);
+    let kafka = Kafka::new(&args.kafka)?;
     // With --to-inbox: the inbox's consumer, and the store it is read from.
     let inbox_consumer = args.consumer.clone().unwrap_or_else(|| args.group.clone());
     let mut inbox = None;

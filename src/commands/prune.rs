@@ -163,7 +163,7 @@ async fn prune(
     // A mistyped group would keep every row back night after night, or, named like no
     // consumer, prune nothing: an error before anything is deleted or recorded.
     if let Some(group) = &args.group {
-        require_known_group(&Kafka::new(&args.kafka), group)?;
+        require_known_group(&Kafka::new(&args.kafka)?, group)?;
     }
     // A group's committed offsets say nothing about another consumer's rows: with --group,
     // prune that group's consumer (same name) unless --consumer names another.
@@ -1012,7 +1012,7 @@ async fn redeliverable(
     if partitions.is_empty() {
         return Ok(Vec::new());
     }
-    let kafka = Kafka::new(kafka);
+    let kafka = Kafka::new(kafka)?;
     let committed = tokio::task::block_in_place(|| {
         let client = kafka.group_client(group)?;
         kafka.committed(&client, &partitions)

@@ -294,7 +294,7 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
              max_statement_time bounds",
         ));
     }
-    let kafka = Kafka::new(&args.kafka);
+    let kafka = Kafka::new(&args.kafka)?;
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args, &output))?;
     let store = super::connect(&args.database, CreateMode::MustExist, &output).await?;
     // Closed on every path, an error's too: a connection dropped at exit is a lost client to
