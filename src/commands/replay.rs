@@ -600,7 +600,7 @@ async fn replay(
             .collect();
         let unheld = match peeked_unheld.take() {
             Some(unheld) => unheld,
-            None => or_fail!(Unheld::of(store, args, &ids, output).await),
+            None => or_fail!(Unheld::of(store, args, &ids, &HashSet::new(), output).await),
         };
         let unstorable: Vec<(usize, String)> = ids
             .iter()
@@ -667,7 +667,14 @@ async fn replay(
                             .flatten()
                             .filter_map(|m| m.event_id.as_deref())
                             .collect();
-                        let unheld = or_fail!(Unheld::of(store, args, &next_ids, output).await);
+                        // The ids in hand are known to fit, and their rows, inserted ahead,
+                        // are not committed yet: a try of one of them would wait for them.
+                        let in_hand: HashSet<&str> = for_handler
+                            .iter()
+                            .filter_map(|m| m.event_id.as_deref())
+                            .collect();
+                        let unheld =
+                            or_fail!(Unheld::of(store, args, &next_ids, &in_hand, output).await);
                         let next = peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
                                 m.event_id.as_deref().is_some_and(|id| {
@@ -1175,14 +1182,17 @@ struct Unheld {
 }
 
 impl Unheld {
+    /// `fit`: ids known to fit the key index, not tried again.
     async fn of(
         store: &Store,
         args: &ReplayArgs,
         ids: &[&str],
+        fit: &HashSet<&str>,
         output: &Output,
     ) -> anyhow::Result<Unheld> {
         let character_set = store.not_held("event_id", ids).await?;
-        let key_index = match store.over_the_key_index(&args.consumer, ids).await {
+        let untried: Vec<&str> = ids.iter().copied().filter(|id| !fit.contains(id)).collect();
+        let key_index = match store.over_the_key_index(&args.consumer, &untried).await {
             Ok(over) => Some(over),
             Err(error) if args.dry_run => {
                 output.debug(format!("{error:#}"));

@@ -2827,10 +2827,11 @@ impl Store {
     /// cannot hold (see [`postgres::KEY_INDEX_LIMIT`]); empty elsewhere. Whether a long key
     /// compresses under the limit only the server knows: each id long enough to be over it
     /// uncompressed (rare, ids are mostly UUIDs) is inserted under a savepoint, in a
-    /// transaction that is rolled back. An insert that waits for a lock meets a row of the
-    /// same key not yet committed (replay's own, inserted ahead of its batch, which would
-    /// wait for this in turn): that key fits, and the wait is cut short. Fails where the
-    /// server refuses the try for another reason (a user who may not insert).
+    /// transaction that is rolled back. The caller leaves out the ids whose rows it holds
+    /// uncommitted, which a try would wait for. A try that still waits over a second for a
+    /// lock (another session's row of the same key, which then fits; a table lock) counts
+    /// as fitting rather than hold the replay up. Fails where the server refuses the try for
+    /// another reason (a user who may not insert).
     pub async fn over_the_key_index(
         &self,
         consumer: &str,
@@ -2852,9 +2853,7 @@ impl Store {
         let mut connection = self.acquire().await?;
         let tried = async {
             connection.execute("BEGIN").await?;
-            connection
-                .execute("SET LOCAL lock_timeout = '20ms'")
-                .await?;
+            connection.execute("SET LOCAL lock_timeout = '1s'").await?;
             let insert = format!(
                 "INSERT INTO {INBOX_TABLE} (consumer, event_id) VALUES ($1, $2) \
                  ON CONFLICT DO NOTHING"
