@@ -329,13 +329,8 @@ pub(crate) fn end_at_once_on_signals(
         if let Some(note) = nothing_done {
             output.note(note);
         }
-        if let (Format::Json, Some(mut result)) = (output.format, result) {
-            result["interrupted"] = true.into();
-            result["stopped_at_once"] = true.into();
-            if let Some(note) = nothing_done {
-                result["warning"] = note.into();
-            }
-            let _ = output.print_json(&result);
+        if let Some(serde_json::Value::Object(fields)) = result {
+            print_stopped_at_once(output, fields, nothing_done.map(String::from));
         }
         std::process::exit(status as i32);
     }))
@@ -361,23 +356,8 @@ pub(crate) fn cancel_on_signals(
         let canceller = session.lock().ok().and_then(|slot| slot.clone());
         if let Some(canceller) = canceller {
             crate::stderr_line!("{name}: cancelling the statement in flight on the server");
-            let failed = match tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()).await {
-                Ok(Ok(())) => None,
-                Ok(Err(error)) => Some(crate::error_chain(&error)),
-                Err(_) => Some(format!(
-                    "no answer within {}",
-                    humantime::format_duration(CANCEL_WITHIN)
-                )),
-            };
-            if let Some(failed) = failed {
-                crate::stderr_line!(
-                    "{}",
-                    crate::output::redact_secrets(&format!(
-                        "warning: could not cancel the statement in flight on the server \
-                         ({failed}); {}",
-                        canceller.without_the_cancel()
-                    ))
-                );
+            if let Some(failed) = cancel_within(&canceller).await {
+                warn_not_cancelled("statement", &failed, canceller.without_the_cancel());
             }
         }
         std::process::exit(status as i32);
@@ -475,23 +455,14 @@ pub(crate) fn stop_on_signals(
                 Some(canceller) => {
                     crate::stderr_line!("{again}: cancelling the batch in flight on the server");
                     let failed = tokio::select! {
-                        outcome = tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()) => {
-                            match outcome {
-                                Ok(Ok(())) => None,
-                                Ok(Err(error)) => Some(crate::error_chain(&error)),
-                                Err(_) => Some(format!(
-                                    "no answer within {}",
-                                    humantime::format_duration(CANCEL_WITHIN)
-                                )),
-                            }
-                        }
+                        failed = cancel_within(&canceller) => failed,
                         _ = interrupt.recv() => Some("Ctrl-C a third time".to_string()),
                         _ = terminate.recv() => Some("SIGTERM a third time".to_string()),
                     };
                     failed.map(|failed| (failed, canceller.without_the_cancel()))
                 }
             };
-            let (done, mut result) = received
+            let (done, result) = received
                 .done
                 .lock()
                 .map(|done| (done.text.clone(), done.fields.clone()))
@@ -511,34 +482,67 @@ pub(crate) fn stop_on_signals(
             };
             crate::stderr_line!("warning: {warning}");
             if let Some((failed, without_the_cancel)) = cancel_failed {
-                crate::stderr_line!(
-                    "{}",
-                    crate::output::redact_secrets(&format!(
-                        "warning: could not cancel the batch in flight on the server ({failed}); \
-                         {without_the_cancel}"
-                    ))
-                );
+                warn_not_cancelled("batch", &failed, without_the_cancel);
             }
             let group = HANDLER_GROUP.load(std::sync::atomic::Ordering::SeqCst);
             if group > 0 {
                 signal_group(group as u32, SIGTERM);
             }
             if output.format == Format::Json {
-                let mut reported = received.reported.lock().unwrap_or_else(|e| e.into_inner());
-                if !*reported {
-                    *reported = true;
-                    result.insert("interrupted".into(), true.into());
-                    result.insert("stopped_at_once".into(), true.into());
-                    result.insert("warning".into(), warning.into());
-                    // Nothing is left to tell of a stdout that cannot be written.
-                    let _ = output.print_json(&result);
-                }
+                let _ = received.print_result(|| {
+                    print_stopped_at_once(output, result, Some(warning));
+                    Ok(())
+                });
             }
             // The exit code is the first signal's, as the first stop would have given.
             std::process::exit(received.exit_status() as i32);
         }
     });
     Ok((stop, task))
+}
+
+/// Cancels the statement in flight through `canceller`; says why not when the server
+/// refused or did not answer within [`CANCEL_WITHIN`].
+async fn cancel_within(canceller: &QueryCanceller) -> Option<String> {
+    match tokio::time::timeout(CANCEL_WITHIN, canceller.cancel()).await {
+        Ok(Ok(())) => None,
+        Ok(Err(error)) => Some(crate::error_chain(&error)),
+        Err(_) => Some(format!(
+            "no answer within {}",
+            humantime::format_duration(CANCEL_WITHIN)
+        )),
+    }
+}
+
+/// The warning of a cancel that failed (see [`cancel_within`]): what is `in_flight` (the
+/// batch, the statement), why, and what to do without it.
+fn warn_not_cancelled(in_flight: &str, failed: &str, without_the_cancel: &str) {
+    crate::stderr_line!(
+        "{}",
+        crate::output::redact_secrets(&format!(
+            "warning: could not cancel the {in_flight} in flight on the server ({failed}); \
+             {without_the_cancel}"
+        ))
+    );
+}
+
+/// What a stop at once prints with `--format json` in place of the command's result:
+/// `fields` (what was done so far) marked `interrupted` and `stopped_at_once`, with the
+/// warning. Nothing is left to tell of a stdout that cannot be written.
+fn print_stopped_at_once(
+    output: Output,
+    mut fields: serde_json::Map<String, serde_json::Value>,
+    warning: Option<String>,
+) {
+    if output.format != Format::Json {
+        return;
+    }
+    fields.insert("interrupted".into(), true.into());
+    fields.insert("stopped_at_once".into(), true.into());
+    if let Some(warning) = warning {
+        fields.insert("warning".into(), warning.into());
+    }
+    let _ = output.print_json(&fields);
 }
 
 /// `inboxctl WORDS…` as the operator pastes it into a POSIX shell: each word quoted where
