@@ -600,7 +600,7 @@ async fn replay(
             .collect();
         let unheld = match peeked_unheld.take() {
             Some(unheld) => unheld,
-            None => or_fail!(Unheld::of(store, args, &ids, &HashSet::new(), output).await),
+            None => or_fail!(Unheld::of(store, args, &ids, &[], output).await),
         };
         let unstorable: Vec<(usize, String)> = ids
             .iter()
@@ -669,12 +669,8 @@ async fn replay(
                             .collect();
                         // The ids in hand are known to fit, and their rows, inserted ahead,
                         // are not committed yet: a try of one of them would wait for them.
-                        let in_hand: HashSet<&str> = for_handler
-                            .iter()
-                            .filter_map(|m| m.event_id.as_deref())
-                            .collect();
                         let unheld =
-                            or_fail!(Unheld::of(store, args, &next_ids, &in_hand, output).await);
+                            or_fail!(Unheld::of(store, args, &next_ids, for_handler, output).await);
                         let next = peeked.as_deref().map(|next| {
                             inbox_rows(next.iter().filter(|m| {
                                 m.event_id.as_deref().is_some_and(|id| {
@@ -1182,17 +1178,18 @@ struct Unheld {
 }
 
 impl Unheld {
-    /// `fit`: ids known to fit the key index, not tried again.
+    /// `in_hand`: messages whose ids are known to fit the key index, not tried again.
     async fn of(
         store: &Store,
         args: &ReplayArgs,
         ids: &[&str],
-        fit: &HashSet<&str>,
+        in_hand: &[Replayed],
         output: &Output,
     ) -> anyhow::Result<Unheld> {
         let character_set = store.not_held("event_id", ids).await?;
-        let untried: Vec<&str> = ids.iter().copied().filter(|id| !fit.contains(id)).collect();
-        let key_index = match store.over_the_key_index(&args.consumer, &untried).await {
+        // Asked of long ids only, which are rare: a scan of the batch in hand will do.
+        let fits = |id: &str| in_hand.iter().any(|m| m.event_id.as_deref() == Some(id));
+        let key_index = match store.over_the_key_index(&args.consumer, ids, fits).await {
             Ok(over) => Some(over),
             Err(error) if args.dry_run => {
                 output.debug(format!("{error:#}"));
@@ -1208,9 +1205,7 @@ impl Unheld {
 
     /// Whether `id` is long enough to be over the key index, which could not be tried.
     fn key_index_untried(&self, store: &Store, consumer: &str, id: &str) -> bool {
-        self.key_index.is_none()
-            && store.backend == Backend::Postgres
-            && consumer.len() + id.len() > postgres::KEY_INDEX_BYTES
+        self.key_index.is_none() && store.may_be_over_the_key_index(consumer, id)
     }
 }
 

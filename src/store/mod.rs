@@ -2827,32 +2827,28 @@ impl Store {
     /// cannot hold (see [`postgres::KEY_INDEX_LIMIT`]); empty elsewhere. Whether a long key
     /// compresses under the limit only the server knows: each id long enough to be over it
     /// uncompressed (rare, ids are mostly UUIDs) is inserted under a savepoint, in a
-    /// transaction that is rolled back. The caller leaves out the ids whose rows it holds
-    /// uncommitted, which a try would wait for. A try that still waits over a second for a
-    /// lock (another session's row of the same key, which then fits; a table lock) counts
-    /// as fitting rather than hold the replay up. Fails where the server refuses the try for
-    /// another reason (a user who may not insert).
+    /// transaction that is rolled back. `fits` says of an id that it is known to fit: the
+    /// caller's ids whose rows it holds uncommitted, which a try would wait for. A try that
+    /// still waits over a second for a lock (another session's row of the same key, which
+    /// then fits; a table lock) counts as fitting rather than hold the replay up. Fails
+    /// where the server refuses the try for another reason (a user who may not insert).
     pub async fn over_the_key_index(
         &self,
         consumer: &str,
         event_ids: &[&str],
+        fits: impl Fn(&str) -> bool,
     ) -> anyhow::Result<std::collections::HashSet<String>> {
         let mut over = std::collections::HashSet::new();
         let long: Vec<&str> = event_ids
             .iter()
             .copied()
-            .filter(|id| {
-                self.backend == Backend::Postgres
-                    && consumer.len() + id.len() > postgres::KEY_INDEX_BYTES
-                    && self.can_store_text(id)
-            })
+            .filter(|id| self.may_be_over_the_key_index(consumer, id) && !fits(id))
             .collect();
         if long.is_empty() {
             return Ok(over);
         }
         let mut connection = self.acquire().await?;
-        let tried = async {
-            connection.execute("BEGIN").await?;
+        let try_each = async |connection: &mut AnyConnection| {
             connection.execute("SET LOCAL lock_timeout = '1s'").await?;
             let insert = format!(
                 "INSERT INTO {INBOX_TABLE} (consumer, event_id) VALUES ($1, $2) \
@@ -2882,13 +2878,20 @@ impl Store {
                     .await?;
             }
             Ok::<_, sqlx::Error>(())
-        }
-        .await;
-        // Nothing tried stays: the connection goes back to the pool as it came.
-        let rolled_back = connection.execute("ROLLBACK").await;
-        tried.context("could not try whether the inbox's key index holds a long event id")?;
-        rolled_back.context("could not roll back the try of a long event id")?;
+        };
+        // Nothing tried stays: rolled back, whatever it found.
+        self.in_write_transaction(&mut connection, try_each, |_| false)
+            .await
+            .context("could not try whether the inbox's key index holds a long event id")?;
         Ok(over)
+    }
+
+    /// Whether a row of `consumer` and `event_id` may be over what PostgreSQL's index on the
+    /// inbox's key holds uncompressed (see [`Store::over_the_key_index`]).
+    pub fn may_be_over_the_key_index(&self, consumer: &str, event_id: &str) -> bool {
+        self.backend == Backend::Postgres
+            && consumer.len() + event_id.len() > postgres::KEY_INDEX_BYTES
+            && self.can_store_text(event_id)
     }
 
     /// Whether a text column can hold `text`: PostgreSQL's text cannot hold a NUL character.
