@@ -58,7 +58,7 @@ pub struct KafkaOpts {
     pub brokers: String,
 
     /// A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN
-    #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = parse_property)]
+    #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = PropertyParser)]
     pub properties: Vec<(String, String)>,
 
     /// Give up on any one broker call after this long
@@ -66,17 +66,60 @@ pub struct KafkaOpts {
     pub kafka_timeout: Duration,
 }
 
-/// `key=value`, as kcat takes it.
+/// `key=value`, as kcat takes it. A value that is not one is shown in the error only when
+/// it is a property's name that names no secret: `-X sasl.password:hunter2` is all secret.
 pub fn parse_property(text: &str) -> Result<(String, String), String> {
+    const EXPECTED: &str = "expected KEY=VALUE, e.g. -X security.protocol=SASL_SSL";
     match text.split_once('=') {
-        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
-        None if !text.trim().is_empty() => Err(format!(
-            "'{text}' has no value; expected KEY=VALUE, e.g. -X {}=VALUE",
-            text.trim()
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_string(), value.to_string()))
+        }
+        Some(_) => Err(format!(
+            "an -X property has no name before its '='; {EXPECTED}"
         )),
-        _ => Err(format!(
-            "'{text}' is not a librdkafka property; expected KEY=VALUE, e.g. -X security.protocol=SASL_SSL"
-        )),
+        None => {
+            let name = text.trim();
+            let plain_name = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                && !names_a_secret(name);
+            match plain_name {
+                true => Err(format!(
+                    "-X {name} has no value; expected KEY=VALUE, e.g. -X {name}=VALUE"
+                )),
+                false => Err(format!(
+                    "an -X property has no '=' (it is not shown: it may hold a secret); {EXPECTED}"
+                )),
+            }
+        }
+    }
+}
+
+/// [`parse_property`] for clap, whose own message would show the value, secret and all.
+#[derive(Clone)]
+struct PropertyParser;
+
+impl clap::builder::TypedValueParser for PropertyParser {
+    type Value = (String, String);
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        _argument: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let refused = |message: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{message}\n"),
+            )
+            .with_cmd(command)
+        };
+        let text = value.to_str().ok_or_else(|| {
+            refused("an -X property is not UTF-8 text; expected KEY=VALUE".to_string())
+        })?;
+        parse_property(text).map_err(refused)
     }
 }
 
@@ -143,6 +186,20 @@ fn check_broker(broker: &str) -> Result<(), String> {
         )),
         _ => Ok(()),
     }
+}
+
+/// `-X bootstrap.servers` (or its older name), which overrides `--brokers`, checked as
+/// `--brokers` is: credentials refused without being shown, a typo a usage error.
+fn check_bootstrap_property(key: &str, value: &str) -> anyhow::Result<()> {
+    if value.contains('@') {
+        return Err(crate::error::usage(format!(
+            "a broker address in -X {key} holds no user or password ('@'); give them with \
+             -X sasl.username=… -X sasl.password=…"
+        )));
+    }
+    parse_brokers(value)
+        .map(drop)
+        .map_err(|message| crate::error::usage(format!("-X {key}: {message}")))
 }
 
 /// librdkafka's socket timeout takes at most 5 minutes; a longer --kafka-timeout still
@@ -250,6 +307,9 @@ impl Kafka {
             ));
         }
         for (key, value) in &options.properties {
+            if key == "bootstrap.servers" || key == "metadata.broker.list" {
+                check_bootstrap_property(key, value)?;
+            }
             if names_a_secret(key) {
                 register_secret(value);
             }
@@ -1120,13 +1180,48 @@ mod tests {
             parse_property("sasl.password=a=b").unwrap(),
             ("sasl.password".to_string(), "a=b".to_string())
         );
-        assert!(parse_property("security.protocol")
-            .unwrap_err()
-            .contains("expected KEY=VALUE"));
-        assert!(parse_property("=x").is_err());
-        assert!(parse_property(" ")
-            .unwrap_err()
-            .contains("expected KEY=VALUE"));
+        assert_eq!(
+            parse_property("security.protocol").unwrap_err(),
+            "-X security.protocol has no value; expected KEY=VALUE, e.g. -X security.protocol=VALUE"
+        );
+        // Shown only when it is a name that names no secret.
+        for secret in [
+            "sasl.password:hunter2",
+            "sasl.password",
+            "hunter2 x",
+            "=hunter2",
+            " ",
+        ] {
+            let error = parse_property(secret).unwrap_err();
+            assert!(error.contains("expected KEY=VALUE"), "{error}");
+            assert!(!error.contains("hunter2"), "{error}");
+            assert!(!error.contains("sasl.password"), "{error}");
+        }
+    }
+
+    /// `-X bootstrap.servers` is checked as `--brokers` is, never showing credentials.
+    #[test]
+    fn a_bootstrap_property_is_checked_as_brokers_are() {
+        for key in ["bootstrap.servers", "metadata.broker.list"] {
+            let error = Kafka::new(&options(&[(key, "u:hunter2@h:9092")]))
+                .err()
+                .unwrap();
+            assert!(crate::error::is_usage(&error));
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "a broker address in -X {key} holds no user or password ('@'); give them \
+                     with -X sasl.username=… -X sasl.password=…"
+                )
+            );
+            let error = Kafka::new(&options(&[(key, "h:x")])).err().unwrap();
+            assert!(crate::error::is_usage(&error));
+            assert_eq!(
+                error.to_string(),
+                format!("-X {key}: 'h:x' has the port 'x'; expected a number from 1 to 65535")
+            );
+            assert!(Kafka::new(&options(&[(key, "SSL://h:9093,[::1]:9092")])).is_ok());
+        }
     }
 
     #[test]

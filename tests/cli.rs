@@ -553,6 +553,25 @@ fn a_broker_address_with_a_password_is_refused_without_showing_it() {
         assert!(!run.stderr.contains("Se%cret9"), "{}", run.stderr);
         assert!(!run.stdout.contains("Se%cret9"), "{}", run.stdout);
     }
+    // -X bootstrap.servers, which overrides --brokers, and an -X property mistyped without
+    // its '=', whose clap message would have shown it whole.
+    let refusals = [
+        (
+            "bootstrap.servers=app:Se%cret9@broker:9092",
+            "error: a broker address in -X bootstrap.servers holds no user or password ('@'); \
+             give them with -X sasl.username=… -X sasl.password=…\n",
+        ),
+        (
+            "sasl.password:Se%cret9",
+            "error: an -X property has no '=' (it is not shown: it may hold a secret); expected \
+             KEY=VALUE, e.g. -X security.protocol=SASL_SSL\n",
+        ),
+    ];
+    for (property, expected) in refusals {
+        let run = inboxctl(&["offsets", "show", "--group", "g", "-X", property]).code(2);
+        assert_eq!(run.stderr, expected);
+        assert!(!run.stdout.contains("Se%cret9"), "{}", run.stdout);
+    }
 }
 
 #[test]
