@@ -1847,6 +1847,39 @@ async fn sqlite_rows_dated_by_a_number_are_kept_and_counted() {
     );
 }
 
+/// SQLite compares processed_at as text: a time written with no fraction (a classic table's
+/// `CURRENT_TIMESTAMP`, kept as it is by adoption) or with another number of digits is still
+/// judged as the time it is, at the cutoff's very second too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_times_of_any_fraction_are_judged_exactly_at_the_cutoff() {
+    let mut db = TestDb::new(Backend::Sqlite).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "INSERT INTO processed_messages (consumer, event_id, processed_at) VALUES \
+         ('a', 'before', '2026-11-01 07:59:59'), ('a', 'before-ms', '2026-11-01 07:59:59.999'), \
+         ('a', 'at', '2026-11-01 08:00:00'), ('a', 'at-ms', '2026-11-01 08:00:00.000'), \
+         ('a', 'at-us', '2026-11-01 08:00:00.000000'), ('a', 'half', '2026-11-01 08:00:00.5'), \
+         ('a', 'half-ms', '2026-11-01 08:00:00.500'), ('a', 'later', '2026-11-01 08:00:01')",
+    )
+    .await;
+    let prune = |db: &TestDb, before: &str, dry_run: bool| {
+        let mut args = vec!["prune", "--before", before, "--format", "json"];
+        args.push(if dry_run { "--dry-run" } else { "--yes" });
+        db.run(&args).ok().json()
+    };
+    assert_eq!(prune(&db, "2026-11-01 08:00", true)["rows_matched"], 2);
+    assert_eq!(prune(&db, "2026-11-01 08:00", false)["rows_deleted"], 2);
+    assert_eq!(
+        db.event_ids("a").await,
+        ids(&["at", "at-ms", "at-us", "half", "half-ms", "later"])
+    );
+    assert_eq!(
+        prune(&db, "2026-11-01T08:00:00.5Z", false)["rows_deleted"],
+        3
+    );
+    assert_eq!(db.event_ids("a").await, ids(&["half", "half-ms", "later"]));
+}
+
 /// A trigger that keeps the oldest rows from being deleted leaves every batch of the index
 /// strategy empty: prune gives up after a few, says what may be the cause, and deletes
 /// nothing it should not.

@@ -181,8 +181,8 @@ pub struct Dialect {
     pub serial_plans: &'static [&'static str],
     pub numbered_params: bool,
     pub identifier_quote: char,
-    /// `strftime` format for timestamps bound as parameters, in UTC.
-    pub timestamp_param_format: &'static str,
+    /// A timestamp bound as a parameter, in UTC, as text.
+    pub timestamp_param_text: fn(DateTime<Utc>) -> String,
     /// Wraps a placeholder so the database reads it as a timestamp.
     pub timestamp_param: fn(&str) -> String,
     /// The lower bound of `processed_at` that prune's first batch of a consumer starts from
@@ -1312,7 +1312,7 @@ impl Store {
     }
 
     pub fn timestamp_param(&self, at: DateTime<Utc>) -> String {
-        at.format(self.dialect.timestamp_param_format).to_string()
+        (self.dialect.timestamp_param_text)(at)
     }
 
     /// Refuses, before anything is written, a server whose inbox insert cannot say which

@@ -39,7 +39,7 @@ pub static DIALECT: Dialect = Dialect {
     serial_plans: &[],
     numbered_params: false,
     identifier_quote: '`',
-    timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",
+    timestamp_param_text: |at| at.format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
     timestamp_param: |placeholder| format!("CAST({placeholder} AS DATETIME(6))"),
     earliest_prunable: None,
     timestamp_text: |expression| format!("DATE_FORMAT({expression}, '%Y-%m-%d %H:%i:%s.%f')"),

@@ -49,7 +49,7 @@ pub static DIALECT: Dialect = Dialect {
     serial_plans: &["SET max_parallel_workers_per_gather = 0"],
     numbered_params: true,
     identifier_quote: '"',
-    timestamp_param_format: "%Y-%m-%d %H:%M:%S%.6f",
+    timestamp_param_text: |at| at.format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
     timestamp_param: |placeholder| format!("CAST({placeholder} AS timestamptz)"),
     earliest_prunable: None,
     // to_char has no text for infinity, and writes a year BC as if it were AD: such a value

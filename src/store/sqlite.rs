@@ -7,6 +7,18 @@ use sqlx::AnyConnection;
 use super::{BatchDelete, Dialect, InexactKeyCollations, MigratedKey, MigrationLocking};
 use crate::migrate::{Migration, TableRebuild};
 
+/// A time as SQLite's text compares it with `processed_at`: the column default's form,
+/// `YYYY-MM-DD HH:MM:SS.fff`, with the fraction's trailing zeros left out, and the `.` with
+/// them when it is all zeros. Text then orders as time against a value with any number of
+/// digits after the second, none included (`CURRENT_TIMESTAMP`, a classic table's default):
+/// `x < cutoff` and `x >= cutoff` hold exactly when they do as times. With the zeros
+/// written, `2026-11-01 08:00:00` sorted before the cutoff `2026-11-01 08:00:00.000`, and a
+/// row processed exactly at the cutoff was deleted.
+fn timestamp_text(at: chrono::DateTime<chrono::Utc>) -> String {
+    let text = at.format("%Y-%m-%d %H:%M:%S%.9f").to_string();
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// A batch delete that finds its rows by rowid: the subquery reads only the
 /// `(consumer, processed_at)` index, whose entries hold the rowid.
 const DELETE_BATCH_BY_ROWID: BatchDelete = BatchDelete {
@@ -76,8 +88,7 @@ pub static DIALECT: Dialect = Dialect {
     serial_plans: &[],
     numbered_params: false,
     identifier_quote: '"',
-    // The same form as the column default, so text comparison orders correctly.
-    timestamp_param_format: "%Y-%m-%d %H:%M:%S%.3f",
+    timestamp_param_text: timestamp_text,
     timestamp_param: |placeholder| placeholder.to_string(),
     // Text compares as text: numbers (seconds since 1970, say) and the empty text sort
     // before every time, undated. Not "0", which the column's NUMERIC affinity would read
@@ -223,6 +234,41 @@ mod tests {
                 up.contains(&format!("{as_in_up};")),
                 "{as_in_up} is not in migration 2's up SQL"
             );
+        }
+    }
+
+    /// Text that orders as time against `processed_at` with any number of digits after the
+    /// second, none included.
+    #[test]
+    fn a_timestamp_is_written_without_trailing_zeros() {
+        use chrono::TimeZone;
+        let second = chrono::Utc.with_ymd_and_hms(2026, 11, 1, 8, 0, 0).unwrap();
+        let at = |millis: i64| timestamp_text(second + chrono::Duration::milliseconds(millis));
+        assert_eq!(at(0), "2026-11-01 08:00:00");
+        assert_eq!(at(250), "2026-11-01 08:00:00.25");
+        assert_eq!(at(123), "2026-11-01 08:00:00.123");
+        assert_eq!(
+            timestamp_text(second + chrono::Duration::microseconds(1)),
+            "2026-11-01 08:00:00.000001"
+        );
+        // As times: equal values in other forms are not before it, earlier ones are.
+        for (stored, before) in [
+            ("2026-11-01 08:00:00", false),
+            ("2026-11-01 08:00:00.000", false),
+            ("2026-11-01 08:00:00.000000", false),
+            ("2026-11-01 07:59:59.999", true),
+            ("2026-11-01 07:59:59", true),
+        ] {
+            assert_eq!(stored < at(0).as_str(), before, "{stored}");
+        }
+        for (stored, before) in [
+            ("2026-11-01 08:00:00", true),
+            ("2026-11-01 08:00:00.2", true),
+            ("2026-11-01 08:00:00.25", false),
+            ("2026-11-01 08:00:00.250", false),
+            ("2026-11-01 08:00:00.2500001", false),
+        ] {
+            assert_eq!(stored < at(250).as_str(), before, "{stored}");
         }
     }
 }
