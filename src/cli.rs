@@ -3,10 +3,78 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::kafka::KafkaOpts;
 use crate::time::{parse_duration, parse_lock_timeout, parse_timestamp};
+
+/// The command line as clap reads it, then options given on it that would do nothing
+/// without another, which clap cannot tell: their flags have defaults, or an environment
+/// variable that a cron line carries for every command. Refused as a usage error, since the
+/// operator meant something by them.
+pub fn parse() -> Result<Cli, clap::Error> {
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    if let Some(problem) = given_in_vain(&matches) {
+        // With the usage line of the command it was given to.
+        let mut path = Vec::new();
+        let mut at = &matches;
+        while let Some((name, sub)) = at.subcommand() {
+            path.push(name.to_string());
+            at = sub;
+        }
+        let mut given_to = &mut command;
+        for name in &path {
+            if given_to.find_subcommand(name).is_none() {
+                break;
+            }
+            given_to = given_to
+                .find_subcommand_mut(name)
+                .unwrap_or_else(|| unreachable!());
+        }
+        return Err(given_to.error(clap::error::ErrorKind::ArgumentConflict, problem));
+    }
+    Cli::from_arg_matches(&matches)
+}
+
+/// The first option of the command line that its command would not use, and why.
+fn given_in_vain(matches: &ArgMatches) -> Option<String> {
+    let given = |matches: &ArgMatches, id: &str| {
+        matches.try_get_raw(id).is_ok_and(|value| value.is_some())
+            && matches.value_source(id) == Some(ValueSource::CommandLine)
+    };
+    let flag = |matches: &ArgMatches, id: &str| matches.get_flag(id);
+    match matches.subcommand()? {
+        ("prune", prune) if !given(prune, "group") => [
+            ("brokers", "--brokers"),
+            ("properties", "-X"),
+            ("kafka_timeout", "--kafka-timeout"),
+        ]
+        .into_iter()
+        .find(|(id, _)| given(prune, id))
+        .map(|(_, option)| {
+            format!(
+                "{option} is for --group GROUP, whose committed offsets keep the rows it could \
+                 still have redelivered; without --group prune asks no broker"
+            )
+        }),
+        ("offsets", offsets) => match offsets.subcommand()? {
+            ("reset", reset) if given(reset, "consumer") && !flag(reset, "to_inbox") => Some(
+                "--consumer names the inbox consumer of --to-inbox; without --to-inbox the \
+                 inbox is not read"
+                    .to_string(),
+            ),
+            ("reset", reset) if given(reset, "undo_file") && !flag(reset, "execute") => Some(
+                "--undo-file is where --execute writes the undo plan; without --execute \
+                 nothing is applied and no undo plan is written"
+                    .to_string(),
+            ),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 /// A count of rows: a whole number of at least 1.
 fn parse_count(text: &str) -> Result<u64, String> {
@@ -354,7 +422,7 @@ pub struct OffsetsResetArgs {
     pub from_file: Option<std::path::PathBuf>,
 
     /// The inbox consumer for --to-inbox (default: the group name)
-    #[arg(long, value_name = "CONSUMER", value_parser = non_empty, requires = "to_inbox")]
+    #[arg(long, value_name = "CONSUMER", value_parser = non_empty)]
     pub consumer: Option<String>,
 
     #[command(flatten)]

@@ -17,8 +17,6 @@ pub mod time;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::exit::ExitStatus;
 
 /// The settings inboxctl takes from a `.env` file (in this folder or the nearest parent
@@ -102,7 +100,7 @@ fn unreadable_line<'f>(file: &'f str, rest: &str) -> (Option<usize>, Option<&'f 
 /// Parse the command line, run the command, print any error once with its context chain.
 pub fn main() -> ExitCode {
     read_dot_env();
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(error) => return clap_exit(&error),
     };

@@ -648,7 +648,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 39] = [
+    let cases: [(&[&str], &str); 46] = [
         (
             &["offsets", "show", "--brokers", "localhost:abc"],
             "invalid value 'localhost:abc' for '--brokers <BROKERS>': 'localhost:abc' has the port 'abc'; expected a number from 1 to 65535",
@@ -771,8 +771,8 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
             "'orders/x' is not a Kafka topic name: '/' is not allowed",
         ),
         (
-            &["offsets", "show", "-X", "sasl.password"],
-            "invalid value 'sasl.password' for '-X <KEY=VALUE>': 'sasl.password' has no value; expected KEY=VALUE, e.g. -X sasl.password=VALUE",
+            &["offsets", "show", "-X", "security.protocol"],
+            "error: -X security.protocol has no value; expected KEY=VALUE, e.g. -X security.protocol=VALUE",
         ),
         (
             &["offsets", "show", "--brokers", " "],
@@ -799,12 +799,62 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
             &["completions", "bash", "--format", "csv"],
             "error: --format does not apply to completions, which prints a shell script",
         ),
+        // Options that would do nothing without another.
+        (
+            &["replay", "-t", "t", "--from", "earliest", "--consumer", "c", "--dry-run", "--handler-timeout", "30s"],
+            "error: --handler-timeout applies to an exec handler (--exec) only\n",
+        ),
+        (
+            &["replay", "-t", "t", "--from", "earliest", "--consumer", "c", "--exec", "h", "--param", "a=json:/a"],
+            "error: --param a: --param binds a placeholder of a SQL handler (--sql); an exec handler gets each message whole, as a JSON line",
+        ),
+        (
+            &["prune", "--older-than", "7d", "--brokers", "127.0.0.1:1"],
+            "error: --brokers is for --group GROUP, whose committed offsets keep the rows it could still have redelivered; without --group prune asks no broker\n\nUsage: inboxctl prune ",
+        ),
+        (
+            &["prune", "--older-than", "7d", "--dry-run", "-X", "a=b"],
+            "error: -X is for --group GROUP,",
+        ),
+        (
+            &["prune", "--older-than", "7d", "--kafka-timeout", "5s"],
+            "error: --kafka-timeout is for --group GROUP,",
+        ),
+        (
+            &["offsets", "reset", "-g", "g", "-t", "t", "--to-earliest", "--consumer", "c"],
+            "error: --consumer names the inbox consumer of --to-inbox; without --to-inbox the inbox is not read\n\nUsage: inboxctl offsets reset ",
+        ),
+        (
+            &["offsets", "reset", "-g", "g", "-t", "t", "--to-earliest", "--undo-file", "u.csv"],
+            "error: --undo-file is where --execute writes the undo plan; without --execute nothing is applied and no undo plan is written\n",
+        ),
     ];
     for (args, expected) in cases {
         let run = inboxctl(args).code(2);
         assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     }
+    // The brokers of a cron line's environment are no option given in vain.
+    let dir = tempfile::tempdir().unwrap();
+    let with_brokers_set = |args: &[&str]| {
+        Run::from(
+            assert_cmd::Command::cargo_bin("inboxctl")
+                .unwrap()
+                .env_remove("DATABASE_URL")
+                .env("KAFKA_BROKERS", "127.0.0.1:1")
+                .current_dir(dir.path())
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    with_brokers_set(&["migrate", "run", "-q"]).code(0);
+    let pruned = with_brokers_set(&["prune", "--older-than", "7d", "--dry-run"]).code(0);
+    assert!(
+        pruned.stdout.contains("would delete 0 rows"),
+        "{}",
+        pruned.stdout
+    );
     let neither = inboxctl(&["prune"]).code(2);
     assert!(
         neither

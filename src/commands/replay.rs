@@ -287,12 +287,23 @@ pub async fn run(args: ReplayArgs, output: Output) -> anyhow::Result<ExitStatus>
     check_params(&args.param)?;
     if let Some(command) = &args.exec {
         check_exec(command, args.dry_run)?;
+        if let Some((name, _)) = args.param.first() {
+            return Err(usage(format!(
+                "--param {name}: --param binds a placeholder of a SQL handler (--sql); an exec \
+                 handler gets each message whole, as a JSON line"
+            )));
+        }
     } else if args.handler_timeout.is_some() {
-        return Err(usage(
-            "--handler-timeout applies to an exec handler (--exec) only; a SQL handler runs \
-             in the inbox's transaction, which the server's statement_timeout or \
-             max_statement_time bounds",
-        ));
+        let why = match args.sql {
+            Some(_) => {
+                "; a SQL handler runs in the inbox's transaction, which the server's \
+                 statement_timeout or max_statement_time bounds"
+            }
+            None => "",
+        };
+        return Err(usage(format!(
+            "--handler-timeout applies to an exec handler (--exec) only{why}"
+        )));
     }
     let kafka = Kafka::new(&args.kafka)?;
     let ranges = block_in_place(|| resolve_ranges(&kafka, &args, &output))?;
