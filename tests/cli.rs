@@ -87,22 +87,21 @@ fn unknown_scheme_is_a_usage_error_listing_the_supported_ones() {
 
 #[test]
 fn a_bad_url_parameter_is_a_usage_error_said_once() {
+    // A value the driver refuses, with the URL it was in, its password hidden.
     for (url, shown) in [
         (
-            "postgres://postgres:topsecret@127.0.0.1:5432/test?sslmode=bogus",
-            "postgres://postgres:***@127.0.0.1:5432/test?sslmode=bogus",
+            "postgres://postgres:topsecret@127.0.0.1:5432/test?statement-cache-capacity=lots",
+            "postgres://postgres:***@127.0.0.1:5432/test?statement-cache-capacity=lots",
         ),
         (
-            "mysql://root@127.0.0.1:3306/test?ssl-mode=bogus",
-            "mysql://root@127.0.0.1:3306/test?ssl-mode=bogus",
+            "mysql://root@127.0.0.1:3306/test?statement-cache-capacity=lots",
+            "mysql://root@127.0.0.1:3306/test?statement-cache-capacity=lots",
         ),
     ] {
         let run = inboxctl(&["inspect", "--database-url", url]).code(2);
         assert_eq!(
             run.stderr,
-            format!(
-                "error: invalid database URL '{shown}': unknown value \"bogus\" for `ssl_mode`\n"
-            )
+            format!("error: invalid database URL '{shown}': invalid digit found in string\n")
         );
     }
 }
@@ -527,6 +526,40 @@ fn a_sqlite_path_is_the_same_file_for_every_command() {
     );
 }
 
+/// libpq's own parameters in an application's PostgreSQL URL, which the driver does not
+/// read, are named as ignored, once, before the connection is tried.
+#[test]
+fn libpq_parameters_of_a_postgres_url_are_named_as_ignored() {
+    let run = inboxctl(&[
+        "inspect",
+        "--database-url",
+        "postgres://u:Se%cret9@127.0.0.1:1/x?connect_timeout=5&sslmode=require&target_session_attrs=any",
+        "--connect-timeout",
+        "1s",
+    ])
+    .code(1);
+    let mut lines = run.stderr.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "warning: the database URL's parameters 'connect_timeout', 'target_session_attrs' \
+             are libpq's, which inboxctl's PostgreSQL driver does not read: ignored; \
+             --connect-timeout sets how long to wait for the server"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        lines
+            .next()
+            .is_some_and(|line| line.starts_with("error: could not connect")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(lines.next(), None, "{}", run.stderr);
+    assert!(!run.stderr.contains("Se%cret9"), "{}", run.stderr);
+}
+
 /// A broker address with credentials is refused without showing them, from the flag as
 /// from the environment, whatever else is wrong in the list.
 #[test]
@@ -648,7 +681,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 46] = [
+    let cases: [(&[&str], &str); 49] = [
         (
             &["offsets", "show", "--brokers", "localhost:abc"],
             "invalid value 'localhost:abc' for '--brokers <BROKERS>': 'localhost:abc' has the port 'abc'; expected a number from 1 to 65535",
@@ -798,6 +831,18 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         (
             &["completions", "bash", "--format", "csv"],
             "error: --format does not apply to completions, which prints a shell script",
+        ),
+        (
+            &["inspect", "--database-url", "postgres://u:Se%cret9@127.0.0.1:1/x?sslmdoe=require"],
+            "error: the database URL's parameter 'sslmdoe' is not one a PostgreSQL URL takes; expected one of sslmode, ssl-mode,",
+        ),
+        (
+            &["inspect", "--database-url", "postgresql://127.0.0.1:1/x?sslmode=requried"],
+            "error: the database URL's sslmode 'requried' is not a TLS mode of a PostgreSQL URL; expected one of disable, allow, prefer, require, verify-ca, verify-full\n",
+        ),
+        (
+            &["inspect", "--database-url", "mysql://127.0.0.1:1/x?ssl-mode=require"],
+            "error: the database URL's ssl-mode 'require' is not a TLS mode of a MySQL URL; expected one of disabled, preferred, required, verify_ca, verify_identity\n",
         ),
         // Options that would do nothing without another.
         (

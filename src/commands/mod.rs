@@ -75,6 +75,23 @@ pub(crate) async fn connect_pooled(
     serial_plans: bool,
 ) -> anyhow::Result<Store> {
     let url = DatabaseUrl::parse(&options.database_url)?;
+    if !url.ignored_parameters.is_empty() {
+        let ignored = &url.ignored_parameters;
+        let (noun, verb) = match ignored.len() {
+            1 => ("parameter", "is"),
+            _ => ("parameters", "are"),
+        };
+        let names: Vec<String> = ignored.iter().map(|key| format!("'{key}'")).collect();
+        let timeout = match ignored.iter().any(|key| key == "connect_timeout") {
+            true => "; --connect-timeout sets how long to wait for the server",
+            false => "",
+        };
+        output.warn(format!(
+            "the database URL's {noun} {} {verb} libpq's, which inboxctl's PostgreSQL driver \
+             does not read: ignored{timeout}",
+            names.join(", ")
+        ));
+    }
     output.debug(format!("connecting to {} ({})", url.endpoint, url.redacted));
     Store::connect_with(
         &url,

@@ -373,6 +373,8 @@ pub struct DatabaseUrl {
     tcp_address: Option<(String, u16)>,
     /// The SQLite file, percent-decoded as the driver opens it.
     sqlite_file: Option<String>,
+    /// libpq's parameters in a PostgreSQL URL, which the driver does not read.
+    pub ignored_parameters: Vec<String>,
 }
 
 /// The query parameters sqlx's MySQL driver reads.
@@ -392,6 +394,117 @@ const MYSQL_URL_PARAMETERS: &[&str] = &[
     "time-zone",
     "statement-cache-capacity",
 ];
+
+/// The query parameters sqlx's PostgreSQL driver reads (and `options[NAME]`).
+const POSTGRES_URL_PARAMETERS: &[&str] = &[
+    "sslmode",
+    "ssl-mode",
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+    "statement-cache-capacity",
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "application_name",
+    "options",
+];
+
+/// libpq's connection parameters that sqlx's PostgreSQL driver does not read. The URL is
+/// often the application's, written for libpq (psycopg, say): these are ignored with a
+/// warning, where any other is refused as a typo.
+const LIBPQ_ONLY_PARAMETERS: &[&str] = &[
+    "passfile",
+    "require_auth",
+    "channel_binding",
+    "connect_timeout",
+    "client_encoding",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "requiressl",
+    "sslnegotiation",
+    "sslcompression",
+    "sslpassword",
+    "sslcertmode",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "sslkeylogfile",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
+    "target_session_attrs",
+    "load_balance_hosts",
+];
+
+/// The `sslmode` values of a PostgreSQL URL, and the `ssl-mode` values of a MySQL one (in
+/// any case): the drivers' own refusal names neither the parameter nor what it takes.
+const POSTGRES_SSL_MODES: &[&str] = &[
+    "disable",
+    "allow",
+    "prefer",
+    "require",
+    "verify-ca",
+    "verify-full",
+];
+const MYSQL_SSL_MODES: &[&str] = &[
+    "disabled",
+    "preferred",
+    "required",
+    "verify_ca",
+    "verify_identity",
+];
+
+/// A query parameter of a PostgreSQL URL: `Ok(true)` when the driver reads it, `Ok(false)`
+/// when it is libpq's alone and ignored, an error when it is neither (a typo: `sslmdoe`
+/// would otherwise connect with the default `prefer`).
+fn postgres_parameter(key: &str) -> anyhow::Result<bool> {
+    if POSTGRES_URL_PARAMETERS.contains(&key) || key.starts_with("options[") {
+        return Ok(true);
+    }
+    if LIBPQ_ONLY_PARAMETERS.contains(&key) {
+        return Ok(false);
+    }
+    Err(usage(format!(
+        "the database URL's parameter '{key}' is not one a PostgreSQL URL takes; expected one \
+         of {}, or options[NAME]",
+        POSTGRES_URL_PARAMETERS.join(", ")
+    )))
+}
+
+/// The TLS mode of a URL's `sslmode` (`ssl-mode`), checked against what the driver takes.
+fn check_ssl_mode(backend: Backend, key: &str, value: &str) -> anyhow::Result<()> {
+    let modes = match backend {
+        Backend::Postgres => POSTGRES_SSL_MODES,
+        Backend::Mysql => MYSQL_SSL_MODES,
+        Backend::Sqlite => return Ok(()),
+    };
+    match modes.contains(&value.to_ascii_lowercase().as_str()) {
+        true => Ok(()),
+        false => Err(usage(format!(
+            "the database URL's {key} '{value}' is not a TLS mode of a {backend} URL; expected \
+             one of {}",
+            modes.join(", ")
+        ))),
+    }
+}
 
 impl DatabaseUrl {
     /// sqlx's options for `connect`: this URL's connection string, or one derived from it.
@@ -468,6 +581,7 @@ impl DatabaseUrl {
                 redacted: text.to_string(),
                 tcp_address: None,
                 sqlite_file: Some(path.into_owned()),
+                ignored_parameters: Vec::new(),
             });
         }
         let mut parsed = url::Url::parse(text).map_err(|error| {
@@ -493,9 +607,16 @@ impl DatabaseUrl {
         if let Some(password) = parsed.password() {
             register_secret(password);
         }
+        let mut ignored_parameters = Vec::new();
         for (key, value) in parsed.query_pairs() {
             if names_a_secret(&key) {
                 register_secret(&value);
+            }
+            if backend == Backend::Postgres && !postgres_parameter(&key)? {
+                ignored_parameters.push(key.to_string());
+            }
+            if key == "sslmode" || key == "ssl-mode" {
+                check_ssl_mode(backend, &key, &value)?;
             }
             // The MySQL driver ignores any other without a word: a `?password=` would then
             // connect with none, a misspelt `ssl-mode` without TLS.
@@ -602,6 +723,7 @@ impl DatabaseUrl {
             redacted: redact_url(text),
             tcp_address,
             sqlite_file: None,
+            ignored_parameters,
         })
     }
 }
@@ -3466,6 +3588,26 @@ mod tests {
             url.redacted,
             "postgres://app:***@db/inbox?sslmode=require&password=***&sslpassword=***"
         );
+        // libpq's own parameter is ignored and named; a typo is refused; so is a TLS mode
+        // the driver does not know, in any case the driver takes.
+        assert_eq!(url.ignored_parameters, ["sslpassword"]);
+        let url = DatabaseUrl::parse("postgres://db/inbox?options[search_path]=a&SSLMODE=x");
+        assert!(url.is_err_and(|error| error.to_string().contains("'SSLMODE' is not one")));
+        for (url, passes) in [
+            (
+                "postgres://db/i?sslmode=Verify-Full&options[search_path]=a",
+                true,
+            ),
+            ("postgres://db/i?ssl-mode=required", false),
+            ("mysql://db/i?sslmode=VERIFY_IDENTITY", true),
+            ("mysql://db/i?ssl-mode=verify-full", false),
+        ] {
+            let parsed = DatabaseUrl::parse(url);
+            assert_eq!(parsed.is_ok(), passes, "{url}");
+            if let Ok(parsed) = parsed {
+                assert!(parsed.ignored_parameters.is_empty(), "{url}");
+            }
+        }
         // MySQL's driver takes no password from the query: refused, and redacted as it is.
         let refused = DatabaseUrl::parse("mysql://root@db/inbox?password=pw")
             .unwrap_err()
