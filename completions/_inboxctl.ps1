@@ -130,7 +130,7 @@ Register-ArgumentCompleter -Native -CommandName 'inboxctl' -ScriptBlock {
             [CompletionResult]::new('--consumer', '--consumer', [CompletionResultType]::ParameterName, 'Only this consumer')
             [CompletionResult]::new('--event-id', '--event-id', [CompletionResultType]::ParameterName, 'Look up one event id: did we process it, when, from where?')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: tables for people, JSON for scripts, CSV where rows are the point')
-            [CompletionResult]::new('--estimate', '--estimate', [CompletionResultType]::ParameterName, 'Row counts from the planner''s statistics (PostgreSQL, MySQL), without reading the rows: fast on any table, no ages or partitions')
+            [CompletionResult]::new('--estimate', '--estimate', [CompletionResultType]::ParameterName, 'Row counts from the planner''s statistics (PostgreSQL, MySQL), without reading the rows: fast on large tables of few consumers (it asks twice per consumer), no ages or partitions')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Print more detail on stderr (repeat for more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Only errors and warnings on stderr (no progress bars, no notes)')

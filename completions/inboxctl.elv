@@ -117,7 +117,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --consumer 'Only this consumer'
             cand --event-id 'Look up one event id: did we process it, when, from where?'
             cand --format 'Output format: tables for people, JSON for scripts, CSV where rows are the point'
-            cand --estimate 'Row counts from the planner''s statistics (PostgreSQL, MySQL), without reading the rows: fast on any table, no ages or partitions'
+            cand --estimate 'Row counts from the planner''s statistics (PostgreSQL, MySQL), without reading the rows: fast on large tables of few consumers (it asks twice per consumer), no ages or partitions'
             cand -v 'Print more detail on stderr (repeat for more)'
             cand --verbose 'Print more detail on stderr (repeat for more)'
             cand -q 'Only errors and warnings on stderr (no progress bars, no notes)'

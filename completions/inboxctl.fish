@@ -94,7 +94,7 @@ complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l event-id -
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l format -d 'Output format: tables for people, JSON for scripts, CSV where rows are the point' -r -f -a "table\t''
 json\t''
 csv\t''"
-complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l estimate -d 'Row counts from the planner\'s statistics (PostgreSQL, MySQL), without reading the rows: fast on any table, no ages or partitions'
+complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -l estimate -d 'Row counts from the planner\'s statistics (PostgreSQL, MySQL), without reading the rows: fast on large tables of few consumers (it asks twice per consumer), no ages or partitions'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s v -l verbose -d 'Print more detail on stderr (repeat for more)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s q -l quiet -d 'Only errors and warnings on stderr (no progress bars, no notes)'
 complete -c inboxctl -n "__fish_inboxctl_using_subcommand inspect" -s h -l help -d 'Print help'

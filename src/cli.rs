@@ -260,7 +260,9 @@ pub struct InspectArgs {
     #[arg(long, value_name = "ID", value_parser = non_empty_id)]
     pub event_id: Option<String>,
 
-    /// Row counts from the planner's statistics (PostgreSQL, MySQL), without reading the rows: fast on any table, no ages or partitions
+    /// Row counts from the planner's statistics (PostgreSQL, MySQL), without reading the rows:
+    /// fast on large tables of few consumers (it asks twice per consumer), no ages or
+    /// partitions
     #[arg(long, conflicts_with = "event_id")]
     pub estimate: bool,
 }

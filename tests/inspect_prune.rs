@@ -284,6 +284,23 @@ async fn inspect_event_id_answers_did_we_process_it(backend: Backend) {
         missing.stdout.trim(),
         "Event 'evt-404' was not processed by any of 2 consumers."
     );
+    // Not processed by a consumer that has rows; by one that has none, most likely a typo.
+    let missing = db
+        .run(&["inspect", "--event-id", "evt-43", "--consumer", "shipping"])
+        .ok();
+    assert_eq!(missing.stderr, "");
+    let missing = db
+        .run(&["inspect", "--event-id", "evt-42", "--consumer", "biling"])
+        .ok();
+    assert_eq!(
+        missing.stdout,
+        "Event 'evt-42' was not processed by consumer 'biling'.\n"
+    );
+    assert_eq!(
+        missing.stderr,
+        "warning: consumer 'biling' has no rows in the inbox; `inboxctl inspect` without \
+         --consumer lists the consumers it has\n"
+    );
     // A pasted id with a line break in it stays on one line, escaped.
     let missing = db.run(&["inspect", "--event-id", "evt\n404\t"]).ok();
     assert_eq!(
@@ -296,6 +313,27 @@ async fn inspect_event_id_answers_did_we_process_it(backend: Backend) {
         .json();
     assert_eq!(missing["found"], false);
     assert_eq!(missing["rows"], serde_json::json!([]));
+
+    // Many consumers, looked up many at a time: every one that has the id is found, in order.
+    let mut rows: Vec<_> = (0..1100)
+        .map(|n| row(&format!("c{n:04}"), "other", None, at))
+        .collect();
+    for consumer in ["c0000", "c0499", "c0500", "c1099"] {
+        rows.push(row(consumer, "evt-many", None, at));
+    }
+    db.insert_rows(&rows).await;
+    let many = db
+        .run(&["inspect", "--event-id", "evt-many", "--format", "json"])
+        .ok()
+        .json();
+    assert_eq!(many["consumers_searched"], 1102);
+    let consumers: Vec<_> = many["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|found| found["consumer"].as_str().unwrap())
+        .collect();
+    assert_eq!(consumers, ["c0000", "c0499", "c0500", "c1099"]);
 }
 
 /// Consumer a: five old rows, three at the cutoff's edge, one new; consumer b: three old, one new.

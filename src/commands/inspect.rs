@@ -84,10 +84,14 @@ impl Serialize for AgeBuckets {
 /// `--consumer` with no rows: most often a mistyped name, which must not read as a clean inbox.
 fn warn_of_an_unknown_consumer<T>(args: &InspectArgs, consumers: &[T], output: &Output) {
     if let (Some(consumer), true) = (&args.consumer, consumers.is_empty()) {
-        output.warn(format!(
-            "consumer '{consumer}' has no rows in the inbox; `inboxctl inspect` without --consumer lists the consumers it has"
-        ));
+        warn_of_a_consumer_without_rows(consumer, output);
     }
+}
+
+fn warn_of_a_consumer_without_rows(consumer: &str, output: &Output) {
+    output.warn(format!(
+        "consumer '{consumer}' has no rows in the inbox; `inboxctl inspect` without --consumer lists the consumers it has"
+    ));
 }
 
 /// How many times inspect reads again when MySQL's snapshot saw a table change under it
@@ -499,6 +503,13 @@ async fn lookup(
     }
     let consumers = store.consumers(consumer).await?;
     let rows = store.find_event(event_id, &consumers).await?;
+    // Not found for a consumer that has no rows at all: most often a mistyped name, which
+    // must not read as "not processed".
+    if let (Some(consumer), true) = (consumer, rows.is_empty()) {
+        if !store.consumer_has_rows(consumer).await? {
+            warn_of_a_consumer_without_rows(consumer, output);
+        }
+    }
     let now = Utc::now();
     match output.format {
         Format::Json => output.print_json(&json!({

@@ -1861,41 +1861,61 @@ impl Store {
             .collect()
     }
 
-    /// The rows for one event id, one per consumer that processed it. Looks up by primary key
-    /// per consumer, so it stays fast on large tables (the consumer unseen by the planner:
-    /// see [`SqlBuilder::unseen_param`]).
+    /// The rows for one event id, one per consumer that processed it. Looks up by primary
+    /// key, for many consumers at a time (an inbox may have tens of thousands), so it stays
+    /// fast on large tables (the consumers unseen by the planner: see
+    /// [`SqlBuilder::unseen_param`]).
     pub async fn find_event(
         &self,
         event_id: &str,
         consumers: &[String],
     ) -> anyhow::Result<Vec<InboxRow>> {
+        // Well under every backend's limit of parameters in one statement.
+        const CONSUMERS_PER_LOOKUP: usize = 500;
         let d = self.dialect;
-        let mut sql = self.sql();
-        sql.push(&format!(
-            "SELECT consumer, {}, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer = ",
-            // As text: SQLite stores an id in a column declared INTEGER as a number.
-            (d.text)("event_id"),
-            (d.bigint)(&d.quote("partition")),
-            (d.bigint)(&d.quote("offset")),
-            (d.timestamp_text)("processed_at"),
-        ))
-        .unseen_param()
-        .push(" AND event_id = ")
-        .param();
-        let text = sql.build();
         let mut found = Vec::new();
         // An id the column cannot hold is in no row, and the server refuses to compare it.
         if !self.not_held("event_id", &[event_id]).await?.is_empty() {
             return Ok(found);
         }
-        for consumer in consumers {
-            let row = sqlx::query(&text)
-                .bind(consumer.as_str())
+        for chunk in consumers.chunks(CONSUMERS_PER_LOOKUP) {
+            let mut sql = self.sql();
+            sql.push(&format!(
+                "SELECT consumer, {}, topic, {}, {}, {} FROM {INBOX_TABLE} WHERE consumer ",
+                // As text: SQLite stores an id in a column declared INTEGER as a number.
+                (d.text)("event_id"),
+                (d.bigint)(&d.quote("partition")),
+                (d.bigint)(&d.quote("offset")),
+                (d.timestamp_text)("processed_at"),
+            ));
+            // PostgreSQL reads `IN ((SELECT $1))` of one as `= $1`, which it sees into.
+            if chunk.len() == 1 {
+                sql.push("= ").unseen_param();
+            } else {
+                sql.push("IN (");
+                for index in 0..chunk.len() {
+                    if index > 0 {
+                        sql.push(", ");
+                    }
+                    sql.unseen_param();
+                }
+                sql.push(")");
+            }
+            // In the order of `consumers`, which is the database's own.
+            sql.push(" AND event_id = ")
+                .param()
+                .push(" ORDER BY consumer");
+            let text = sql.build();
+            let mut query = sqlx::query(&text);
+            for consumer in chunk {
+                query = query.bind(consumer.as_str());
+            }
+            let rows = query
                 .bind(event_id)
-                .fetch_optional(&self.pool)
+                .fetch_all(&self.pool)
                 .await
                 .with_context(|| format!("could not look up event {event_id}"))?;
-            if let Some(row) = row {
+            for row in rows {
                 found.push(InboxRow {
                     consumer: row.try_get(0)?,
                     event_id: row.try_get(1)?,
