@@ -193,7 +193,7 @@ pub struct DatabaseOpts {
     pub database_url: String,
 
     /// Give up connecting after this long (e.g. 5s, 1m)
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::time::parse_timeout)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::time::parse_timeout, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
 }
 
@@ -216,7 +216,7 @@ pub enum MigrateCommand {
         /// which the application's open transactions hold, before it gives up; the
         /// application's statements queue behind it meanwhile. 0 waits without limit
         /// [default: the session's own limit where it has one, 5s otherwise]
-        #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
+        #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout, allow_hyphen_values = true)]
         lock_timeout: Option<Duration>,
     },
     /// List the migrations and whether each is applied
@@ -242,7 +242,7 @@ pub enum MigrateCommand {
         /// which the application's open transactions hold, before it gives up; the
         /// application's statements queue behind it meanwhile. 0 waits without limit
         /// [default: the session's own limit where it has one, 5s otherwise]
-        #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
+        #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout, allow_hyphen_values = true)]
         lock_timeout: Option<Duration>,
     },
 }
@@ -303,7 +303,7 @@ pub struct PruneArgs {
     /// Wait this long after each batch (e.g. 2ms), leaving the database to the application's
     /// own writes: a slower prune for steadier latency [default: 0s; on SQLite, as long as
     /// the batch took]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::time::parse_wait, allow_hyphen_values = true)]
     pub pause: Option<Duration>,
 
     /// How batches find their rows: `index` takes the oldest first through the (consumer,
@@ -411,7 +411,7 @@ pub struct OffsetsResetArgs {
     #[arg(long, value_name = "TIMESTAMP", value_parser = parse_timestamp)]
     pub to_datetime: Option<DateTime<Utc>>,
     /// To the first message at or after this long ago (e.g. 30m, 2h)
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub by_duration: Option<Duration>,
     /// Move each committed offset by N (negative: back)
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
@@ -622,7 +622,7 @@ pub struct ReplayArgs {
     /// is stopped, with its process group, and the run ends (exit 1) after recording what it
     /// answered ok for; with --on-error skip, the message fails and a new handler goes on
     /// [default: no limit]
-    #[arg(long, value_name = "DURATION", value_parser = parse_handler_timeout)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_handler_timeout, allow_hyphen_values = true)]
     pub handler_timeout: Option<Duration>,
 
     /// Bind a placeholder to a nested JSON field: NAME=json:/a/b (repeatable)

@@ -62,7 +62,7 @@ pub struct KafkaOpts {
     pub properties: Vec<(String, String)>,
 
     /// Give up on any one broker call after this long
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout, allow_hyphen_values = true)]
     pub kafka_timeout: Duration,
 }
 
@@ -193,7 +193,7 @@ fn check_broker(broker: &str) -> Result<(), String> {
 fn check_bootstrap_property(key: &str, value: &str) -> anyhow::Result<()> {
     if value.contains('@') {
         return Err(crate::error::usage(format!(
-            "a broker address in -X {key} holds no user or password ('@'); give them with \
+            "a broker address in -X {key} must not hold a user or password ('@'); give them with \
              -X sasl.username=… -X sasl.password=…"
         )));
     }
@@ -302,7 +302,7 @@ impl Kafka {
         // value, password and all.
         if options.brokers.contains('@') {
             return Err(crate::error::usage(
-                "a broker address in --brokers (KAFKA_BROKERS) holds no user or password \
+                "a broker address in --brokers (KAFKA_BROKERS) must not hold a user or password \
                  ('@'); give them with -X sasl.username=… -X sasl.password=…",
             ));
         }
@@ -1098,7 +1098,10 @@ mod tests {
             let mut options = options(&[]);
             options.brokers = credentials.into();
             let error = Kafka::new(&options).err().unwrap().to_string();
-            assert!(error.contains("holds no user or password"), "{error}");
+            assert!(
+                error.contains("must not hold a user or password"),
+                "{error}"
+            );
             assert!(!error.contains(credentials), "{error}");
         }
     }
@@ -1210,7 +1213,7 @@ mod tests {
             assert_eq!(
                 error.to_string(),
                 format!(
-                    "a broker address in -X {key} holds no user or password ('@'); give them \
+                    "a broker address in -X {key} must not hold a user or password ('@'); give them \
                      with -X sasl.username=… -X sasl.password=…"
                 )
             );

@@ -7,6 +7,15 @@ use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, TimeZone, Timelike, U
 /// `7d`, `36h`, `90s`, `2w 3d`: humantime's grammar, with a message that says what is expected.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    // Taken by the options, for this message rather than clap's "unexpected argument '-3'".
+    if let Some(unsigned) = text.strip_prefix('-') {
+        if humantime::parse_duration(unsigned).is_ok() {
+            return Err(format!(
+                "'{text}' is negative; expected a duration without a sign, such as 90s, 15m, \
+                 12h, 7d or 2w"
+            ));
+        }
+    }
     humantime::parse_duration(text).map_err(|error| {
         // humantime's own words name character positions ("expected number at 0").
         let reason = match error {
@@ -48,9 +57,24 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     )
 }
 
-/// A duration, refused with `if_zero` when it is none.
-pub fn parse_more_than_nothing(text: &str, if_zero: &str) -> Result<Duration, String> {
+/// The longest a timeout or a pause may be. Longer is surely a typo (`9999999999w`), and
+/// a deadline that far ahead is past what a clock can hold: the wait would end at once.
+const MAX_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A duration to wait: at most [`MAX_WAIT`].
+pub fn parse_wait(text: &str) -> Result<Duration, String> {
     match parse_duration(text)? {
+        long if long > MAX_WAIT => Err(format!(
+            "'{}' is longer than a day; expected a duration such as 5s, 1m or 2h",
+            text.trim()
+        )),
+        duration => Ok(duration),
+    }
+}
+
+/// A duration to wait ([`parse_wait`]), refused with `if_zero` when it is none.
+pub fn parse_more_than_nothing(text: &str, if_zero: &str) -> Result<Duration, String> {
+    match parse_wait(text)? {
         zero if zero.is_zero() => Err(if_zero.to_string()),
         duration => Ok(duration),
     }
@@ -257,6 +281,11 @@ mod tests {
             Utc.with_ymd_and_hms(2026, 11, 1, 8, 0, 0).unwrap()
         );
         assert!(parse_time_or_ago("7d").unwrap_err().contains("-DURATION"));
+        assert_eq!(
+            parse_duration("-30m").unwrap_err(),
+            "'-30m' is negative; expected a duration without a sign, such as 90s, 15m, 12h, 7d \
+             or 2w"
+        );
         assert!(parse_time_or_ago("-7x")
             .unwrap_err()
             .contains("expected a duration"));
@@ -281,6 +310,16 @@ mod tests {
         assert_eq!(parse_timeout("5s").unwrap(), Duration::from_secs(5));
         for zero in ["0s", "0ms"] {
             assert!(parse_timeout(zero).unwrap_err().contains("a timeout of 0"));
+        }
+        // At most a day: a deadline far past it is past what a clock holds.
+        assert_eq!(parse_timeout("24h").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(parse_wait("0s").unwrap(), Duration::ZERO);
+        for long in ["24h 1s", "9999999999w"] {
+            assert_eq!(
+                parse_timeout(long).unwrap_err(),
+                format!("'{long}' is longer than a day; expected a duration such as 5s, 1m or 2h")
+            );
+            assert!(parse_wait(long).is_err());
         }
     }
 
@@ -326,7 +365,7 @@ mod tests {
         for (bad, reason) in [
             ("7x", "'7x' has the unknown unit 'x'"),
             ("7", "'7' has no unit"),
-            ("-1d", "'-1d' is not a duration"),
+            ("--1d", "'--1d' is not a duration"),
             ("", "the duration is empty"),
             ("d7", "'d7' is not a duration"),
             ("abc", "'abc' is not a duration"),

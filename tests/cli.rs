@@ -580,7 +580,7 @@ fn a_broker_address_with_a_password_is_refused_without_showing_it() {
         let run = Run::from(command.output().unwrap()).code(2);
         assert_eq!(
             run.stderr,
-            "error: a broker address in --brokers (KAFKA_BROKERS) holds no user or password \
+            "error: a broker address in --brokers (KAFKA_BROKERS) must not hold a user or password \
              ('@'); give them with -X sasl.username=… -X sasl.password=…\n"
         );
         assert!(!run.stderr.contains("Se%cret9"), "{}", run.stderr);
@@ -591,7 +591,7 @@ fn a_broker_address_with_a_password_is_refused_without_showing_it() {
     let refusals = [
         (
             "bootstrap.servers=app:Se%cret9@broker:9092",
-            "error: a broker address in -X bootstrap.servers holds no user or password ('@'); \
+            "error: a broker address in -X bootstrap.servers must not hold a user or password ('@'); \
              give them with -X sasl.username=… -X sasl.password=…\n",
         ),
         (
@@ -681,7 +681,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 49] = [
+    let cases: [(&[&str], &str); 51] = [
         (
             &["offsets", "show", "--brokers", "localhost:abc"],
             "invalid value 'localhost:abc' for '--brokers <BROKERS>': 'localhost:abc' has the port 'abc'; expected a number from 1 to 65535",
@@ -843,6 +843,14 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         (
             &["inspect", "--database-url", "mysql://127.0.0.1:1/x?ssl-mode=require"],
             "error: the database URL's ssl-mode 'require' is not a TLS mode of a MySQL URL; expected one of disabled, preferred, required, verify_ca, verify_identity\n",
+        ),
+        (
+            &["offsets", "show", "--kafka-timeout", "9999999999w"],
+            "invalid value '9999999999w' for '--kafka-timeout <DURATION>': '9999999999w' is longer than a day; expected a duration such as 5s, 1m or 2h",
+        ),
+        (
+            &["prune", "--older-than", "7d", "--pause", "2d"],
+            "'2d' is longer than a day",
         ),
         // Options that would do nothing without another.
         (
