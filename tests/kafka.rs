@@ -1187,6 +1187,15 @@ async fn compare_takes_every_topic_the_group_committed_on() {
         "{}",
         table.stdout
     );
+    // The consumer's ids are read once, for both topics, and the findings are the same.
+    let verbose = inboxctl(&db, broker, &["-v", "compare", "-g", &group, "--scan"]).code(3);
+    assert_eq!(verbose.stdout, table.stdout);
+    assert_eq!(
+        verbose.stderr.matches(" inbox ids in ").count(),
+        1,
+        "{}",
+        verbose.stderr
+    );
     assert_eq!(
         table.stderr,
         format!(

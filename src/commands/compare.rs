@@ -534,6 +534,11 @@ async fn compare_topics(
         has_coordinates,
         pruned_before,
         ids_to_load,
+        // The consumer's ids are the same for every topic: loaded once, kept for the next.
+        loaded_ids: match by_topic.len() > 1 {
+            true => Some(std::sync::Mutex::new(None)),
+            false => None,
+        },
         output,
     };
     let mut topics = Vec::new();
@@ -579,6 +584,9 @@ struct TopicCheck<'a> {
     has_coordinates: bool,
     pruned_before: Option<DateTime<Utc>>,
     ids_to_load: Option<i64>,
+    /// With several topics to scan, the consumer's id hashes once loaded (see
+    /// [`load_inbox_ids`]), sent again for each next topic instead of read again.
+    loaded_ids: Option<std::sync::Mutex<Option<Vec<Vec<u128>>>>>,
     output: &'a Output,
 }
 
@@ -596,11 +604,37 @@ impl TopicCheck<'_> {
         let source = self.source;
         let (id_sender, id_receiver) = tokio::sync::mpsc::unbounded_channel();
         let loading = async {
-            if self.ids_to_load.is_some() {
-                load_inbox_ids(store, consumer, id_sender, output).await
-            } else {
-                Ok(())
+            if self.ids_to_load.is_none() {
+                return Ok(());
             }
+            let kept = self.loaded_ids.as_ref().and_then(|loaded| {
+                let loaded = loaded
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                loaded.clone()
+            });
+            match kept {
+                // A closed receiver means the scan stopped; its own error tells why.
+                Some(batches) => batches.into_iter().for_each(|batch| {
+                    let _ = id_sender.send(batch);
+                }),
+                None => {
+                    let batches = load_inbox_ids(
+                        store,
+                        consumer,
+                        id_sender,
+                        self.loaded_ids.is_some(),
+                        output,
+                    )
+                    .await?;
+                    if let Some(loaded) = &self.loaded_ids {
+                        *loaded
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(batches);
+                    }
+                }
+            }
+            Ok(())
         };
         let comparing = async {
             let mut checked_from = BTreeMap::new();
@@ -1272,13 +1306,15 @@ fn start_reader(
 const ID_BATCH: usize = 50_000;
 
 /// Streams the consumer's event ids, as hashes in batches, to the classification. Dropping
-/// `sender` at the end tells it the inbox is complete.
+/// `sender` at the end tells it the inbox is complete. With `keep`, returns the batches sent,
+/// for the next topic.
 async fn load_inbox_ids(
     store: &Store,
     consumer: &str,
     sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>,
+    keep: bool,
     output: &Output,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<Vec<u128>>> {
     let started = Instant::now();
     // PostgreSQL: a connection of its own, reading the ids as arrays, on a task of its own
     // so that decoding and hashing them leaves the classification's thread alone.
@@ -1289,12 +1325,12 @@ async fn load_inbox_ids(
         _ => None,
     };
     let key = store.id_key().await?;
-    let count = match fast {
+    let (count, kept) = match fast {
         Some((client, connection)) => {
             let consumer = consumer.to_string();
             tokio::spawn(async move {
                 let client = std::sync::Arc::new(client);
-                let mut batches = IdBatches::new(sender, key);
+                let mut batches = IdBatches::new(sender, key, keep);
                 let loaded =
                     pg_pipeline::for_each_event_id(&client, &consumer, |id| batches.add(id)).await;
                 pg_pipeline::end_session(client, connection).await;
@@ -1305,7 +1341,7 @@ async fn load_inbox_ids(
             .context("loading the inbox's ids stopped unexpectedly")??
         }
         None => {
-            let mut batches = IdBatches::new(sender, key);
+            let mut batches = IdBatches::new(sender, key, keep);
             store
                 .for_each_event_id(consumer, |id| batches.add(id))
                 .await?;
@@ -1316,7 +1352,7 @@ async fn load_inbox_ids(
         "loaded {count} inbox ids in {:.2}s",
         started.elapsed().as_secs_f64()
     ));
-    Ok(())
+    Ok(kept)
 }
 
 /// Hashes ids into batches and sends each when full.
@@ -1325,15 +1361,22 @@ struct IdBatches {
     key: IdKey,
     batch: Vec<u128>,
     count: usize,
+    /// The batches sent, when they are to be kept.
+    kept: Option<Vec<Vec<u128>>>,
 }
 
 impl IdBatches {
-    fn new(sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>, key: IdKey) -> IdBatches {
+    fn new(
+        sender: tokio::sync::mpsc::UnboundedSender<Vec<u128>>,
+        key: IdKey,
+        keep: bool,
+    ) -> IdBatches {
         IdBatches {
             sender,
             key,
             batch: Vec::with_capacity(ID_BATCH),
             count: 0,
+            kept: keep.then(Vec::new),
         }
     }
 
@@ -1347,14 +1390,18 @@ impl IdBatches {
     fn send(&mut self) {
         self.count += self.batch.len();
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(ID_BATCH));
+        if let Some(kept) = &mut self.kept {
+            kept.push(batch.clone());
+        }
         // A closed receiver means the scan stopped; its own error tells why.
         let _ = self.sender.send(batch);
     }
 
-    /// Sends the last batch; dropping the sender then tells the scan all ids are in.
-    fn finish(mut self) -> usize {
+    /// Sends the last batch; dropping the sender then tells the scan all ids are in. Returns
+    /// how many ids were sent, and the batches if kept.
+    fn finish(mut self) -> (usize, Vec<Vec<u128>>) {
         self.send();
-        self.count
+        (self.count, self.kept.unwrap_or_default())
     }
 }
 
