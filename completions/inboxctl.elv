@@ -136,7 +136,7 @@ set edit:completion:arg-completer[inboxctl] = {|@words|
             cand --batch-size 'Rows deleted per transaction, at most 10000000 [default: 20000 on PostgreSQL, 5000 on SQLite and MySQL]'
             cand --max-rows 'Stop after deleting this many rows in all'
             cand --pause 'Wait this long after each batch (e.g. 2ms), leaving the database to the application''s own writes: a slower prune for steadier latency [default: 0s; on SQLite, as long as the batch took]'
-            cand --strategy 'How batches find their rows: `index` takes the oldest first through the (consumer, processed_at) index; `blocks` (PostgreSQL) reads the table''s pages in physical order, one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when at least a tenth of the table goes, or thousands of consumers have old rows, and no --max-rows is given, index otherwise'
+            cand --strategy 'How batches find their rows: `index` takes the oldest first through the (consumer, processed_at) index; `blocks` (PostgreSQL) reads the table''s pages in physical order, one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when at least a tenth of the table goes and no --max-rows is given, index otherwise'
             cand --group 'Keep every row this consumer group could still have redelivered (offset >= its committed offset for that partition); prunes only consumer GROUP unless --consumer names the group''s inbox consumer; needs the brokers'
             cand --brokers 'Bootstrap brokers, host:port[,host:port…]'
             cand -X 'A librdkafka property, repeatable: -X security.protocol=SASL_SSL -X sasl.mechanism=PLAIN'

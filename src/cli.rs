@@ -309,8 +309,7 @@ pub struct PruneArgs {
     /// How batches find their rows: `index` takes the oldest first through the (consumer,
     /// processed_at) index; `blocks` (PostgreSQL) reads the table's pages in physical order,
     /// one page range per batch, as one DELETE would; `auto` takes blocks on PostgreSQL when
-    /// at least a tenth of the table goes, or thousands of consumers have old rows, and no
-    /// --max-rows is given, index otherwise
+    /// at least a tenth of the table goes and no --max-rows is given, index otherwise
     #[arg(long, value_enum, value_name = "STRATEGY", default_value_t = PruneStrategy::Auto)]
     pub strategy: PruneStrategy,
 

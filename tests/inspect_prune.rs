@@ -1777,57 +1777,6 @@ async fn prune_by_pages_counts_in_a_dry_run_and_deletes_every_consumers_rows() {
     assert_eq!(db.count("processed_messages").await, 20_000);
 }
 
-/// Where thousands of consumers have a few old rows each, the index would take a transaction
-/// per consumer: `auto` reads page ranges, although only a twentieth of the table goes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prune_auto_takes_page_ranges_for_many_consumers() {
-    let mut db = TestDb::new(Backend::Postgres).await;
-    db.run(&["migrate", "run"]).ok();
-    db.exec(
-        "INSERT INTO processed_messages (consumer, event_id, processed_at) \
-         SELECT 'consumer-' || c, 'e' || i, now() - make_interval(days => CASE WHEN i = 1 \
-                THEN 40 ELSE i END) \
-         FROM generate_series(1, 1000) AS c, generate_series(1, 20) AS i",
-    )
-    .await;
-    db.exec("ANALYZE processed_messages").await;
-    let prune = |db: &TestDb, more: &[&str]| {
-        let mut args = vec!["prune", "--older-than", "30d", "--format", "json"];
-        args.extend_from_slice(more);
-        db.run(&args).ok().json()
-    };
-    let dry = prune(&db, &["--dry-run"]);
-    assert_eq!(
-        (dry["strategy"].as_str(), dry["rows_matched"].as_u64()),
-        (Some("blocks"), Some(1000))
-    );
-    let json = prune(&db, &["--yes"]);
-    assert_eq!(json["strategy"], "blocks");
-    assert_eq!(json["rows_deleted"], 1000);
-    assert_eq!(db.count("processed_messages").await, 19_000);
-    assert_eq!(
-        db.scalar("SELECT COUNT(*) FROM processed_messages WHERE processed_at < now() - interval '30 days'")
-            .await,
-        0
-    );
-    // One consumer's few rows, or --max-rows: the index.
-    db.exec(
-        "UPDATE processed_messages SET processed_at = now() - interval '40 days' \
-         WHERE event_id = 'e2' AND consumer IN ('consumer-1', 'consumer-2')",
-    )
-    .await;
-    let one = prune(&db, &["--yes", "--consumer", "consumer-1"]);
-    assert_eq!(
-        (one["strategy"].as_str(), one["rows_deleted"].as_u64()),
-        (Some("index"), Some(1))
-    );
-    let capped = prune(&db, &["--yes", "--max-rows", "5"]);
-    assert_eq!(
-        (capped["strategy"].as_str(), capped["rows_deleted"].as_u64()),
-        (Some("index"), Some(1))
-    );
-}
-
 /// An inbox partitioned by the application has no pages of its own: page ranges are refused
 /// there, and `auto` deletes through the index.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

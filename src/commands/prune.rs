@@ -265,13 +265,7 @@ async fn prune(
         }
         _ => None,
     };
-    let strategy = choose_strategy(
-        args.strategy,
-        extent,
-        expected,
-        args.max_rows,
-        consumers.len(),
-    );
+    let strategy = choose_strategy(args.strategy, extent, expected, args.max_rows);
     // Named as --strategy takes it, and as the JSON report does.
     if let Some(name) = clap::ValueEnum::to_possible_value(&strategy) {
         output.debug(format!("prune strategy: {}", name.get_name()));
@@ -512,26 +506,18 @@ fn with_time_limit_hint(
 }
 
 /// Index when the caller asked for it, the backend has no block addressing, --max-rows needs
-/// the oldest rows first, or only a small part of the table goes from few consumers: there
-/// the index reads just the rows to delete, while a block scan would read the whole table.
-/// The index takes a transaction per consumer, though, however few its old rows: with
-/// thousands of consumers (`consumers` have old rows) that costs more than reading every
-/// page (20,000 consumers of 6 old rows: 12.7 s through the index, 0.17 s by pages).
+/// the oldest rows first, or only a small part of the table goes: there the index reads just
+/// the rows to delete, while a block scan would read the whole table.
 fn choose_strategy(
     asked: PruneStrategy,
     extent: Option<HeapExtent>,
     expected_rows: Option<u64>,
     max_rows: Option<u64>,
-    consumers: usize,
 ) -> PruneStrategy {
     match (asked, extent) {
         (PruneStrategy::Blocks, Some(_)) => PruneStrategy::Blocks,
         (PruneStrategy::Auto, Some(extent)) if max_rows.is_none() => {
-            let consumers = consumers as u64;
-            let many_consumers = consumers >= MANY_CONSUMERS
-                && consumers.saturating_mul(PAGES_PER_CONSUMER) >= extent.pages;
             match (expected_rows, extent.estimated_rows) {
-                _ if many_consumers => PruneStrategy::Blocks,
                 (Some(expected), Some(total)) if expected.saturating_mul(10) >= total => {
                     PruneStrategy::Blocks
                 }
@@ -541,14 +527,6 @@ fn choose_strategy(
         _ => PruneStrategy::Index,
     }
 }
-
-/// Consumers with old rows from which `auto` weighs reading every page against a
-/// transaction per consumer (fewer cost well under a second through the index).
-const MANY_CONSUMERS: u64 = 1_000;
-
-/// Pages a page range batch reads in the time the index takes for one consumer: measured
-/// 0.64 ms a consumer through the index and 0.08 ms a page, halved to err on the index.
-const PAGES_PER_CONSUMER: u64 = 4;
 
 /// Rows a batch deletes without --batch-size. PostgreSQL deletes 20,000 in a few
 /// milliseconds, and its fewer commits delayed a concurrent writer's commits less than
