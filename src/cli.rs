@@ -76,6 +76,35 @@ fn given_in_vain(matches: &ArgMatches) -> Option<String> {
     }
 }
 
+/// A whole number, in words rather than Rust's ("invalid digit found in string").
+fn parse_whole(text: &str) -> Result<i64, String> {
+    match text.trim().parse::<i64>() {
+        Ok(number) => Ok(number),
+        Err(error)
+            if matches!(
+                error.kind(),
+                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow
+            ) =>
+        {
+            Err(format!("'{text}' is too large"))
+        }
+        Err(_) => Err(format!("'{text}' is not a whole number")),
+    }
+}
+
+/// A whole number of 0 or more.
+fn parse_zero_or_more(text: &str) -> Result<i64, String> {
+    match parse_whole(text)? {
+        negative if negative < 0 => Err(format!("must be 0 or more, not {negative}")),
+        number => Ok(number),
+    }
+}
+
+/// A count to show: 0 or more.
+fn parse_show(text: &str) -> Result<usize, String> {
+    Ok(usize::try_from(parse_zero_or_more(text)?).unwrap_or(usize::MAX))
+}
+
 /// A count of rows: a whole number of at least 1.
 fn parse_count(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
@@ -229,7 +258,7 @@ pub enum MigrateCommand {
         #[command(flatten)]
         database: DatabaseOpts,
         /// Revert down to this version (0 reverts everything and drops the table)
-        #[arg(long, value_name = "VERSION", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(0..))]
+        #[arg(long, value_name = "VERSION", allow_negative_numbers = true, value_parser = parse_zero_or_more)]
         to: Option<i64>,
         /// Print the SQL that would run and change nothing
         #[arg(long)]
@@ -405,7 +434,7 @@ pub struct OffsetsResetArgs {
     pub to_latest: bool,
     /// To this offset in every partition named
     // Negative numbers pass clap, for the command's own message on them.
-    #[arg(long, value_name = "OFFSET", allow_negative_numbers = true)]
+    #[arg(long, value_name = "OFFSET", allow_negative_numbers = true, value_parser = parse_whole)]
     pub to_offset: Option<i64>,
     /// To the first message at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM[:SS]] UTC)
     #[arg(long, value_name = "TIMESTAMP", value_parser = parse_timestamp)]
@@ -414,7 +443,7 @@ pub struct OffsetsResetArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub by_duration: Option<Duration>,
     /// Move each committed offset by N (negative: back)
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_whole)]
     pub shift_by: Option<i64>,
     /// To the inbox's position: highest processed offset + 1 per partition
     #[arg(long)]
@@ -570,7 +599,8 @@ pub struct CompareArgs {
         long,
         value_name = "N",
         default_value_t = 20,
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = parse_show
     )]
     pub show: usize,
 }

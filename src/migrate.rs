@@ -1690,6 +1690,15 @@ fn plan_revert(
     applied: &[AppliedMigration],
     to: Option<i64>,
 ) -> anyhow::Result<Vec<&'static Migration>> {
+    let newest = store.dialect.migrations.iter().map(|m| m.version).max();
+    if let (Some(to), Some(newest)) = (to, newest) {
+        if to > newest {
+            return Err(crate::error::usage(format!(
+                "--to {to}: there is no migration {to}; the migrations are 1 to {newest} (0 \
+                 reverts everything)"
+            )));
+        }
+    }
     let Some(latest) = applied.last() else {
         return Ok(Vec::new());
     };

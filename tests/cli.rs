@@ -106,6 +106,23 @@ fn a_bad_url_parameter_is_a_usage_error_said_once() {
     }
 }
 
+/// A SQLite file not opened in time is no server down: the hint says what may hold it.
+#[test]
+fn a_sqlite_file_not_opened_in_time_is_said_to_be_held() {
+    let dir = tempfile::tempdir().unwrap();
+    inboxctl_in(dir.path(), &["migrate", "run", "-q"]).code(0);
+    let late = inboxctl_in(dir.path(), &["inspect", "--connect-timeout", "1ns"]).code(1);
+    assert!(
+        late.stderr
+            .starts_with("error: could not connect to SQLite file ")
+            && late.stderr.contains(
+                " within 1ns (is another process holding it locked? see --connect-timeout)"
+            ),
+        "{}",
+        late.stderr
+    );
+}
+
 #[test]
 fn unreachable_servers_are_named_by_host_and_port() {
     for url in [
@@ -681,7 +698,7 @@ fn a_missing_sqlite_file_is_not_created_by_reading_commands() {
 
 #[test]
 fn bad_values_are_usage_errors_that_say_what_was_expected() {
-    let cases: [(&[&str], &str); 51] = [
+    let cases: [(&[&str], &str); 55] = [
         (
             &["offsets", "show", "--brokers", "localhost:abc"],
             "invalid value 'localhost:abc' for '--brokers <BROKERS>': 'localhost:abc' has the port 'abc'; expected a number from 1 to 65535",
@@ -851,6 +868,22 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         (
             &["prune", "--older-than", "7d", "--pause", "2d"],
             "'2d' is longer than a day",
+        ),
+        (
+            &["offsets", "reset", "-g", "g", "-t", "t", "--to-offset", "abc"],
+            "invalid value 'abc' for '--to-offset <OFFSET>': 'abc' is not a whole number\n",
+        ),
+        (
+            &["offsets", "reset", "-g", "g", "-t", "t", "--shift-by", "99999999999999999999"],
+            "'99999999999999999999' is too large",
+        ),
+        (
+            &["compare", "-g", "g", "-t", "t", "--show", "-1"],
+            "invalid value '-1' for '--show <N>': must be 0 or more, not -1\n",
+        ),
+        (
+            &["migrate", "revert", "--to", "x"],
+            "invalid value 'x' for '--to <VERSION>': 'x' is not a whole number\n",
         ),
         // Options that would do nothing without another.
         (

@@ -169,6 +169,12 @@ async fn revert_steps_back_and_to_zero_returns_to_empty(backend: Backend) {
     let refused = db.run(&["migrate", "revert", "--to", "0"]).code(2);
     assert!(refused.stderr.contains("pass --yes"), "{}", refused.stderr);
     assert_eq!(db.count("processed_messages").await, 1);
+    // A version no migration has is no "nothing to revert".
+    let unknown = db.run(&["migrate", "revert", "--to", "5"]).code(2);
+    assert_eq!(
+        unknown.stderr,
+        "error: --to 5: there is no migration 5; the migrations are 1 to 2 (0 reverts everything)\n"
+    );
 
     assert_eq!(db.count("inboxctl_prunes").await, 1);
     db.run(&["migrate", "revert", "--to", "0", "--yes"]).ok();

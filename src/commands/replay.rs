@@ -98,8 +98,29 @@ pub fn parse_start(text: &str) -> Result<Start, String> {
         }
         return Ok(Start::PerPartition(map));
     }
-    parse_timestamp(text).map(Start::Time).map_err(|_| {
-        format!("'{text}' is not a start; expected earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION or committed:GROUP")
+    // A list of P:OFFSET with one pair wrong: that pair is named.
+    let pairs: Vec<&str> = text.split(',').map(str::trim).collect();
+    let is_pair = |pair: &&str| {
+        pair.split_once(':').is_some_and(|(p, o)| {
+            p.parse::<i32>().is_ok_and(|p| p >= 0) && o.parse::<i64>().is_ok_and(|o| o >= 0)
+        })
+    };
+    if pairs.len() > 1 && pairs.iter().any(is_pair) {
+        if let Some(bad) = pairs.iter().find(|pair| !is_pair(pair)) {
+            return Err(format!(
+                "'{bad}' in '{text}' is not P:OFFSET (a partition and an offset, both 0 or more)"
+            ));
+        }
+    }
+    parse_timestamp(text).map(Start::Time).map_err(|error| {
+        // A date (`0000-01-01`, `2026-13-01`): the timestamp's own reason.
+        let dated = text.len() >= 10
+            && text.as_bytes()[4] == b'-'
+            && text.as_bytes()[..4].iter().all(u8::is_ascii_digit);
+        match dated {
+            true => error,
+            false => format!("'{text}' is not a start; expected earliest, OFFSET, P:OFFSET,…, a timestamp, -DURATION or committed:GROUP"),
+        }
     })
 }
 
@@ -2635,6 +2656,14 @@ mod tests {
             parse_start("0:5,1:2,0:5").unwrap(),
             Start::PerPartition(BTreeMap::from([(0, 5), (1, 2)]))
         );
+        // A wrong pair of a list is named; a date its own reason.
+        assert_eq!(
+            parse_start("0:5, 1:x").unwrap_err(),
+            "'1:x' in '0:5, 1:x' is not P:OFFSET (a partition and an offset, both 0 or more)"
+        );
+        assert!(parse_start("0000-01-01")
+            .unwrap_err()
+            .contains("is in the year 0"));
     }
 
     #[test]

@@ -3117,11 +3117,15 @@ impl Store {
     }
 }
 
-/// A failure worth retrying the transaction for: a deadlock, a serialization failure, or a
-/// busy SQLite database.
+/// A connection not made within `--connect-timeout`, with what may be the cause: a server
+/// down or out of reach, or a SQLite file that another process holds locked.
 fn connect_timed_out(url: &DatabaseUrl, timeout: Duration) -> anyhow::Error {
+    let hint = match url.backend {
+        Backend::Sqlite => "is another process holding it locked?",
+        _ => "is it running and reachable?",
+    };
     anyhow!(
-        "could not connect to {} within {} (is it running and reachable? see --connect-timeout)",
+        "could not connect to {} within {} ({hint} see --connect-timeout)",
         url.endpoint,
         humantime::format_duration(timeout)
     )
