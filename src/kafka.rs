@@ -444,8 +444,10 @@ impl Kafka {
 
     fn client_error(&self, error: KafkaError) -> anyhow::Error {
         match error {
-            KafkaError::ClientConfig(_, description, key, value) => usage(format!(
-                "invalid Kafka client configuration -X {key}={value}: {description}"
+            // The key alone: a mistyped one (`sasl.pasword`) is not known to hold a secret.
+            // librdkafka's description quotes a value it refuses, of a known property.
+            KafkaError::ClientConfig(_, description, key, _) => usage(format!(
+                "invalid Kafka client configuration -X {key}: {description}"
             )),
             KafkaError::ClientCreation(message) => usage(format!(
                 "invalid Kafka client configuration (-X): {message}"

@@ -543,14 +543,15 @@ fn a_sqlite_path_is_the_same_file_for_every_command() {
     );
 }
 
-/// libpq's own parameters in an application's PostgreSQL URL, which the driver does not
-/// read, are named as ignored, once, before the connection is tried.
+/// libpq's own parameters in an application's PostgreSQL URL, and other drivers' (Prisma's
+/// `schema`), which the driver does not read, are named as ignored, once, before the
+/// connection is tried.
 #[test]
-fn libpq_parameters_of_a_postgres_url_are_named_as_ignored() {
+fn other_drivers_parameters_of_a_postgres_url_are_named_as_ignored() {
     let run = inboxctl(&[
         "inspect",
         "--database-url",
-        "postgres://u:Se%cret9@127.0.0.1:1/x?connect_timeout=5&sslmode=require&target_session_attrs=any",
+        "postgres://u:Se%cret9@127.0.0.1:1/x?connect_timeout=5&sslmode=require&target_session_attrs=any&schema=public",
         "--connect-timeout",
         "1s",
     ])
@@ -559,8 +560,8 @@ fn libpq_parameters_of_a_postgres_url_are_named_as_ignored() {
     assert_eq!(
         lines.next(),
         Some(
-            "warning: the database URL's parameters 'connect_timeout', 'target_session_attrs' \
-             are libpq's, which inboxctl's PostgreSQL driver does not read: ignored; \
+            "warning: the database URL's parameters 'connect_timeout', 'target_session_attrs', \
+             'schema' are not read by inboxctl's PostgreSQL driver: ignored; \
              --connect-timeout sets how long to wait for the server"
         ),
         "{}",
@@ -610,6 +611,12 @@ fn a_broker_address_with_a_password_is_refused_without_showing_it() {
             "bootstrap.servers=app:Se%cret9@broker:9092",
             "error: a broker address in -X bootstrap.servers must not hold a user or password ('@'); \
              give them with -X sasl.username=… -X sasl.password=…\n",
+        ),
+        // A mistyped key is not known to hold a secret: its value is not shown.
+        (
+            "sasl.pasword=Se%cret9",
+            "error: invalid Kafka client configuration -X sasl.pasword: No such configuration \
+             property: \"sasl.pasword\"\n",
         ),
         (
             "sasl.password:Se%cret9",
@@ -851,7 +858,7 @@ fn bad_values_are_usage_errors_that_say_what_was_expected() {
         ),
         (
             &["inspect", "--database-url", "postgres://u:Se%cret9@127.0.0.1:1/x?sslmdoe=require"],
-            "error: the database URL's parameter 'sslmdoe' is not one a PostgreSQL URL takes; expected one of sslmode, ssl-mode,",
+            "error: the database URL's parameter 'sslmdoe' is no TLS setting a PostgreSQL URL takes, and one is never ignored; expected sslmode (disable, allow, prefer, require, verify-ca, verify-full), sslrootcert, sslcert or sslkey\n",
         ),
         (
             &["inspect", "--database-url", "postgresql://127.0.0.1:1/x?sslmode=requried"],

@@ -87,8 +87,8 @@ pub(crate) async fn connect_pooled(
             false => "",
         };
         output.warn(format!(
-            "the database URL's {noun} {} {verb} libpq's, which inboxctl's PostgreSQL driver \
-             does not read: ignored{timeout}",
+            "the database URL's {noun} {} {verb} not read by inboxctl's PostgreSQL driver: \
+             ignored{timeout}",
             names.join(", ")
         ));
     }

@@ -373,7 +373,8 @@ pub struct DatabaseUrl {
     tcp_address: Option<(String, u16)>,
     /// The SQLite file, percent-decoded as the driver opens it.
     sqlite_file: Option<String>,
-    /// libpq's parameters in a PostgreSQL URL, which the driver does not read.
+    /// Parameters of a PostgreSQL URL that the driver does not read (libpq's, another
+    /// driver's), each once.
     pub ignored_parameters: Vec<String>,
 }
 
@@ -417,9 +418,10 @@ const POSTGRES_URL_PARAMETERS: &[&str] = &[
     "options",
 ];
 
-/// libpq's connection parameters that sqlx's PostgreSQL driver does not read. The URL is
-/// often the application's, written for libpq (psycopg, say): these are ignored with a
-/// warning, where any other is refused as a typo.
+/// libpq's connection parameters that sqlx's PostgreSQL driver does not read, TLS ones among
+/// them. The URL is often the application's, written for its own driver: these, and any other
+/// not beginning with `ssl`, are ignored with a warning; an unknown `ssl…` one is refused, as
+/// a misspelt TLS setting would connect with the default `prefer`.
 const LIBPQ_ONLY_PARAMETERS: &[&str] = &[
     "passfile",
     "require_auth",
@@ -473,19 +475,23 @@ const MYSQL_SSL_MODES: &[&str] = &[
 ];
 
 /// A query parameter of a PostgreSQL URL: `Ok(true)` when the driver reads it, `Ok(false)`
-/// when it is libpq's alone and ignored, an error when it is neither (a typo: `sslmdoe`
-/// would otherwise connect with the default `prefer`).
+/// when it is ignored (libpq's alone, or another driver's: Prisma's `schema`, say), an error
+/// for an unknown TLS one (`sslmdoe`, node-postgres' `ssl=true`).
 fn postgres_parameter(key: &str) -> anyhow::Result<bool> {
     if POSTGRES_URL_PARAMETERS.contains(&key) || key.starts_with("options[") {
         return Ok(true);
     }
-    if LIBPQ_ONLY_PARAMETERS.contains(&key) {
+    if LIBPQ_ONLY_PARAMETERS.contains(&key) || !key.to_ascii_lowercase().starts_with("ssl") {
         return Ok(false);
     }
     Err(usage(format!(
-        "the database URL's parameter '{key}' is not one a PostgreSQL URL takes; expected one \
-         of {}, or options[NAME]",
-        POSTGRES_URL_PARAMETERS.join(", ")
+        "the database URL's parameter '{key}' is no TLS setting a PostgreSQL URL takes, and \
+         one is never ignored; expected sslmode (disable, allow, prefer, require, verify-ca, \
+         verify-full), sslrootcert, sslcert or sslkey{}",
+        match key {
+            "ssl" => " (ssl=true is sslmode=require)",
+            _ => "",
+        }
     )))
 }
 
@@ -612,7 +618,10 @@ impl DatabaseUrl {
             if names_a_secret(&key) {
                 register_secret(&value);
             }
-            if backend == Backend::Postgres && !postgres_parameter(&key)? {
+            if backend == Backend::Postgres
+                && !postgres_parameter(&key)?
+                && !ignored_parameters.iter().any(|ignored| *ignored == key)
+            {
                 ignored_parameters.push(key.to_string());
             }
             if key == "sslmode" || key == "ssl-mode" {
@@ -3616,7 +3625,21 @@ mod tests {
         // the driver does not know, in any case the driver takes.
         assert_eq!(url.ignored_parameters, ["sslpassword"]);
         let url = DatabaseUrl::parse("postgres://db/inbox?options[search_path]=a&SSLMODE=x");
-        assert!(url.is_err_and(|error| error.to_string().contains("'SSLMODE' is not one")));
+        assert!(url.is_err_and(|error| error.to_string().contains("'SSLMODE' is no TLS setting")));
+        // Another driver's parameters are ignored, each named once; node-postgres' ssl=true
+        // is refused with what it means here.
+        let url = DatabaseUrl::parse(
+            "postgres://db/i?schema=public&connect_timeout=1&pgbouncer=true&connect_timeout=2",
+        )
+        .unwrap();
+        assert_eq!(
+            url.ignored_parameters,
+            ["schema", "connect_timeout", "pgbouncer"]
+        );
+        let refused = DatabaseUrl::parse("postgres://db/i?ssl=true").unwrap_err();
+        assert!(refused
+            .to_string()
+            .ends_with("(ssl=true is sslmode=require)"));
         for (url, passes) in [
             (
                 "postgres://db/i?sslmode=Verify-Full&options[search_path]=a",
