@@ -67,7 +67,8 @@ pub struct KafkaOpts {
 }
 
 /// `key=value`, as kcat takes it. A value that is not one is shown in the error only when
-/// it is a property's name that names no secret: `-X sasl.password:hunter2` is all secret.
+/// it reads as a property's name (dotted) that names no secret: `-X sasl.password:hunter2`
+/// is all secret, and so may be a bare word (`-X $SASL_PASSWORD`).
 pub fn parse_property(text: &str) -> Result<(String, String), String> {
     const EXPECTED: &str = "expected KEY=VALUE, e.g. -X security.protocol=SASL_SSL";
     match text.split_once('=') {
@@ -79,7 +80,7 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
         )),
         None => {
             let name = text.trim();
-            let plain_name = !name.is_empty()
+            let plain_name = name.contains('.')
                 && name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
@@ -188,14 +189,19 @@ fn check_broker(broker: &str) -> Result<(), String> {
     }
 }
 
+/// A broker list holding `user:password@`, refused without being shown.
+fn credentials_refused(given_in: &str) -> anyhow::Error {
+    crate::error::usage(format!(
+        "a broker address in {given_in} must not hold a user or password ('@'); give them \
+         with -X sasl.username=… -X sasl.password=…"
+    ))
+}
+
 /// `-X bootstrap.servers` (or its older name), which overrides `--brokers`, checked as
 /// `--brokers` is: credentials refused without being shown, a typo a usage error.
 fn check_bootstrap_property(key: &str, value: &str) -> anyhow::Result<()> {
     if value.contains('@') {
-        return Err(crate::error::usage(format!(
-            "a broker address in -X {key} must not hold a user or password ('@'); give them with \
-             -X sasl.username=… -X sasl.password=…"
-        )));
+        return Err(credentials_refused(&format!("-X {key}")));
     }
     parse_brokers(value)
         .map(drop)
@@ -301,10 +307,7 @@ impl Kafka {
         // Refused here, not while the arguments are read: clap's message would repeat the
         // value, password and all.
         if options.brokers.contains('@') {
-            return Err(crate::error::usage(
-                "a broker address in --brokers (KAFKA_BROKERS) must not hold a user or password \
-                 ('@'); give them with -X sasl.username=… -X sasl.password=…",
-            ));
+            return Err(credentials_refused("--brokers (KAFKA_BROKERS)"));
         }
         for (key, value) in &options.properties {
             if key == "bootstrap.servers" || key == "metadata.broker.list" {
@@ -1193,6 +1196,7 @@ mod tests {
         for secret in [
             "sasl.password:hunter2",
             "sasl.password",
+            "hunter2",
             "hunter2 x",
             "=hunter2",
             " ",
