@@ -11,8 +11,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Connection, Executor, Row};
 
 use crate::store::{
-    Backend, MigrationLocking, MysqlAdoptionQueries, PostgresAdoptionQueries, QueryCanceller,
-    Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE,
+    is_connection_lost, Backend, MigrationLocking, MysqlAdoptionQueries, PostgresAdoptionQueries,
+    QueryCanceller, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE,
 };
 use crate::time::parse_stored_timestamp;
 
@@ -2114,7 +2114,17 @@ async fn apply_pending(
                 Err(error) => Err(error),
             }
         }
-        .with_context(|| {
+        .map_err(|error| {
+            // A session the server ended (`KILL`, a restart) or a broken network: the change
+            // may have been made, as MySQL's DDL commits itself.
+            let lost = match store.backend != Backend::Sqlite && is_connection_lost(&error) {
+                true => {
+                    "; the connection to the server was lost, so whether its change is in \
+                     place is not known here: `inboxctl migrate status` says, and `inboxctl \
+                     migrate run` again applies or records it"
+                }
+                false => "",
+            };
             // The migrations before it stay applied and recorded, except on SQLite, where
             // the run is one transaction: the error says so, as the run prints nothing else.
             let kept = matches!(
@@ -2132,10 +2142,10 @@ async fn apply_pending(
                         .join(", ")
                 ),
             };
-            format!(
-                "migration {} ({}) failed{before}",
+            anyhow::Error::new(error).context(format!(
+                "migration {} ({}) failed{before}{lost}",
                 migration.version, migration.description
-            )
+            ))
         })?;
         steps.push(MigrationStep {
             version: migration.version,

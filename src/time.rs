@@ -9,7 +9,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     // Taken by the options, for this message rather than clap's "unexpected argument '-3'".
     if let Some(unsigned) = text.strip_prefix('-') {
-        if humantime::parse_duration(unsigned).is_ok() {
+        if humantime::parse_duration(unsigned).is_ok_and(|duration| !duration.is_zero()) {
             return Err(format!(
                 "'{text}' is negative; expected a duration without a sign, such as 90s, 15m, \
                  12h, 7d or 2w"
@@ -121,9 +121,18 @@ pub fn parse_time_or_ago(text: &str) -> Result<DateTime<Utc>, String> {
         return parse_timestamp(text)
             .map_err(|error| format!("{error}; or -DURATION for that long ago, e.g. -7d"));
     };
-    ago(parse_duration(before)?)
+    ago(parse_ago(text)?)
         .filter(|at| at.year() >= 1000)
         .ok_or_else(|| format!("'{before}' ago is before the year 1000"))
+}
+
+/// `-DURATION`, a time ago: the duration after the `-`, refused in words that quote all of
+/// `text` (`--pruned-before --dry-run` is no `'-dry-run'`).
+pub fn parse_ago(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    parse_duration(unsigned)
+        .map_err(|error| error.replacen(&format!("'{unsigned}'"), &format!("'{text}'"), 1))
 }
 
 fn parse_any_timestamp(text: &str) -> Result<DateTime<Utc>, String> {
@@ -286,9 +295,13 @@ mod tests {
             "'-30m' is negative; expected a duration without a sign, such as 90s, 15m, 12h, 7d \
              or 2w"
         );
-        assert!(parse_time_or_ago("-7x")
+        assert_eq!(
+            parse_time_or_ago("-7x").unwrap_err(),
+            "'-7x' has the unknown unit 'x'; expected a duration such as 90s, 15m, 12h, 7d or 2w"
+        );
+        assert!(parse_time_or_ago("--dry-run")
             .unwrap_err()
-            .contains("expected a duration"));
+            .starts_with("'--dry-run' is not a duration"));
         assert!(parse_time_or_ago("-5000y")
             .unwrap_err()
             .contains("before the year 1000"));

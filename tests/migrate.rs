@@ -2502,6 +2502,81 @@ async fn a_signal_cancels_the_migration_in_flight_on_mysql() {
     a_signal_cancels_the_migration_in_flight(Backend::Mysql, "TERM", 143).await;
 }
 
+/// A migration whose session the server ends (an administrator's `pg_terminate_backend` or
+/// `KILL`) fails saying its outcome is unknown here and how to settle it; a re-run does.
+async fn a_migration_whose_session_the_server_ends_says_how_to_settle_it(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.exec(match backend {
+        Backend::Postgres => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        _ => "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL, processed_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    })
+    .await;
+    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')")
+        .await;
+    let pool = db.pool().await;
+    let mut reader = pool.begin().await.unwrap();
+    sqlx::raw_sql("SELECT COUNT(*) FROM processed_messages")
+        .execute(&mut *reader)
+        .await
+        .unwrap();
+    let mut child = db.spawn(&["migrate", "run", "--lock-timeout", "60s"]);
+    // The migration's session, once it waits for the reader's lock.
+    let waiting = match backend {
+        Backend::Postgres => {
+            "SELECT COALESCE(MAX(pid), 0)::bigint FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        }
+        _ => {
+            "SELECT COALESCE(MAX(CAST(id AS SIGNED)), 0) FROM information_schema.processlist \
+             WHERE db = DATABASE() AND state = 'Waiting for table metadata lock'"
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let session = loop {
+        let session = db.scalar(waiting).await;
+        if session != 0 {
+            break session;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the migration never waited"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    db.exec(&match backend {
+        Backend::Postgres => format!("SELECT pg_terminate_backend({session})"),
+        _ => format!("KILL {session}"),
+    })
+    .await;
+    let code = wait_until(&mut child, deadline);
+    let run = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("error: migration 2 (")
+            && run.stderr.contains(
+                ") failed (this run applied 1 before it); the connection to the server was \
+                 lost, so whether its change is in place is not known here: `inboxctl migrate \
+                 status` says, and `inboxctl migrate run` again applies or records it: "
+            ),
+        "{}",
+        run.stderr
+    );
+    reader.rollback().await.unwrap();
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_whose_session_the_server_ends_says_how_to_settle_it_on_postgres() {
+    a_migration_whose_session_the_server_ends_says_how_to_settle_it(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_whose_session_the_server_ends_says_how_to_settle_it_on_mysql() {
+    a_migration_whose_session_the_server_ends_says_how_to_settle_it(Backend::Mysql).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout_on_postgres() {
     a_migration_gives_up_a_lock_wait_after_its_lock_timeout(Backend::Postgres).await;

@@ -33,7 +33,7 @@ use crate::store::pg_pipeline::{PgPipeline, SentAsText};
 use crate::store::{
     is_connection_lost, postgres, Backend, BatchError, CreateMode, Store, INBOX_TABLE,
 };
-use crate::time::{parse_duration, parse_timestamp};
+use crate::time::parse_timestamp;
 
 /// Where the replay starts in each partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub fn parse_start(text: &str) -> Result<Start, String> {
                 "'{text}' is a negative offset; offsets start at 0, and a time ago takes a unit, e.g. -{ago}h"
             ));
         }
-        return parse_duration(ago).map(Start::Ago);
+        return crate::time::parse_ago(text).map(Start::Ago);
     }
     if let Ok(offset) = text.parse::<i64>() {
         return Ok(Start::Offset(offset));
