@@ -67,8 +67,9 @@ pub struct KafkaOpts {
 }
 
 /// `key=value`, as kcat takes it. A value that is not one is shown in the error only when
-/// it reads as a property's name (dotted) that names no secret: `-X sasl.password:hunter2`
-/// is all secret, and so may be a bare word (`-X $SASL_PASSWORD`).
+/// it reads as a librdkafka property's name (lowercase words joined by dots, no digits) that
+/// names no secret: `-X sasl.password:hunter2` is all secret, and so may be a bare word or
+/// a token (`-X $SASL_PASSWORD`, a JWT).
 pub fn parse_property(text: &str) -> Result<(String, String), String> {
     const EXPECTED: &str = "expected KEY=VALUE, e.g. -X security.protocol=SASL_SSL";
     match text.split_once('=') {
@@ -83,7 +84,7 @@ pub fn parse_property(text: &str) -> Result<(String, String), String> {
             let plain_name = name.contains('.')
                 && name
                     .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                    .all(|c| c.is_ascii_lowercase() || "._".contains(c))
                 && !names_a_secret(name);
             match plain_name {
                 true => Err(format!(
@@ -1197,6 +1198,8 @@ mod tests {
             "sasl.password:hunter2",
             "sasl.password",
             "hunter2",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.Sfl-hunter2",
+            "api.key.hunter2",
             "hunter2 x",
             "=hunter2",
             " ",

@@ -129,8 +129,12 @@ pub fn parse_time_or_ago(text: &str) -> Result<DateTime<Utc>, String> {
 /// `-DURATION`, a time ago: the duration after the `-`, refused in words that quote all of
 /// `text` (`--pruned-before --dry-run` is no `'-dry-run'`).
 pub fn parse_ago(text: &str) -> Result<Duration, String> {
+    const EXPECTED: &str = "expected -DURATION, e.g. -7d for 7 days ago";
     let text = text.trim();
     let unsigned = text.strip_prefix('-').unwrap_or(text);
+    if unsigned.is_empty() || unsigned.starts_with('-') {
+        return Err(format!("'{text}' is no time ago; {EXPECTED}"));
+    }
     parse_duration(unsigned)
         .map_err(|error| error.replacen(&format!("'{unsigned}'"), &format!("'{text}'"), 1))
 }
@@ -299,9 +303,12 @@ mod tests {
             parse_time_or_ago("-7x").unwrap_err(),
             "'-7x' has the unknown unit 'x'; expected a duration such as 90s, 15m, 12h, 7d or 2w"
         );
-        assert!(parse_time_or_ago("--dry-run")
-            .unwrap_err()
-            .starts_with("'--dry-run' is not a duration"));
+        for no_ago in ["--dry-run", "--7d", "-"] {
+            assert_eq!(
+                parse_time_or_ago(no_ago).unwrap_err(),
+                format!("'{no_ago}' is no time ago; expected -DURATION, e.g. -7d for 7 days ago")
+            );
+        }
         assert!(parse_time_or_ago("-5000y")
             .unwrap_err()
             .contains("before the year 1000"));

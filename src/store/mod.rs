@@ -436,7 +436,6 @@ const LIBPQ_ONLY_PARAMETERS: &[&str] = &[
     "tcp_user_timeout",
     "replication",
     "gssencmode",
-    "requiressl",
     "sslnegotiation",
     "sslcompression",
     "sslpassword",
@@ -481,8 +480,23 @@ fn postgres_parameter(key: &str) -> anyhow::Result<bool> {
     if POSTGRES_URL_PARAMETERS.contains(&key) || key.starts_with("options[") {
         return Ok(true);
     }
-    if LIBPQ_ONLY_PARAMETERS.contains(&key) || !key.to_ascii_lowercase().starts_with("ssl") {
+    // ` sslmode` (a `%20` or `+` before it) or a look-alike letter is no other driver's name.
+    let plain = key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_-.[]".contains(c));
+    let name = key.to_ascii_lowercase();
+    let tls = ["ssl", "tls", "requiressl"]
+        .iter()
+        .any(|start| name.starts_with(start));
+    if plain && (LIBPQ_ONLY_PARAMETERS.contains(&key) || !tls) {
         return Ok(false);
+    }
+    if !plain {
+        return Err(usage(format!(
+            "the database URL's parameter '{}' is not a parameter name (letters, digits, \
+             '_', '-', '.'); expected e.g. sslmode=require",
+            key.escape_default()
+        )));
     }
     Err(usage(format!(
         "the database URL's parameter '{key}' is no TLS setting a PostgreSQL URL takes, and \
@@ -729,7 +743,11 @@ impl DatabaseUrl {
             backend,
             connect: parsed.to_string(),
             endpoint,
-            redacted: redact_url(text),
+            // Parameters the driver ignores are shown without their values, which no name
+            // tells to be secret or not (`?token=…`).
+            redacted: redact_url_hiding(text, &|key| {
+                names_a_secret(key) || ignored_parameters.iter().any(|ignored| ignored == key)
+            }),
             tcp_address,
             sqlite_file: None,
             ignored_parameters,
@@ -758,16 +776,21 @@ impl fmt::Display for DatabaseUrl {
 /// The URL with any password, in its user info or its query, replaced by `***`. Falls back
 /// to hiding everything between `://` and `@` when the text does not parse as a URL.
 pub fn redact_url(text: &str) -> String {
+    redact_url_hiding(text, &|key| names_a_secret(key))
+}
+
+/// [`redact_url`], hiding the values of the query parameters `hidden` names too.
+fn redact_url_hiding(text: &str, hidden: &dyn Fn(&str) -> bool) -> String {
     if let Ok(mut parsed) = url::Url::parse(text) {
         let mut changed = false;
         if parsed.password().is_some() && parsed.set_password(Some("***")).is_ok() {
             changed = true;
         }
-        if parsed.query_pairs().any(|(key, _)| names_a_secret(&key)) {
+        if parsed.query_pairs().any(|(key, _)| hidden(&key)) {
             let pairs: Vec<(String, String)> = parsed
                 .query_pairs()
                 .map(|(key, value)| {
-                    let value = match names_a_secret(&key) {
+                    let value = match hidden(&key) {
                         true => "***".to_string(),
                         false => value.into_owned(),
                     };
@@ -3640,6 +3663,23 @@ mod tests {
         assert!(refused
             .to_string()
             .ends_with("(ssl=true is sslmode=require)"));
+        // Nor is a TLS setting by another name, or one with a space or a look-alike letter.
+        for url in [
+            "postgres://db/i?requiressl=1",
+            "postgres://db/i?tls=true",
+            "postgres://db/i?%20sslmode=verify-full",
+            "postgres://db/i?+sslmode=verify-full",
+            "postgres://db/i?%EF%BD%93slmode=require",
+        ] {
+            let refused = DatabaseUrl::parse(url).unwrap_err();
+            assert!(crate::error::is_usage(&refused), "{url}");
+        }
+        // The values of ignored parameters are not shown: no name tells them secret or not.
+        let url = DatabaseUrl::parse("postgres://u:pw@db/i?token=t0k&sslmode=require").unwrap();
+        assert_eq!(
+            url.redacted,
+            "postgres://u:***@db/i?token=***&sslmode=require"
+        );
         for (url, passes) in [
             (
                 "postgres://db/i?sslmode=Verify-Full&options[search_path]=a",
