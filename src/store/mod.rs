@@ -314,13 +314,23 @@ impl SqlBuilder {
         self
     }
 
-    /// `count` placeholders separated by commas, as a VALUES tuple's contents.
+    /// `count` placeholders separated by commas, as a VALUES tuple's or an IN list's contents.
     pub fn params(&mut self, count: usize) -> &mut Self {
+        self.separated(count, Self::param)
+    }
+
+    /// `count` placeholders the planner does not see into ([`SqlBuilder::unseen_param`]),
+    /// separated by commas, as an IN list's contents.
+    pub fn unseen_params(&mut self, count: usize) -> &mut Self {
+        self.separated(count, Self::unseen_param)
+    }
+
+    fn separated(&mut self, count: usize, each: fn(&mut Self) -> &mut Self) -> &mut Self {
         for index in 0..count {
             if index > 0 {
                 self.sql.push_str(", ");
             }
-            self.param();
+            each(self);
         }
         self
     }
@@ -1921,18 +1931,10 @@ impl Store {
                 (d.timestamp_text)("processed_at"),
             ));
             // PostgreSQL reads `IN ((SELECT $1))` of one as `= $1`, which it sees into.
-            if chunk.len() == 1 {
-                sql.push("= ").unseen_param();
-            } else {
-                sql.push("IN (");
-                for index in 0..chunk.len() {
-                    if index > 0 {
-                        sql.push(", ");
-                    }
-                    sql.unseen_param();
-                }
-                sql.push(")");
-            }
+            match chunk.len() {
+                1 => sql.push("= ").unseen_param(),
+                count => sql.push("IN (").unseen_params(count).push(")"),
+            };
             // In the order of `consumers`, which is the database's own.
             sql.push(" AND event_id = ")
                 .param()
@@ -3098,14 +3100,9 @@ impl Store {
             "SELECT event_id FROM {INBOX_TABLE} WHERE consumer = "
         ))
         .unseen_param()
-        .push(" AND event_id IN (");
-        for index in 0..event_ids.len() {
-            if index > 0 {
-                sql.push(", ");
-            }
-            sql.param();
-        }
-        sql.push(")");
+        .push(" AND event_id IN (")
+        .params(event_ids.len())
+        .push(")");
         let text = sql.build();
         let mut query = sqlx::query_scalar::<_, String>(&text).bind(consumer);
         for id in &event_ids {
