@@ -11,8 +11,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Connection, Executor, Row};
 
 use crate::store::{
-    is_connection_lost, Backend, MigrationLocking, MysqlAdoptionQueries, PostgresAdoptionQueries,
-    QueryCanceller, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE,
+    is_server_connection_lost, Backend, MigrationLocking, MysqlAdoptionQueries,
+    PostgresAdoptionQueries, QueryCanceller, Store, INBOX_TABLE, MIGRATIONS_TABLE, PRUNES_TABLE,
 };
 use crate::time::parse_stored_timestamp;
 
@@ -2117,7 +2117,7 @@ async fn apply_pending(
         .map_err(|error| {
             // A session the server ended (`KILL`, a restart) or a broken network: the change
             // may have been made, as MySQL's DDL commits itself.
-            let lost = match store.backend != Backend::Sqlite && is_connection_lost(&error) {
+            let lost = match is_server_connection_lost(&error) {
                 true => {
                     "; the connection to the server was lost, so whether its change is in \
                      place is not known here: `inboxctl migrate status` says, and `inboxctl \

@@ -17,8 +17,8 @@ use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, counted, or_dash, table, Output};
 use crate::store::{
-    is_connection_lost, is_deadlock, is_statement_timeout, is_transient, sqlx_causes, Backend,
-    BatchError, CreateMode, HeapExtent, KeepFrom, PrunableRows, Store, INBOX_TABLE,
+    is_deadlock, is_server_connection_lost, is_statement_timeout, is_transient, sqlx_causes,
+    Backend, BatchError, CreateMode, HeapExtent, KeepFrom, PrunableRows, Store, INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -668,21 +668,14 @@ impl Deleting<'_> {
     /// alone can go on: after a lost connection or a lock held for long it can, while a
     /// missing right or a broken table fails the same way until someone fixes it.
     fn stopped_after(report: &PruneReport, error: anyhow::Error) -> anyhow::Error {
-        // SQLite's "connection" is a file in this process: its failures (a full disk, say)
-        // lose no outcome, and pass only once fixed.
-        let of_sqlite = |cause: &sqlx::Error| match cause {
-            sqlx::Error::Database(database) => database
-                .try_downcast_ref::<sqlx::sqlite::SqliteError>()
-                .is_some(),
-            _ => false,
-        };
-        let lost = |cause: &sqlx::Error| is_connection_lost(cause) && !of_sqlite(cause);
-        let next = match sqlx_causes(&error).any(|cause| is_transient(cause) || lost(cause)) {
+        let next = match sqlx_causes(&error)
+            .any(|cause| is_transient(cause) || is_server_connection_lost(cause))
+        {
             true => "re-run to continue",
             false => "re-run to continue once the cause is fixed",
         };
         // The server may have committed the batch and lost only its answer.
-        let in_flight = match sqlx_causes(&error).any(lost) {
+        let in_flight = match sqlx_causes(&error).any(is_server_connection_lost) {
             true => {
                 " (and perhaps the batch in flight, whose outcome was lost with the connection)"
             }

@@ -3363,6 +3363,19 @@ pub fn is_deadlock(error: &sqlx::Error) -> bool {
     database.code().as_deref().is_some_and(is_deadlock_sqlstate)
 }
 
+/// [`is_connection_lost`] of a server's session: what was in flight may or may not have
+/// been done. Not SQLite's "connection", a file in this process, whose failures (a full
+/// disk, say) lose no outcome and pass only once fixed.
+pub fn is_server_connection_lost(error: &sqlx::Error) -> bool {
+    let of_sqlite = match error {
+        sqlx::Error::Database(database) => database
+            .try_downcast_ref::<sqlx::sqlite::SqliteError>()
+            .is_some(),
+        _ => false,
+    };
+    is_connection_lost(error) && !of_sqlite
+}
+
 /// Whether the error says that the database is out of reach or ended the session, rather
 /// than that a statement failed: no message is at fault, so trying messages one by one or
 /// skipping them cannot help. The pool's timeout is one: it retries a refused connection until
@@ -3472,6 +3485,25 @@ mod tests {
             "x".into()
         )));
         assert!(!is_transient(&sqlx::Error::PoolTimedOut));
+    }
+
+    /// A server's lost session leaves what was in flight unknown; SQLite's failure to open
+    /// or write its file (here: no such folder, code 14) does not.
+    #[tokio::test]
+    async fn only_a_server_loses_an_outcome_with_its_connection() {
+        use sqlx::ConnectOptions;
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(is_server_connection_lost(&sqlx::Error::Io(io)));
+        assert!(!is_server_connection_lost(&sqlx::Error::RowNotFound));
+        let unopened = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename("/nonexistent-folder/inbox.db")
+            .create_if_missing(true)
+            .connect()
+            .await
+            .err()
+            .unwrap();
+        assert!(is_connection_lost(&unopened), "{unopened}");
+        assert!(!is_server_connection_lost(&unopened), "{unopened}");
     }
 
     #[test]
