@@ -18,21 +18,14 @@ pub fn parse() -> Result<Cli, clap::Error> {
     let matches = command.try_get_matches_from_mut(std::env::args_os())?;
     if let Some(problem) = given_in_vain(&matches) {
         // With the usage line of the command it was given to.
-        let mut path = Vec::new();
-        let mut at = &matches;
+        let (mut given_to, mut at) = (&command, &matches);
         while let Some((name, sub)) = at.subcommand() {
-            path.push(name.to_string());
-            at = sub;
-        }
-        let mut given_to = &mut command;
-        for name in &path {
-            if given_to.find_subcommand(name).is_none() {
-                break;
+            match given_to.find_subcommand(name) {
+                Some(found) => (given_to, at) = (found, sub),
+                None => break,
             }
-            given_to = given_to
-                .find_subcommand_mut(name)
-                .unwrap_or_else(|| unreachable!());
         }
+        let mut given_to = given_to.clone();
         return Err(given_to.error(clap::error::ErrorKind::ArgumentConflict, problem));
     }
     Cli::from_arg_matches(&matches)
