@@ -535,10 +535,7 @@ async fn compare_topics(
         pruned_before,
         ids_to_load,
         // The consumer's ids are the same for every topic: loaded once, kept for the next.
-        loaded_ids: match by_topic.len() > 1 {
-            true => Some(std::sync::Mutex::new(None)),
-            false => None,
-        },
+        loaded_ids: (by_topic.len() > 1).then(std::sync::OnceLock::new),
         output,
     };
     let mut topics = Vec::new();
@@ -586,7 +583,7 @@ struct TopicCheck<'a> {
     ids_to_load: Option<i64>,
     /// With several topics to scan, the consumer's id hashes once loaded (see
     /// [`load_inbox_ids`]), sent again for each next topic instead of read again.
-    loaded_ids: Option<std::sync::Mutex<Option<Vec<Vec<u128>>>>>,
+    loaded_ids: Option<std::sync::OnceLock<Vec<Vec<u128>>>>,
     output: &'a Output,
 }
 
@@ -607,16 +604,11 @@ impl TopicCheck<'_> {
             if self.ids_to_load.is_none() {
                 return Ok(());
             }
-            let kept = self.loaded_ids.as_ref().and_then(|loaded| {
-                let loaded = loaded
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                loaded.clone()
-            });
+            let kept = self.loaded_ids.as_ref().and_then(std::sync::OnceLock::get);
             match kept {
                 // A closed receiver means the scan stopped; its own error tells why.
-                Some(batches) => batches.into_iter().for_each(|batch| {
-                    let _ = id_sender.send(batch);
+                Some(batches) => batches.iter().for_each(|batch| {
+                    let _ = id_sender.send(batch.clone());
                 }),
                 None => {
                     let batches = load_inbox_ids(
@@ -628,9 +620,7 @@ impl TopicCheck<'_> {
                     )
                     .await?;
                     if let Some(loaded) = &self.loaded_ids {
-                        *loaded
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(batches);
+                        let _ = loaded.set(batches);
                     }
                 }
             }
