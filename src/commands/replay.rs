@@ -76,15 +76,19 @@ pub fn parse_start(text: &str) -> Result<Start, String> {
     if let Ok(offset) = text.parse::<i64>() {
         return Ok(Start::Offset(offset));
     }
-    let per_partition: Option<Vec<(i32, i64)>> = text
+    // P:OFFSET,…, each pair read once: all of them make a start; a list with some wrong is
+    // refused naming the first of those.
+    let pairs: Vec<Result<(i32, i64), &str>> = text
         .split(',')
         .map(|pair| {
-            let (p, o) = pair.split_once(':')?;
-            Some((p.trim().parse::<i32>().ok()?, o.trim().parse::<i64>().ok()?))
+            let read = |(p, o): (&str, &str)| {
+                let partition = p.trim().parse::<i32>().ok().filter(|p| *p >= 0)?;
+                Some((partition, o.trim().parse::<i64>().ok().filter(|o| *o >= 0)?))
+            };
+            pair.split_once(':').and_then(read).ok_or(pair.trim())
         })
         .collect();
-    if let Some(pairs) = per_partition.filter(|pairs| pairs.iter().all(|(p, o)| *p >= 0 && *o >= 0))
-    {
+    if let Ok(pairs) = pairs.iter().copied().collect::<Result<Vec<_>, _>>() {
         let mut map = BTreeMap::new();
         for (partition, offset) in pairs {
             match map.insert(partition, offset) {
@@ -98,15 +102,8 @@ pub fn parse_start(text: &str) -> Result<Start, String> {
         }
         return Ok(Start::PerPartition(map));
     }
-    // A list of P:OFFSET with one pair wrong: that pair is named.
-    let pairs: Vec<&str> = text.split(',').map(str::trim).collect();
-    let is_pair = |pair: &&str| {
-        pair.split_once(':').is_some_and(|(p, o)| {
-            p.parse::<i32>().is_ok_and(|p| p >= 0) && o.parse::<i64>().is_ok_and(|o| o >= 0)
-        })
-    };
-    if pairs.len() > 1 && pairs.iter().any(is_pair) {
-        if let Some(bad) = pairs.iter().find(|pair| !is_pair(pair)) {
+    if pairs.len() > 1 && pairs.iter().any(Result::is_ok) {
+        if let Some(Err(bad)) = pairs.iter().find(|pair| pair.is_err()) {
             return Err(format!(
                 "'{bad}' in '{text}' is not P:OFFSET (a partition and an offset, both 0 or more)"
             ));
