@@ -190,20 +190,21 @@ fn check_broker(broker: &str) -> Result<(), String> {
     }
 }
 
-/// A broker list holding `user:password@`, refused without being shown.
-fn credentials_refused(given_in: &str) -> anyhow::Error {
-    crate::error::usage(format!(
-        "a broker address in {given_in} must not hold a user or password ('@'); give them \
-         with -X sasl.username=… -X sasl.password=…"
-    ))
+/// A broker list holding `user:password@` (given in `given_in`), refused without being shown.
+fn refuse_credentials(given_in: &str, brokers: &str) -> anyhow::Result<()> {
+    match brokers.contains('@') {
+        true => Err(crate::error::usage(format!(
+            "a broker address in {given_in} must not hold a user or password ('@'); give them \
+             with -X sasl.username=… -X sasl.password=…"
+        ))),
+        false => Ok(()),
+    }
 }
 
 /// `-X bootstrap.servers` (or its older name), which overrides `--brokers`, checked as
 /// `--brokers` is: credentials refused without being shown, a typo a usage error.
 fn check_bootstrap_property(key: &str, value: &str) -> anyhow::Result<()> {
-    if value.contains('@') {
-        return Err(credentials_refused(&format!("-X {key}")));
-    }
+    refuse_credentials(&format!("-X {key}"), value)?;
     parse_brokers(value)
         .map(drop)
         .map_err(|message| crate::error::usage(format!("-X {key}: {message}")))
@@ -307,9 +308,7 @@ impl Kafka {
     pub fn new(options: &KafkaOpts) -> anyhow::Result<Kafka> {
         // Refused here, not while the arguments are read: clap's message would repeat the
         // value, password and all.
-        if options.brokers.contains('@') {
-            return Err(credentials_refused("--brokers (KAFKA_BROKERS)"));
-        }
+        refuse_credentials("--brokers (KAFKA_BROKERS)", &options.brokers)?;
         for (key, value) in &options.properties {
             if key == "bootstrap.servers" || key == "metadata.broker.list" {
                 check_bootstrap_property(key, value)?;
