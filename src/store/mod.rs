@@ -430,8 +430,7 @@ const POSTGRES_URL_PARAMETERS: &[&str] = &[
 
 /// libpq's connection parameters that sqlx's PostgreSQL driver does not read, TLS ones among
 /// them. The URL is often the application's, written for its own driver: these, and any other
-/// not beginning with `ssl`, are ignored with a warning; an unknown `ssl…` one is refused, as
-/// a misspelt TLS setting would connect with the default `prefer`.
+/// that is no TLS setting, are ignored with a warning (see [`postgres_parameter`]).
 const LIBPQ_ONLY_PARAMETERS: &[&str] = &[
     "passfile",
     "require_auth",
@@ -485,28 +484,29 @@ const MYSQL_SSL_MODES: &[&str] = &[
 
 /// A query parameter of a PostgreSQL URL: `Ok(true)` when the driver reads it, `Ok(false)`
 /// when it is ignored (libpq's alone, or another driver's: Prisma's `schema`, say), an error
-/// for an unknown TLS one (`sslmdoe`, node-postgres' `ssl=true`).
+/// for an unknown TLS one (`sslmdoe`, node-postgres' `ssl=true`, libpq's `requiressl`), which
+/// would connect with the default `prefer`, and for a name no driver has (` sslmode`, from a
+/// `%20` or `+` before it, or one with a look-alike letter).
 fn postgres_parameter(key: &str) -> anyhow::Result<bool> {
     if POSTGRES_URL_PARAMETERS.contains(&key) || key.starts_with("options[") {
         return Ok(true);
     }
-    // ` sslmode` (a `%20` or `+` before it) or a look-alike letter is no other driver's name.
-    let plain = key
+    if !key
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "_-.[]".contains(c));
-    let name = key.to_ascii_lowercase();
-    let tls = ["ssl", "tls", "requiressl"]
-        .iter()
-        .any(|start| name.starts_with(start));
-    if plain && (LIBPQ_ONLY_PARAMETERS.contains(&key) || !tls) {
-        return Ok(false);
-    }
-    if !plain {
+        .all(|c| c.is_ascii_alphanumeric() || "_-.[]".contains(c))
+    {
         return Err(usage(format!(
             "the database URL's parameter '{}' is not a parameter name (letters, digits, \
              '_', '-', '.'); expected e.g. sslmode=require",
             key.escape_default()
         )));
+    }
+    let name = key.to_ascii_lowercase();
+    let tls = ["ssl", "tls", "requiressl"]
+        .iter()
+        .any(|start| name.starts_with(start));
+    if LIBPQ_ONLY_PARAMETERS.contains(&key) || !tls {
+        return Ok(false);
     }
     Err(usage(format!(
         "the database URL's parameter '{key}' is no TLS setting a PostgreSQL URL takes, and \
