@@ -2368,11 +2368,11 @@ async fn a_run_that_fails_midway_says_what_it_applied(backend: Backend) {
 
 each_backend!(a_run_that_fails_midway_says_what_it_applied);
 
-/// A migration waits at most --lock-timeout for a lock the application holds (here an open
-/// transaction that read the table), since the application's own statements queue behind
-/// that wait. It then fails, naming the session, with migration 2 still pending; a run after
-/// the transaction ends applies it.
-async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout(backend: Backend) {
+/// A classic table of one row, and an application's transaction that has read it, which holds
+/// a lock `migrate run` must wait for.
+async fn classic_table_an_open_transaction_read(
+    backend: Backend,
+) -> (TestDb, sqlx::Transaction<'static, sqlx::Any>) {
     let mut db = TestDb::new(backend).await;
     db.exec(match backend {
         Backend::Postgres => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMPTZ NOT NULL DEFAULT now())",
@@ -2387,6 +2387,26 @@ async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout(backend: Backen
         .execute(&mut *reader)
         .await
         .unwrap();
+    (db, reader)
+}
+
+/// Once the transaction ends, `migrate run` applies what is pending and keeps the row.
+async fn migrate_once_the_reader_ends(
+    db: &mut TestDb,
+    reader: sqlx::Transaction<'static, sqlx::Any>,
+) {
+    reader.rollback().await.unwrap();
+    db.run(&["migrate", "run"]).ok();
+    assert_eq!(db.count("inboxctl_migrations").await, 2);
+    assert_eq!(db.count("processed_messages").await, 1);
+}
+
+/// A migration waits at most --lock-timeout for a lock the application holds (here an open
+/// transaction that read the table), since the application's own statements queue behind
+/// that wait. It then fails, naming the session, with migration 2 still pending; a run after
+/// the transaction ends applies it.
+async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout(backend: Backend) {
+    let (mut db, reader) = classic_table_an_open_transaction_read(backend).await;
     // Spawned and waited for with a deadline: a run that waited on would hang the test.
     let mut child = db.spawn(&["migrate", "run", "--lock-timeout", "1s"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -2428,10 +2448,7 @@ async fn a_migration_gives_up_a_lock_wait_after_its_lock_timeout(backend: Backen
             run.stderr
         );
     }
-    reader.rollback().await.unwrap();
-    db.run(&["migrate", "run"]).ok();
-    assert_eq!(db.count("inboxctl_migrations").await, 2);
-    assert_eq!(db.count("processed_messages").await, 1);
+    migrate_once_the_reader_ends(&mut db, reader).await;
 }
 
 /// Ctrl-C or SIGTERM during a migration cancels its statement on the server before the
@@ -2505,20 +2522,7 @@ async fn a_signal_cancels_the_migration_in_flight_on_mysql() {
 /// A migration whose session the server ends (an administrator's `pg_terminate_backend` or
 /// `KILL`) fails saying its outcome is unknown here and how to settle it; a re-run does.
 async fn a_migration_whose_session_the_server_ends_says_how_to_settle_it(backend: Backend) {
-    let mut db = TestDb::new(backend).await;
-    db.exec(match backend {
-        Backend::Postgres => "CREATE TABLE processed_messages (event_id TEXT PRIMARY KEY, consumer TEXT NOT NULL, processed_at TIMESTAMPTZ NOT NULL DEFAULT now())",
-        _ => "CREATE TABLE processed_messages (event_id VARCHAR(255) PRIMARY KEY, consumer VARCHAR(255) NOT NULL, processed_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)",
-    })
-    .await;
-    db.exec("INSERT INTO processed_messages (event_id, consumer) VALUES ('e1', 'c')")
-        .await;
-    let pool = db.pool().await;
-    let mut reader = pool.begin().await.unwrap();
-    sqlx::raw_sql("SELECT COUNT(*) FROM processed_messages")
-        .execute(&mut *reader)
-        .await
-        .unwrap();
+    let (mut db, reader) = classic_table_an_open_transaction_read(backend).await;
     let mut child = db.spawn(&["migrate", "run", "--lock-timeout", "60s"]);
     // The migration's session, once it waits for the reader's lock.
     let waiting = match backend {
@@ -2561,10 +2565,7 @@ async fn a_migration_whose_session_the_server_ends_says_how_to_settle_it(backend
         "{}",
         run.stderr
     );
-    reader.rollback().await.unwrap();
-    db.run(&["migrate", "run"]).ok();
-    assert_eq!(db.count("inboxctl_migrations").await, 2);
-    assert_eq!(db.count("processed_messages").await, 1);
+    migrate_once_the_reader_ends(&mut db, reader).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
