@@ -33,6 +33,10 @@ struct ConsumerPrune {
     kept_for_redelivery: u64,
     #[serde(skip)]
     keep: Vec<KeepFrom>,
+    /// Its old rows when prune looked, counted exactly, or up to [`PACKED_BELOW`] without
+    /// a count: which consumers can share a batch.
+    #[serde(skip)]
+    older: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -185,7 +189,7 @@ async fn prune(
     // latency it doubled (see the README's benchmarks).
     let counting = args.dry_run || !args.yes || args.group.is_some();
     let prunable = match store
-        .prunable_by_consumer(only.as_deref(), cutoff, counting)
+        .prunable_by_consumer(only.as_deref(), cutoff, up_to(counting, only.is_some()))
         .await
     {
         // Each consumer's own statement may fit in the session's time limit where the one
@@ -253,6 +257,7 @@ async fn prune(
             deleted: Some(0),
             kept_for_redelivery,
             keep,
+            older: rows.older,
         });
     }
     // `auto` decides by the planner's estimate, which costs no reading of rows; without a
@@ -442,6 +447,26 @@ async fn prune(
     Ok(ExitStatus::Success)
 }
 
+/// A consumer with fewer old rows than this shares its batches with others (see
+/// [`Deleting::by_index`]); without a count, prune reads up to this many of each consumer's
+/// old rows in the index to know which.
+const PACKED_BELOW: u64 = 1_000;
+
+/// The most consumers one shared batch names: a parameter each, well within SQLite's
+/// oldest limit of 999.
+const MOST_CONSUMERS_A_BATCH: usize = 500;
+
+/// How far prune counts each consumer's old rows before deleting: all of them, or, when it
+/// does not count, as far as tells whether the consumer shares its batches; of one consumer
+/// alone (`sole`), which shares with none, only whether it has any.
+fn up_to(counting: bool, sole: bool) -> Option<u64> {
+    match (counting, sole) {
+        (true, _) => None,
+        (false, true) => Some(1),
+        (false, false) => Some(PACKED_BELOW),
+    }
+}
+
 /// What prune does before its batches: it counts the old rows, or under --yes only looks
 /// them up.
 fn reading(counting: bool) -> &'static str {
@@ -476,7 +501,7 @@ async fn prunable_one_by_one(
     let mut prunable = Vec::with_capacity(consumers.len());
     for consumer in &consumers {
         let rows = store
-            .prunable_by_consumer(Some(consumer), cutoff, counting)
+            .prunable_by_consumer(Some(consumer), cutoff, up_to(counting, false))
             .await
             .map_err(|error| {
                 with_time_limit_hint(error, RAISE_THE_LIMIT, || reading_one(counting, consumer))
@@ -601,16 +626,31 @@ impl Deleting<'_> {
         }
     }
 
-    /// Counts rows deleted for `consumer`, or for no consumer in particular.
-    fn count(&self, report: &mut PruneReport, consumer: Option<&str>, deleted: u64) {
+    /// Counts rows deleted for the consumer at `index` in the report, or for no consumer
+    /// in particular.
+    fn count(&self, report: &mut PruneReport, index: Option<usize>, deleted: u64) {
         report.rows_deleted += deleted;
         self.progress.inc(deleted);
         note_deleted(self.stop, report);
-        if let Some(consumer) = consumer {
-            if let Some(entry) = report.consumers.iter_mut().find(|c| c.consumer == consumer) {
-                entry.deleted = Some(entry.deleted.unwrap_or(0) + deleted);
-            }
+        if let Some(entry) = index.and_then(|index| report.consumers.get_mut(index)) {
+            entry.deleted = Some(entry.deleted.unwrap_or(0) + deleted);
         }
+    }
+
+    /// Records, in the transaction of the batch that deleted rows of `consumers` (see
+    /// [`Deleting::run_batch`]), that their rows from before the cutoff may be gone.
+    async fn record(
+        &self,
+        connection: &mut AnyConnection,
+        consumers: &[&str],
+    ) -> anyhow::Result<()> {
+        if consumers.is_empty() {
+            return Ok(());
+        }
+        self.store
+            .record_prune(connection, consumers, self.cutoff)
+            .await
+            .context("this batch deleted nothing")
     }
 
     /// One batch, its own transaction, tried again when it was rolled back to break a
@@ -619,32 +659,26 @@ impl Deleting<'_> {
     /// timed out is not tried again: the rows are held for long, and waiting again would
     /// only make prune hang for longer.
     ///
-    /// A batch that deletes rows of the consumers in `record` (the rows it deleted come
-    /// first in what `batch` returns) also records their prune, in the same transaction:
-    /// without the record compare would take the offsets of the deleted rows for lost
-    /// messages, and a record without a delete would hide real losses.
+    /// A batch that may record a prune (`records`; see [`Deleting::record`]) runs in a
+    /// transaction, so that the record and the delete are kept or undone together: without
+    /// the record compare would take the offsets of the deleted rows for lost messages, and
+    /// a record without a delete would hide real losses. `batch` returns the rows it
+    /// deleted first.
     async fn run_batch<T>(
         &self,
         connection: &mut AnyConnection,
-        record: &[&str],
+        records: bool,
         mut batch: impl AsyncFnMut(&mut AnyConnection) -> anyhow::Result<(u64, T)>,
     ) -> anyhow::Result<(u64, T)> {
         let started = Instant::now();
         let done = retried(self.output, 1, async || {
             let attempt = async {
-                if record.is_empty() {
+                if !records {
                     return batch(&mut *connection).await;
                 }
-                let recorded = async |connection: &mut AnyConnection| {
-                    self.store
-                        .record_prune(&mut *connection, record, self.cutoff)
-                        .await
-                        .context("this batch deleted nothing")?;
-                    batch(connection).await
-                };
-                // Nothing deleted, nothing to record: undone, and a later batch records.
+                // Nothing deleted, nothing recorded: undone, and a later batch records.
                 self.store
-                    .in_write_transaction(connection, recorded, |(deleted, _)| *deleted > 0)
+                    .in_write_transaction(connection, &mut batch, |(deleted, _)| *deleted > 0)
                     .await
             };
             self.stop.run_batch(attempt).await.map_err(|error| {
@@ -701,94 +735,200 @@ impl Deleting<'_> {
     }
 
     /// Consumer by consumer, the oldest rows first, each batch an index range scan from where
-    /// the last one stopped.
+    /// the last one stopped. Consumers with few old rows share a batch (see
+    /// [`Deleting::shared_batch`]): a batch of its own each would cost a transaction per
+    /// consumer, seconds for an inbox of many (one per tenant, say).
     async fn by_index(
         &self,
         mut connection: PoolConnection<Any>,
         report: &mut PruneReport,
     ) -> anyhow::Result<()> {
-        let mut remaining = report.rows_planned.or(self.max_rows).unwrap_or(u64::MAX);
-        for index in 0..report.consumers.len() {
-            let consumer = report.consumers[index].consumer.clone();
-            let keep = std::mem::take(&mut report.consumers[index].keep);
-            let mut from = self.store.dialect.earliest_prunable.map(String::from);
-            let mut empty_in_a_row = 0;
-            let mut stuck_at: Option<String> = None;
-            let mut recorded = false;
-            while remaining > 0 {
-                if self.stop_before_batch(report).await {
-                    return Ok(());
-                }
-                let limit = self.batch_size.min(remaining);
-                let record: &[&str] = match recorded {
-                    true => &[],
-                    false => &[&consumer],
-                };
-                let (deleted, next_from) = self
-                    .run_batch(&mut connection, record, async |connection| {
-                        self.store
-                            .delete_older_batch(
-                                connection,
-                                &consumer,
-                                from.as_deref(),
-                                self.cutoff,
-                                &keep,
-                                limit,
-                            )
-                            .await
-                    })
-                    .await
-                    .map_err(|error| Self::stopped_after(report, error))?;
-                recorded |= deleted > 0;
-                if deleted == 0 {
-                    // Empty although rows remain: another session deleted or changed the rows
-                    // this batch had selected (PostgreSQL then skips them), another prune
-                    // most often. A new statement selects again. Only when the same oldest
-                    // row stays, batch after batch, is it given up on, and said.
-                    let oldest = self
-                        .oldest_left(&mut connection, &consumer, from.as_deref(), &keep)
+        let shares = self.store.deletes_in_packs(&mut connection).await?;
+        let mut next = 0;
+        while next < report.consumers.len() && self.remaining(report) > 0 {
+            let limit = self.batch_size.min(self.remaining(report));
+            let sharing = match shares {
+                true => consumers_sharing_a_batch(&report.consumers[next..], limit),
+                false => 0,
+            };
+            if sharing < 2 {
+                self.one_consumer(&mut connection, report, next, false)
+                    .await?;
+                next += 1;
+            } else {
+                let again = self
+                    .shared_batch(&mut connection, report, next..next + sharing, limit)
+                    .await?;
+                for (index, recorded) in again {
+                    self.one_consumer(&mut connection, report, index, recorded)
                         .await?;
-                    let remain = oldest.is_some();
-                    empty_in_a_row = match oldest == stuck_at {
-                        true => empty_in_a_row + 1,
-                        false => 1,
-                    };
-                    stuck_at = oldest;
-                    if remain && empty_in_a_row < EMPTY_BATCHES_TRIED {
-                        continue;
+                }
+                next += sharing;
+            }
+            if report.interrupted {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One batch for the consumers at `pack` in the report, each with fewer old rows than
+    /// [`PACKED_BELOW`] and all of them fewer than `limit`: every old row of each goes in
+    /// it. Returns the consumers to go over one by one, and whether their prune is recorded:
+    /// those of which it deleted another number of rows than prune had seen (another
+    /// session deleted some meanwhile, a trigger kept some, or the application wrote more),
+    /// or all of them when the batch reached `limit`.
+    async fn shared_batch(
+        &self,
+        connection: &mut AnyConnection,
+        report: &mut PruneReport,
+        pack: std::ops::Range<usize>,
+        limit: u64,
+    ) -> anyhow::Result<Vec<(usize, bool)>> {
+        if self.stop_before_batch(report).await {
+            return Ok(Vec::new());
+        }
+        let names: Vec<&str> = report.consumers[pack.clone()]
+            .iter()
+            .map(|c| c.consumer.as_str())
+            .collect();
+        let from = self.store.dialect.earliest_prunable;
+        let attempt = self
+            .run_batch(connection, true, async |connection| {
+                let whose = self
+                    .store
+                    .delete_older_of_consumers(connection, &names, from, self.cutoff, limit)
+                    .await?;
+                let deleted: Vec<&str> = whose.iter().map(|(name, _)| name.as_str()).collect();
+                self.record(connection, &deleted).await?;
+                Ok((whose.iter().map(|(_, rows)| rows).sum::<u64>(), whose))
+            })
+            .await;
+        let (deleted, whose) = attempt.map_err(|error| Self::stopped_after(report, error))?;
+        // `whose` is in name order. A name told apart from the listed one (MySQL takes
+        // `'a '` for `'a'`) counts in the total only.
+        let mut again = Vec::new();
+        for (index, consumer) in report.consumers[pack.clone()].iter_mut().enumerate() {
+            let of_it = whose
+                .binary_search_by(|(name, _)| name.as_str().cmp(&consumer.consumer))
+                .map_or(0, |found| whose[found].1);
+            consumer.deleted = Some(consumer.deleted.unwrap_or(0) + of_it);
+            if of_it != consumer.older || deleted >= limit {
+                again.push((pack.start + index, of_it > 0));
+            }
+        }
+        self.count(report, None, deleted);
+        if deleted > 0 {
+            report.batches += 1;
+            self.output.debug(format!(
+                "batch {}: deleted {deleted} rows of {} consumers ('{}' to '{}')",
+                report.batches,
+                pack.len(),
+                report.consumers[pack.start].consumer,
+                report.consumers[pack.end - 1].consumer,
+            ));
+        }
+        Ok(again)
+    }
+
+    /// Rows this run may still delete: those planned (or `--max-rows`) less those deleted.
+    fn remaining(&self, report: &PruneReport) -> u64 {
+        report
+            .rows_planned
+            .or(self.max_rows)
+            .map_or(u64::MAX, |planned| {
+                planned.saturating_sub(report.rows_deleted)
+            })
+    }
+
+    /// The batches of the consumer at `index` in the report, while the run may delete
+    /// more, each from where the last one stopped; `recorded` when its prune is recorded
+    /// already.
+    async fn one_consumer(
+        &self,
+        connection: &mut AnyConnection,
+        report: &mut PruneReport,
+        index: usize,
+        mut recorded: bool,
+    ) -> anyhow::Result<()> {
+        let consumer = report.consumers[index].consumer.clone();
+        let keep = std::mem::take(&mut report.consumers[index].keep);
+        let mut from = self.store.dialect.earliest_prunable.map(String::from);
+        let mut empty_in_a_row = 0;
+        let mut stuck_at: Option<String> = None;
+        while self.remaining(report) > 0 {
+            if self.stop_before_batch(report).await {
+                return Ok(());
+            }
+            let limit = self.batch_size.min(self.remaining(report));
+            let (deleted, next_from) = self
+                .run_batch(connection, !recorded, async |connection| {
+                    let (deleted, next_from) = self
+                        .store
+                        .delete_older_batch(
+                            connection,
+                            &consumer,
+                            from.as_deref(),
+                            self.cutoff,
+                            &keep,
+                            limit,
+                        )
+                        .await?;
+                    if !recorded && deleted > 0 {
+                        self.record(connection, &[&consumer]).await?;
                     }
-                    if remain {
-                        self.output.warn(format!(
-                            "{EMPTY_BATCHES_TRIED} batches of consumer '{consumer}' in a row \
-                             deleted nothing although older rows remain: another session \
-                             changed or deleted them meanwhile (re-run prune), or a trigger or \
-                             rule on {INBOX_TABLE} keeps them from being deleted"
-                        ));
-                    }
-                    break;
+                    Ok((deleted, next_from))
+                })
+                .await
+                .map_err(|error| Self::stopped_after(report, error))?;
+            recorded |= deleted > 0;
+            if deleted == 0 {
+                // Empty although rows remain: another session deleted or changed the rows
+                // this batch had selected (PostgreSQL then skips them), another prune
+                // most often. A new statement selects again. Only when the same oldest
+                // row stays, batch after batch, is it given up on, and said.
+                let oldest = self
+                    .oldest_left(connection, &consumer, from.as_deref(), &keep)
+                    .await?;
+                let remain = oldest.is_some();
+                empty_in_a_row = match oldest == stuck_at {
+                    true => empty_in_a_row + 1,
+                    false => 1,
+                };
+                stuck_at = oldest;
+                if remain && empty_in_a_row < EMPTY_BATCHES_TRIED {
+                    continue;
                 }
-                (empty_in_a_row, stuck_at) = (0, None);
-                if next_from.is_some() {
-                    from = next_from;
+                if remain {
+                    self.output.warn(format!(
+                        "{EMPTY_BATCHES_TRIED} batches of consumer '{consumer}' in a row \
+                         deleted nothing although older rows remain: another session \
+                         changed or deleted them meanwhile (re-run prune), or a trigger or \
+                         rule on {INBOX_TABLE} keeps them from being deleted"
+                    ));
                 }
-                report.batches += 1;
-                self.count(report, Some(&consumer), deleted);
-                remaining = remaining.saturating_sub(deleted);
-                self.output.debug(format!(
-                    "batch {}: deleted {deleted} rows of consumer '{consumer}'",
-                    report.batches
-                ));
-                // Fewer rows than asked for: most often the consumer's last old ones. One
-                // probe tells, where another batch would cost a transaction that finds
-                // nothing (for an inbox of many consumers, one per consumer).
-                if deleted < limit
-                    && self
-                        .oldest_left(&mut connection, &consumer, from.as_deref(), &keep)
-                        .await?
-                        .is_none()
-                {
-                    break;
-                }
+                break;
+            }
+            (empty_in_a_row, stuck_at) = (0, None);
+            if next_from.is_some() {
+                from = next_from;
+            }
+            report.batches += 1;
+            self.count(report, Some(index), deleted);
+            self.output.debug(format!(
+                "batch {}: deleted {deleted} rows of consumer '{consumer}'",
+                report.batches
+            ));
+            // Fewer rows than asked for: most often the consumer's last old ones. One
+            // probe tells, where another batch would cost a transaction that finds
+            // nothing (for an inbox of many consumers, one per consumer).
+            if deleted < limit
+                && self
+                    .oldest_left(connection, &consumer, from.as_deref(), &keep)
+                    .await?
+                    .is_none()
+            {
+                break;
             }
         }
         Ok(())
@@ -818,10 +958,10 @@ impl Deleting<'_> {
         let mut pages = page_count(self.batch_size as f64, rows_per_page, max_pages);
         // With --group, prune covers one consumer, whose protected partitions these are.
         let (keep, sole_consumer) = match report.consumers.as_slice() {
-            [sole] => (sole.keep.clone(), Some(sole.consumer.clone())),
-            _ => (Vec::new(), None),
+            [sole] => (sole.keep.clone(), true),
+            _ => (Vec::new(), false),
         };
-        if sole_consumer.is_none() {
+        if !sole_consumer {
             for consumer in &mut report.consumers {
                 consumer.deleted = None;
             }
@@ -831,6 +971,7 @@ impl Deleting<'_> {
             .iter()
             .map(|c| c.consumer.clone())
             .collect();
+        let pruned: Vec<&str> = pruned.iter().map(String::as_str).collect();
         let mut recorded = false;
         let mut block = 0;
         while block < extent.pages {
@@ -838,23 +979,22 @@ impl Deleting<'_> {
                 return Ok(());
             }
             let end = (block + pages).min(extent.pages);
-            let record: Vec<&str> = match recorded {
-                true => Vec::new(),
-                false => pruned.iter().map(String::as_str).collect(),
-            };
             let (deleted, ()) = self
-                .run_batch(&mut connection, &record, async |connection| {
+                .run_batch(&mut connection, !recorded, async |connection| {
                     let deleted = self
                         .store
                         .delete_older_in_blocks(connection, only, self.cutoff, &keep, block..end)
                         .await?;
+                    if !recorded && deleted > 0 {
+                        self.record(connection, &pruned).await?;
+                    }
                     Ok((deleted, ()))
                 })
                 .await
                 .map_err(|error| Self::stopped_after(report, error))?;
             recorded |= deleted > 0;
             report.batches += 1;
-            self.count(report, sole_consumer.as_deref(), deleted);
+            self.count(report, sole_consumer.then_some(0), deleted);
             self.output.debug(format!(
                 "batch {}: deleted {deleted} rows in pages {block}..{end}",
                 report.batches
@@ -869,6 +1009,22 @@ impl Deleting<'_> {
         }
         Ok(())
     }
+}
+
+/// How many consumers from the first of `consumers` on share one batch of at most `limit`
+/// rows: those with fewer old rows than [`PACKED_BELOW`] and none kept for redelivery, up to
+/// [`MOST_CONSUMERS_A_BATCH`], whose old rows together are fewer than `limit` (so that a
+/// batch that reaches it tells that rows came after prune looked).
+fn consumers_sharing_a_batch(consumers: &[ConsumerPrune], limit: u64) -> usize {
+    let mut rows = 0;
+    consumers
+        .iter()
+        .take(MOST_CONSUMERS_A_BATCH)
+        .take_while(|consumer| {
+            rows += consumer.older;
+            consumer.keep.is_empty() && consumer.older < PACKED_BELOW && rows < limit
+        })
+        .count()
 }
 
 /// A batch of page ranges reads at most this many times --batch-size rows.

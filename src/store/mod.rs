@@ -1059,6 +1059,9 @@ pub struct BatchDelete {
     pub wrap: (&'static str, &'static str),
     /// Whether the condition follows the wrapped text again, bound a second time.
     pub condition_again: bool,
+    /// Whether one batch may delete the old rows of several consumers, telling whose
+    /// ([`Store::delete_older_of_consumers`]).
+    pub packs: bool,
 }
 
 pub struct Store {
@@ -1994,13 +1997,14 @@ impl Store {
     /// 1970 say, or text before 0000-01-01: the empty text, a zero date; they sort before
     /// every time there, below the dialect's `earliest_prunable`, so no cutoff takes them).
     /// One statement, so that an inbox of many consumers costs no round trip per consumer;
-    /// each count is still its own range of the `(consumer, processed_at)` index. Unless
-    /// `exact`, `older` is only 0 or 1: whether there is any such row, one index probe.
+    /// each count is still its own range of the `(consumer, processed_at)` index. With
+    /// `up_to`, `older` is counted up to that many and no further: a consumer with more is
+    /// given as `up_to`, having read that many index entries, not all of its old rows.
     pub async fn prunable_by_consumer(
         &self,
         only: Option<&str>,
         cutoff: DateTime<Utc>,
-        exact: bool,
+        up_to: Option<u64>,
     ) -> anyhow::Result<Vec<PrunableRows>> {
         let from = self.dialect.earliest_prunable;
         let mut sql = self.sql();
@@ -2019,27 +2023,33 @@ impl Store {
             }
             sql.push(" AND processed_at < ").timestamp_param();
         };
-        // Read in processed_at order on PostgreSQL, as in [`Store::count_older`] (in EXISTS
-        // it would drop the ORDER BY). MariaDB allows no outer column in a derived table; it
-        // and SQLite choose by the condition.
-        match (self.backend, exact) {
+        // Read in processed_at order on PostgreSQL, as in [`Store::count_older`]. MariaDB
+        // allows no outer column in a derived table: there, and on SQLite, whether the
+        // `up_to`-th row exists is asked first, and only a consumer without it is counted.
+        match (self.backend, up_to) {
             (Backend::Postgres, _) => {
                 sql.push("(SELECT COUNT(*) FROM (SELECT 1 AS one ");
                 older(&mut sql);
-                sql.push(match exact {
-                    true => " ORDER BY processed_at) AS older)",
-                    false => " ORDER BY processed_at LIMIT 1) AS older)",
-                });
+                sql.push(" ORDER BY processed_at");
+                if let Some(up_to) = up_to {
+                    sql.push(&format!(" LIMIT {up_to}"));
+                }
+                sql.push(") AS older)");
             }
-            (_, true) => {
+            (_, None) => {
                 sql.push("(SELECT COUNT(*) ");
                 older(&mut sql);
                 sql.push(")");
             }
-            (_, false) => {
-                sql.push("CASE WHEN EXISTS (SELECT 1 ");
+            (_, Some(up_to)) => {
+                sql.push("CASE WHEN (SELECT 1 ");
                 older(&mut sql);
-                sql.push(") THEN 1 ELSE 0 END");
+                sql.push(&format!(
+                    " ORDER BY processed_at LIMIT 1 OFFSET {}) IS NULL THEN (SELECT COUNT(*) ",
+                    up_to.saturating_sub(1)
+                ));
+                older(&mut sql);
+                sql.push(&format!(") ELSE {up_to} END"));
             }
         }
         sql.push(", ");
@@ -2062,19 +2072,25 @@ impl Store {
         sql.push(") AS listed ORDER BY listed.consumer");
         let text = sql.build();
         let mut query = sqlx::query_as::<_, (String, i64, i64)>(&text);
-        if let Some(from) = from {
-            query = query.bind(from);
+        let olders = match (self.backend, up_to) {
+            (Backend::Postgres, _) | (_, None) => 1,
+            _ => 2,
+        };
+        for _ in 0..olders {
+            if let Some(from) = from {
+                query = query.bind(from);
+            }
+            query = query.bind(self.timestamp_param(cutoff));
         }
-        query = query.bind(self.timestamp_param(cutoff));
         if let Some(from) = from {
             query = query.bind(from);
         }
         if let Some(consumer) = only {
             query = query.bind(consumer);
         }
-        let rows = query.fetch_all(&self.pool).await.context(match exact {
-            true => "could not count the rows to prune",
-            false => "could not look up the rows to prune",
+        let rows = query.fetch_all(&self.pool).await.context(match up_to {
+            None => "could not count the rows to prune",
+            Some(_) => "could not look up the rows to prune",
         })?;
         Ok(rows
             .into_iter()
@@ -2171,16 +2187,7 @@ impl Store {
         keep: &[KeepFrom],
         limit: u64,
     ) -> anyhow::Result<(u64, Option<String>)> {
-        let form = *self
-            .batch_delete
-            .get_or_try_init(|| async {
-                match self.backend {
-                    Backend::Sqlite => sqlite::batch_delete(&mut *connection).await,
-                    Backend::Postgres => postgres::batch_delete(&mut *connection).await,
-                    Backend::Mysql => Ok(self.dialect.delete_batch),
-                }
-            })
-            .await?;
+        let form = self.batch_delete_form(&mut *connection).await?;
         let (prefix, suffix) = form.wrap;
         let mut sql = self.sql();
         sql.push(prefix);
@@ -2219,6 +2226,137 @@ impl Store {
             .await?;
         let result = query.execute(connection).await.with_context(context)?;
         Ok((result.rows_affected(), next_from))
+    }
+
+    /// Whether prune's batches may each delete the old rows of several consumers (see
+    /// [`Store::delete_older_of_consumers`]): not in an inbox that is not a plain table on
+    /// PostgreSQL, nor on MySQL, whose DELETE cannot say whose rows it deleted.
+    pub async fn deletes_in_packs(&self, connection: &mut AnyConnection) -> anyhow::Result<bool> {
+        Ok(self.batch_delete_form(connection).await?.packs)
+    }
+
+    /// How prune's batches delete from this inbox, read off the catalog (or the server's
+    /// version) once.
+    async fn batch_delete_form(
+        &self,
+        connection: &mut AnyConnection,
+    ) -> anyhow::Result<BatchDelete> {
+        let form = self
+            .batch_delete
+            .get_or_try_init(|| async {
+                match self.backend {
+                    Backend::Sqlite => sqlite::batch_delete(&mut *connection).await,
+                    Backend::Postgres => postgres::batch_delete(&mut *connection).await,
+                    Backend::Mysql => mysql::batch_delete(&mut *connection).await,
+                }
+            })
+            .await?;
+        Ok(*form)
+    }
+
+    /// Deletes every row of `consumers` processed at or after `from` (when there is a
+    /// bound) and strictly before `cutoff`, up to `limit` rows, in one short transaction of
+    /// its own, and says how many of each consumer's went (a consumer none of whose rows
+    /// went is left out). For many consumers with few old rows each, where a batch per
+    /// consumer would cost a transaction per consumer. Each consumer's rows are found
+    /// through the `(consumer, processed_at)` index.
+    pub async fn delete_older_of_consumers(
+        &self,
+        connection: &mut AnyConnection,
+        consumers: &[&str],
+        from: Option<&str>,
+        cutoff: DateTime<Utc>,
+        limit: u64,
+    ) -> anyhow::Result<Vec<(String, u64)>> {
+        let mut sql = self.sql();
+        let condition = |sql: &mut SqlBuilder| {
+            sql.push("consumer IN (").params(consumers.len()).push(")");
+            if from.is_some() {
+                sql.push(" AND processed_at >= ").timestamp_param();
+            }
+            sql.push(" AND processed_at < ").timestamp_param();
+        };
+        match self.backend {
+            // Each consumer's rows read in processed_at order, which only that index gives
+            // without a sort: with `consumer IN (…)`, PostgreSQL may take any index that starts
+            // with consumer, and read a consumer's new rows too (see [`Store::has_older`]).
+            Backend::Postgres => {
+                sql.push(&format!(
+                    "WITH deleted AS (DELETE FROM {INBOX_TABLE} WHERE ctid = ANY(ARRAY(\
+                     SELECT old.ctid FROM (VALUES "
+                ));
+                for index in 0..consumers.len() {
+                    if index > 0 {
+                        sql.push(", ");
+                    }
+                    sql.push("(").param().push(")");
+                }
+                sql.push(&format!(
+                    ") AS listed (consumer) CROSS JOIN LATERAL (SELECT ctid FROM {INBOX_TABLE} \
+                     WHERE consumer = listed.consumer"
+                ));
+                if from.is_some() {
+                    sql.push(" AND processed_at >= ").timestamp_param();
+                }
+                sql.push(" AND processed_at < ")
+                    .timestamp_param()
+                    .push(" ORDER BY processed_at LIMIT ")
+                    .param()
+                    .push(") AS old LIMIT ")
+                    .param()
+                    .push(
+                        ")) RETURNING consumer) \
+                     SELECT consumer, COUNT(*) FROM deleted GROUP BY consumer",
+                    );
+            }
+            // Through the index by rowid or key, as one consumer's batch is.
+            Backend::Sqlite => {
+                let form = self.batch_delete_form(&mut *connection).await?;
+                sql.push(form.wrap.0);
+                condition(&mut sql);
+                sql.push(" LIMIT ")
+                    .param()
+                    .push(form.wrap.1)
+                    .push(" RETURNING consumer");
+            }
+            // MariaDB's plan reads each consumer's range of that index where old rows are
+            // few among the consumers' rows (300 consumers of 3 old and 300 new rows each,
+            // in EXPLAIN), and the primary key where they are a large share.
+            Backend::Mysql => {
+                sql.push(&format!("DELETE FROM {INBOX_TABLE} WHERE "));
+                condition(&mut sql);
+                sql.push(" LIMIT ").param().push(" RETURNING consumer");
+            }
+        }
+        let text = sql.build();
+        let mut query = sqlx::query(&text);
+        for consumer in consumers {
+            query = query.bind(*consumer);
+        }
+        if let Some(from) = from {
+            query = query.bind(from);
+        }
+        query = query.bind(self.timestamp_param(cutoff)).bind(limit as i64);
+        if self.backend == Backend::Postgres {
+            query = query.bind(limit as i64);
+        }
+        let context = || {
+            format!(
+                "could not delete a batch of consumers {}",
+                crate::output::first_of(consumers.iter().map(|c| format!("'{c}'")).collect(), 3)
+            )
+        };
+        let rows = query.fetch_all(connection).await.with_context(context)?;
+        let mut deleted = std::collections::BTreeMap::<String, u64>::new();
+        for row in rows {
+            // One row per consumer from PostgreSQL's count, one per deleted row elsewhere.
+            let count = match self.backend {
+                Backend::Postgres => row.try_get::<i64, _>(1)? as u64,
+                _ => 1,
+            };
+            *deleted.entry(row.try_get(0)?).or_default() += count;
+        }
+        Ok(deleted.into_iter().collect())
     }
 
     /// The heap's extent for a block-range prune; `None` where the backend has no block

@@ -1,5 +1,8 @@
 //! MySQL and MariaDB: `?` parameters, DDL that commits implicitly, `GET_LOCK` for `migrate run`.
 
+use anyhow::Context;
+use sqlx::AnyConnection;
+
 use super::{
     BatchDelete, Dialect, InexactKeyCollations, MigratedKey, MigrationLocking,
     MysqlAdoptionQueries, UnconvertibleTimes,
@@ -71,6 +74,7 @@ pub static DIALECT: Dialect = Dialect {
              AND pm.processed_at = batch.batch_processed_at WHERE ",
         ),
         condition_again: true,
+        packs: false,
     },
     delete_returning: false,
     heap_extent: None,
@@ -245,6 +249,20 @@ pub static DIALECT: Dialect = Dialect {
         },
     ],
 };
+
+/// The batch delete for this server: one batch deletes the old rows of several consumers
+/// only where its DELETE can say whose they were (`DELETE … RETURNING`, MariaDB's; taken
+/// from 10.5, as replay's insert is, the version the tests run on being 10.11).
+pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<BatchDelete> {
+    let version: String = sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
+        .fetch_one(connection)
+        .await
+        .context("could not read the server's version")?;
+    Ok(BatchDelete {
+        packs: has_insert_returning(&version),
+        ..DIALECT.delete_batch
+    })
+}
 
 /// Whether a server of this `VERSION()` has `INSERT … RETURNING`: MariaDB from 10.5.
 pub fn has_insert_returning(version: &str) -> bool {

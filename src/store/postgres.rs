@@ -21,6 +21,7 @@ const DELETE_BATCH_BY_KEY: BatchDelete = BatchDelete {
          AND (event_id, processed_at) IN (SELECT event_id, processed_at FROM batch) AND ",
     ),
     condition_again: true,
+    packs: false,
 };
 
 /// A plain table: one relation holds all its rows. Not a partitioned table, nor one with
@@ -94,6 +95,7 @@ pub static DIALECT: Dialect = Dialect {
             "))",
         ),
         condition_again: false,
+        packs: true,
     },
     delete_returning: true,
     heap_extent: Some(

@@ -27,6 +27,7 @@ const DELETE_BATCH_BY_ROWID: BatchDelete = BatchDelete {
         ")",
     ),
     condition_again: false,
+        packs: true,
 };
 
 /// A batch delete for an inbox declared WITHOUT ROWID, which has no rowid: by key and time,
@@ -41,6 +42,7 @@ const DELETE_BATCH_BY_KEY: BatchDelete = BatchDelete {
         ")",
     ),
     condition_again: false,
+    packs: true,
 };
 
 /// The batch delete that fits the inbox: by rowid, or by primary key when the table is
