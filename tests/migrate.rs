@@ -2485,8 +2485,9 @@ async fn a_signal_cancels_the_migration_in_flight(backend: Backend, signal: &str
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     send_signal(signal, &child.id().to_string());
-    assert_eq!(wait_until(&mut child, deadline), Some(code));
+    let ended = wait_until(&mut child, deadline);
     let run = Run::from(child.wait_with_output().unwrap());
+    assert_eq!(ended, Some(code), "{}", run.stderr);
     let name = match signal {
         "INT" => "Ctrl-C",
         _ => "SIGTERM",

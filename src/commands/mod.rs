@@ -357,19 +357,23 @@ pub(crate) fn end_at_once_on_signals(
 /// cancelling on the server the statement in flight on `session` (once one is there): a
 /// migration's statement would otherwise go on without its client, waiting for or holding
 /// its locks, which the application's statements queue behind (PostgreSQL notices the
-/// client gone only when it next talks to it). Listens until the returned task is aborted.
+/// client gone only when it next talks to it). Listens until [`CancelOnSignals::end`].
 pub(crate) fn cancel_on_signals(
     session: crate::migrate::MigrationSession,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+) -> anyhow::Result<CancelOnSignals> {
     use anyhow::Context;
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt()).context("could not listen for Ctrl-C")?;
     let mut terminate = signal(SignalKind::terminate()).context("could not listen for SIGTERM")?;
-    Ok(tokio::spawn(async move {
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let signalled = received.clone();
+    let task = tokio::spawn(async move {
         let (status, name) = tokio::select! {
             _ = interrupt.recv() => (ExitStatus::Interrupted, "Ctrl-C"),
             _ = terminate.recv() => (ExitStatus::Terminated, "SIGTERM"),
         };
+        // Before the cancel, whose error reaches the command as its statement's.
+        signalled.store(true, std::sync::atomic::Ordering::SeqCst);
         let canceller = session.lock().ok().and_then(|slot| slot.clone());
         if let Some(canceller) = canceller {
             crate::stderr_line!("{name}: cancelling the statement in flight on the server");
@@ -378,7 +382,28 @@ pub(crate) fn cancel_on_signals(
             }
         }
         std::process::exit(status as i32);
-    }))
+    });
+    Ok(CancelOnSignals { task, received })
+}
+
+/// What [`cancel_on_signals`] returns: the task that listens, and whether it heard a signal.
+pub(crate) struct CancelOnSignals {
+    task: tokio::task::JoinHandle<()>,
+    received: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CancelOnSignals {
+    /// Stops listening, once the command's statements are done. When a signal came
+    /// meanwhile, the statement that ended may be the one it cancelled: the signal's cancel
+    /// is let finish and ends the process with the signal's code and words, rather than
+    /// the command reporting the cancelled statement as its error (exit code 1).
+    pub(crate) async fn end(self) {
+        if self.received.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = self.task.await;
+            return;
+        }
+        self.task.abort();
+    }
 }
 
 /// What a first Ctrl-C or SIGTERM does, and what a second one leaves behind.
