@@ -183,8 +183,9 @@ async fn prune(
     // confirmation, and with --group the rows kept for redelivery. Under --yes alone
     // nothing waits for it, and it would be a second pass over every old row before the
     // first delete (0.1 s against the unbounded DELETE's 0.2-0.4 s in the benchmark), so prune
-    // deletes at once and reports what it deleted, and only asks which consumers have any
-    // old row (one index probe each). Counting on a second connection while the first
+    // deletes at once and reports what it deleted, and only reads up to PACKED_BELOW of
+    // each consumer's old rows' index entries: which consumers have any, and which can
+    // share a batch. Counting on a second connection while the first
     // deleted was tried: it took the second core from the application's own writes, whose
     // latency it doubled (see the README's benchmarks).
     let counting = args.dry_run || !args.yes || args.group.is_some();
@@ -1208,5 +1209,46 @@ fn print_kept(report: &PruneReport, output: &Output) {
             "Kept {} older rows at or above the group's committed offsets: they may still be redelivered.",
             report.rows_kept_for_redelivery
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn consumer(older: u64) -> ConsumerPrune {
+        ConsumerPrune {
+            consumer: format!("c{older}"),
+            matched: None,
+            deleted: Some(0),
+            kept_for_redelivery: 0,
+            keep: Vec::new(),
+            older,
+        }
+    }
+
+    /// Consumers share a batch from the first on while each has fewer than 1,000 old rows,
+    /// none is kept for redelivery, they are at most 500, and their rows stay under the limit.
+    #[test]
+    fn consumers_share_a_batch_while_their_old_rows_fit() {
+        let sharing = |olders: &[u64], limit| {
+            let consumers: Vec<ConsumerPrune> = olders.iter().map(|&o| consumer(o)).collect();
+            consumers_sharing_a_batch(&consumers, limit)
+        };
+        assert_eq!(sharing(&[3, 3, 3, 3], 10), 3);
+        assert_eq!(sharing(&[3, 3, 4], 10), 2);
+        assert_eq!(sharing(&[3, 999, 3], 20_000), 3);
+        assert_eq!(sharing(&[3, 1000, 3], 20_000), 1);
+        assert_eq!(sharing(&[1000, 3, 3], 20_000), 0);
+        assert_eq!(sharing(&[12, 3], 10), 0);
+        assert_eq!(sharing(&[1; 600], 20_000), 500);
+        assert_eq!(sharing(&[], 10), 0);
+        let mut kept = vec![consumer(2), consumer(2), consumer(2)];
+        kept[1].keep.push(KeepFrom {
+            topic: "t".into(),
+            partition: 0,
+            committed: Some(5),
+        });
+        assert_eq!(consumers_sharing_a_batch(&kept, 100), 1);
     }
 }
