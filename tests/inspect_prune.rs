@@ -1301,9 +1301,15 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
         url = url.replacen("postgres@", &format!("{role}:{password}@"), 1);
     }
     let old = now_ms() - Duration::days(30);
-    let rows: Vec<_> = (0..30)
+    let mut rows: Vec<_> = (0..30)
         .map(|n| row("b", &format!("b{n:06}"), None, old))
         .collect();
+    // Two consumers between "a" and "b" whose 4 rows share the batch before the stuck
+    // one: the stop counts it too.
+    for consumer in ["ax", "ay"] {
+        rows.push(row(consumer, "e1", None, old));
+        rows.push(row(consumer, "e2", None, old));
+    }
     db.insert_rows(&rows).await;
     let lock = lock_rows_of(&mut db, "b").await;
     let stderr_file = db.dir.path().join("prune.stderr");
@@ -1352,7 +1358,7 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
         first.to_string(),
         format!("{again}: cancelling the batch in flight on the server"),
         format!(
-            "warning: {again}: stopping now (20 rows deleted); a batch is done whole or not at \
+            "warning: {again}: stopping now (24 rows deleted); a batch is done whole or not at \
              all, and running the same command again does the rest"
         ),
     ] {
@@ -1361,9 +1367,9 @@ async fn a_second_ctrl_c_stops_a_stuck_prune_at_once(
     // A script reading the result gets one: what the batches before the stop deleted.
     assert_stopped_at_once(
         &run.json(),
-        (20, 2),
+        (24, 3),
         &format!(
-            "{again}: stopping now (20 rows deleted); a batch is done whole or not at all, and \
+            "{again}: stopping now (24 rows deleted); a batch is done whole or not at all, and \
              running the same command again does the rest"
         ),
     );
@@ -3691,6 +3697,60 @@ async fn consumers_with_few_old_rows_share_batches(backend: Backend) {
 }
 
 each_backend!(consumers_with_few_old_rows_share_batches);
+
+/// MariaDB's collation takes `'a '` for `'a'`: the inbox lists one consumer, and a shared
+/// batch counts and records the rows of both names as that consumer's, as its batch alone
+/// would (and as inspect lists it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_names_told_apart_by_trailing_spaces_share_a_batch_as_one_consumer() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.run(&["migrate", "run"]).ok();
+    let old = now_ms() - Duration::days(40);
+    let mut rows = vec![row("b", "e1", None, old), row("b", "e2", None, old)];
+    for (consumer, id) in [
+        ("a", "e1"),
+        ("a", "e2"),
+        ("a ", "f1"),
+        ("a ", "f2"),
+        ("a ", "f3"),
+    ] {
+        rows.push(row(consumer, id, None, old));
+    }
+    db.insert_rows(&rows).await;
+    let run = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--yes",
+            "--strategy",
+            "index",
+            "--format",
+            "json",
+            "-v",
+        ])
+        .ok();
+    let report = run.json();
+    assert_eq!(report["rows_deleted"], 7);
+    assert_eq!(report["batches"], 1, "{}", run.stderr);
+    let counted: Vec<(String, u64)> = report["consumers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let name = c["consumer"].as_str().unwrap().trim_end().to_string();
+            (name, c["deleted"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(counted, [("a".to_string(), 5), ("b".to_string(), 2)]);
+    assert_eq!(db.count("processed_messages").await, 0);
+    let recorded: Vec<String> = recorded_prunes(&mut db)
+        .await
+        .iter()
+        .map(|name| name.trim_end().to_string())
+        .collect();
+    assert_eq!(recorded, ["a", "b"]);
+}
 
 /// A consumer of a shared batch of which it deleted fewer rows than prune had seen (a
 /// trigger keeps one here) is gone over again on its own: its kept row is named as a

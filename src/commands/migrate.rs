@@ -130,7 +130,7 @@ async fn run_migrations(
     let session = migrate::MigrationSession::default();
     let signals = super::cancel_on_signals(session.clone())?;
     let steps = migrate::run(store, lock_timeout, &session).await;
-    signals.end().await;
+    signals.end(steps.is_err()).await;
     let steps = steps?;
     // Said once the run has adopted it: a run that waited for another's lock finds nothing
     // left to do.
@@ -333,7 +333,7 @@ async fn revert(
     let session = migrate::MigrationSession::default();
     let signals = super::cancel_on_signals(session.clone())?;
     let steps = migrate::revert(store, to, lock_timeout, &session).await;
-    signals.end().await;
+    signals.end(steps.is_err()).await;
     let steps = steps?;
     match output.format {
         Format::Json => {

@@ -393,12 +393,13 @@ pub(crate) struct CancelOnSignals {
 }
 
 impl CancelOnSignals {
-    /// Stops listening, once the command's statements are done. When a signal came
-    /// meanwhile, the statement that ended may be the one it cancelled: the signal's cancel
-    /// is let finish and ends the process with the signal's code and words, rather than
-    /// the command reporting the cancelled statement as its error (exit code 1).
-    pub(crate) async fn end(self) {
-        if self.received.load(std::sync::atomic::Ordering::SeqCst) {
+    /// Stops listening, once the command's statements are done (`failed` when they ended
+    /// in an error). When a signal came meanwhile, that error may be the statement it
+    /// cancelled: the signal's cancel is let finish and ends the process with the signal's
+    /// code, rather than the command reporting the cancelled statement as its error (exit
+    /// code 1). Work that finished is reported as done, however late the signal came.
+    pub(crate) async fn end(self, failed: bool) {
+        if failed && self.received.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = self.task.await;
             return;
         }

@@ -796,35 +796,42 @@ impl Deleting<'_> {
         let from = self.store.dialect.earliest_prunable;
         let attempt = self
             .run_batch(connection, true, async |connection| {
-                let whose = self
+                let (deleted, of_each) = self
                     .store
                     .delete_older_of_consumers(connection, &names, from, self.cutoff, limit)
                     .await?;
-                let deleted: Vec<&str> = whose.iter().map(|(name, _)| name.as_str()).collect();
-                self.record(connection, &deleted).await?;
-                Ok((whose.iter().map(|(_, rows)| rows).sum::<u64>(), whose))
+                let went: Vec<&str> = names
+                    .iter()
+                    .zip(&of_each)
+                    .filter(|(_, rows)| **rows > 0)
+                    .map(|(name, _)| *name)
+                    .collect();
+                self.record(connection, &went).await?;
+                Ok((deleted, of_each))
             })
             .await;
-        let (deleted, whose) = attempt.map_err(|error| Self::stopped_after(report, error))?;
-        // `whose` is in name order. A name told apart from the listed one (MySQL takes
-        // `'a '` for `'a'`) counts in the total only.
+        let (deleted, of_each) = attempt.map_err(|error| Self::stopped_after(report, error))?;
         let mut again = Vec::new();
-        for (index, consumer) in report.consumers[pack.clone()].iter_mut().enumerate() {
-            let of_it = whose
-                .binary_search_by(|(name, _)| name.as_str().cmp(&consumer.consumer))
-                .map_or(0, |found| whose[found].1);
+        for (index, of_it) in pack.clone().zip(of_each) {
+            let consumer = &mut report.consumers[index];
             consumer.deleted = Some(consumer.deleted.unwrap_or(0) + of_it);
             if of_it != consumer.older || deleted >= limit {
-                again.push((pack.start + index, of_it > 0));
+                again.push((index, of_it > 0));
             }
+        }
+        // Counted before the rows: a stop at once reports what `count` noted last.
+        if deleted > 0 {
+            report.batches += 1;
         }
         self.count(report, None, deleted);
         if deleted > 0 {
-            report.batches += 1;
+            let went = pack
+                .clone()
+                .filter(|index| report.consumers[*index].deleted > Some(0))
+                .count();
             self.output.debug(format!(
-                "batch {}: deleted {deleted} rows of {} consumers ('{}' to '{}')",
+                "batch {}: deleted {deleted} rows of {went} consumers ('{}' to '{}')",
                 report.batches,
-                pack.len(),
                 report.consumers[pack.start].consumer,
                 report.consumers[pack.end - 1].consumer,
             ));

@@ -2256,8 +2256,7 @@ impl Store {
 
     /// Deletes every row of `consumers` processed at or after `from` (when there is a
     /// bound) and strictly before `cutoff`, up to `limit` rows, in one short transaction of
-    /// its own, and says how many of each consumer's went (a consumer none of whose rows
-    /// went is left out). For many consumers with few old rows each, where a batch per
+    /// its own. Returns how many went in all, and of each consumer, in the order given. For many consumers with few old rows each, where a batch per
     /// consumer would cost a transaction per consumer. Each consumer's rows are found
     /// through the `(consumer, processed_at)` index.
     pub async fn delete_older_of_consumers(
@@ -2267,7 +2266,7 @@ impl Store {
         from: Option<&str>,
         cutoff: DateTime<Utc>,
         limit: u64,
-    ) -> anyhow::Result<Vec<(String, u64)>> {
+    ) -> anyhow::Result<(u64, Vec<u64>)> {
         let mut sql = self.sql();
         let condition = |sql: &mut SqlBuilder| {
             sql.push("consumer IN (").params(consumers.len()).push(")");
@@ -2347,16 +2346,39 @@ impl Store {
             )
         };
         let rows = query.fetch_all(connection).await.with_context(context)?;
-        let mut deleted = std::collections::BTreeMap::<String, u64>::new();
+        let listed: HashMap<&str, usize> = consumers
+            .iter()
+            .enumerate()
+            .map(|(index, name)| (*name, index))
+            .collect();
+        // MySQL's collation takes `'a '` for `'a'`: the inbox lists one of them as the
+        // consumer, and its rows under the other name are counted as the listed one's, as
+        // a batch of that consumer alone deletes both. A NO PAD collation lists both.
+        let padded: HashMap<&str, usize> = match self.backend {
+            Backend::Mysql => consumers
+                .iter()
+                .enumerate()
+                .map(|(index, name)| (name.trim_end_matches(' '), index))
+                .collect(),
+            _ => HashMap::new(),
+        };
+        let (mut total, mut deleted) = (0, vec![0; consumers.len()]);
         for row in rows {
             // One row per consumer from PostgreSQL's count, one per deleted row elsewhere.
             let count = match self.backend {
                 Backend::Postgres => row.try_get::<i64, _>(1)? as u64,
                 _ => 1,
             };
-            *deleted.entry(row.try_get(0)?).or_default() += count;
+            let name: String = row.try_get(0)?;
+            let index = listed
+                .get(name.as_str())
+                .or_else(|| padded.get(name.trim_end_matches(' ')));
+            if let Some(&index) = index {
+                deleted[index] += count;
+            }
+            total += count;
         }
-        Ok(deleted.into_iter().collect())
+        Ok((total, deleted))
     }
 
     /// The heap's extent for a block-range prune; `None` where the backend has no block
