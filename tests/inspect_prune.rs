@@ -3698,6 +3698,67 @@ async fn consumers_with_few_old_rows_share_batches(backend: Backend) {
 
 each_backend!(consumers_with_few_old_rows_share_batches);
 
+/// A shared batch that fails for one consumer's rows (a trigger that raises an error) is
+/// undone whole: its consumers then go one by one, as they did before sharing, so the rows
+/// before the one at fault go, and the error names that consumer.
+async fn a_shared_batch_that_fails_goes_consumer_by_consumer(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(match backend {
+        Backend::Postgres => {
+            "CREATE FUNCTION refuse_b() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN IF OLD.consumer = 'b' THEN RAISE EXCEPTION 'rows of b are kept'; END IF; \
+             RETURN OLD; END $$; \
+             CREATE TRIGGER refuse_b BEFORE DELETE ON processed_messages \
+             FOR EACH ROW EXECUTE FUNCTION refuse_b()"
+        }
+        Backend::Sqlite => {
+            "CREATE TRIGGER refuse_b BEFORE DELETE ON processed_messages \
+             WHEN OLD.consumer = 'b' BEGIN SELECT RAISE(ABORT, 'rows of b are kept'); END"
+        }
+        Backend::Mysql => {
+            "CREATE TRIGGER refuse_b BEFORE DELETE ON processed_messages FOR EACH ROW \
+             BEGIN IF OLD.consumer = 'b' THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'rows of b are kept'; END IF; END"
+        }
+    })
+    .await;
+    let old = now_ms() - Duration::days(40);
+    let rows: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|consumer| row(consumer, "e1", None, old))
+        .collect();
+    db.insert_rows(&rows).await;
+    let run = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--yes",
+            "--strategy",
+            "index",
+            "-v",
+        ])
+        .code(1);
+    assert!(
+        run.stderr
+            .contains("the batch of consumers 'a' to 'c' failed (")
+            && run.stderr.contains(
+                "error: prune stopped after deleting 1 rows; re-run to continue once the cause \
+                 is fixed: could not delete a batch of consumer 'b': "
+            )
+            && run.stderr.trim_end().ends_with("rows of b are kept"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.event_ids("a").await, Vec::<String>::new());
+    assert_eq!(db.event_ids("b").await, ids(&["e1"]));
+    assert_eq!(db.event_ids("c").await, ids(&["e1"]));
+    assert_eq!(recorded_prunes(&mut db).await, ["a"]);
+}
+
+each_backend!(a_shared_batch_that_fails_goes_consumer_by_consumer);
+
 /// MariaDB's collation takes `'a '` for `'a'`: the inbox lists one consumer, and a shared
 /// batch counts and records the rows of both names as that consumer's, as its batch alone
 /// would (and as inspect lists it).

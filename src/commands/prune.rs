@@ -810,7 +810,26 @@ impl Deleting<'_> {
                 Ok((deleted, of_each))
             })
             .await;
-        let (deleted, of_each) = attempt.map_err(|error| Self::stopped_after(report, error))?;
+        let (deleted, of_each) = match attempt {
+            Ok(done) => done,
+            // The server undid the whole batch. Unless it may have gone, or the failure is
+            // one of waiting (which each consumer's batch would wait through again), each
+            // consumer goes on its own, as before they shared: the others' rows go, and an
+            // error that comes again names the consumer at fault.
+            Err(error)
+                if !sqlx_causes(&error)
+                    .any(|cause| is_transient(cause) || is_server_connection_lost(cause)) =>
+            {
+                self.output.debug(format!(
+                    "the batch of consumers '{}' to '{}' failed ({}); each of them on its own instead",
+                    names[0],
+                    names[names.len() - 1],
+                    crate::shown_error(&error)
+                ));
+                return Ok(pack.map(|index| (index, false)).collect());
+            }
+            Err(error) => return Err(Self::stopped_after(report, error)),
+        };
         let mut again = Vec::new();
         for (index, of_it) in pack.clone().zip(of_each) {
             let consumer = &mut report.consumers[index];
