@@ -3158,7 +3158,7 @@ async fn prune_without_the_right_to_delete_says_the_cause_must_be_fixed() {
     assert!(
         run.stderr.starts_with(
             "error: prune stopped after deleting 0 rows; re-run to continue once the cause is \
-             fixed: could not delete a batch of consumers 'a', 'b': "
+             fixed: could not delete a batch of consumer 'a': "
         ) && run
             .stderr
             .contains("permission denied for table processed_messages"),
@@ -3758,6 +3758,52 @@ async fn a_shared_batch_that_fails_goes_consumer_by_consumer(backend: Backend) {
 }
 
 each_backend!(a_shared_batch_that_fails_goes_consumer_by_consumer);
+
+/// A shared batch stopped by the session's time limit is not gone over consumer by
+/// consumer: each batch would wait out the limit again, as a cancel by a DBA means stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_shared_batch_past_the_time_limit_stops_prune() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    db.exec(
+        "CREATE FUNCTION slow_delete() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN PERFORM pg_sleep(0.2); RETURN OLD; END $$; \
+         CREATE TRIGGER slow_delete BEFORE DELETE ON processed_messages \
+         FOR EACH ROW EXECUTE FUNCTION slow_delete()",
+    )
+    .await;
+    let old = now_ms() - Duration::days(40);
+    let rows: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|consumer| row(consumer, "e1", None, old))
+        .collect();
+    db.insert_rows(&rows).await;
+    db.exec("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET statement_timeout = 100', current_database()); END $$")
+        .await;
+    let run = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--yes",
+            "--strategy",
+            "index",
+            "-v",
+        ])
+        .code(1);
+    assert!(
+        run.stderr.contains(
+            "error: prune stopped after deleting 0 rows; re-run to continue once the cause is \
+             fixed: could not delete a batch of consumers 'a', 'b', 'c': "
+        ) && run
+            .stderr
+            .contains("canceling statement due to statement timeout")
+            && !run.stderr.contains("on its own instead"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("processed_messages").await, 3);
+}
 
 /// MariaDB's collation takes `'a '` for `'a'`: the inbox lists one consumer, and a shared
 /// batch counts and records the rows of both names as that consumer's, as its batch alone

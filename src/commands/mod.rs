@@ -397,7 +397,10 @@ impl CancelOnSignals {
     /// in an error). When a signal came meanwhile, that error may be the statement it
     /// cancelled: the signal's cancel is let finish and ends the process with the signal's
     /// code, rather than the command reporting the cancelled statement as its error (exit
-    /// code 1). Work that finished is reported as done, however late the signal came.
+    /// code 1). Work that ended well is reported, unless the signal's task ends the process
+    /// first. A signal as the work ends may cancel its last statement (the lock's release)
+    /// and end it with the signal's code and no report: `migrate status` then says what was
+    /// applied, as after any stop.
     pub(crate) async fn end(self, failed: bool) {
         if failed && self.received.load(std::sync::atomic::Ordering::SeqCst) {
             let _ = self.task.await;

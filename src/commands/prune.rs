@@ -17,8 +17,9 @@ use crate::exit::ExitStatus;
 use crate::kafka::{Kafka, KafkaOpts};
 use crate::output::{confirm, counted, or_dash, table, Output};
 use crate::store::{
-    is_deadlock, is_server_connection_lost, is_statement_timeout, is_transient, sqlx_causes,
-    Backend, BatchError, CreateMode, HeapExtent, KeepFrom, PrunableRows, Store, INBOX_TABLE,
+    is_cancelled, is_deadlock, is_server_connection_lost, is_statement_timeout, is_transient,
+    sqlx_causes, Backend, BatchError, CreateMode, HeapExtent, KeepFrom, PrunableRows, Store,
+    INBOX_TABLE,
 };
 
 #[derive(Debug, Clone, Serialize)]
@@ -812,13 +813,15 @@ impl Deleting<'_> {
             .await;
         let (deleted, of_each) = match attempt {
             Ok(done) => done,
-            // The server undid the whole batch. Unless it may have gone, or the failure is
-            // one of waiting (which each consumer's batch would wait through again), each
-            // consumer goes on its own, as before they shared: the others' rows go, and an
-            // error that comes again names the consumer at fault.
+            // The server undid the whole batch. Unless it may have gone, the failure is one
+            // of waiting (which each consumer's batch would wait through again), or someone
+            // cancelled the statement (a DBA's cancel means stop), each consumer goes on its
+            // own, as before they shared: those before the one at fault lose their rows, and
+            // an error that comes again names it.
             Err(error)
-                if !sqlx_causes(&error)
-                    .any(|cause| is_transient(cause) || is_server_connection_lost(cause)) =>
+                if !sqlx_causes(&error).any(|cause| {
+                    is_transient(cause) || is_server_connection_lost(cause) || is_cancelled(cause)
+                }) =>
             {
                 self.output.debug(format!(
                     "the batch of consumers '{}' to '{}' failed ({}); each of them on its own instead",

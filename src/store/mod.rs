@@ -3453,6 +3453,19 @@ pub fn is_outdated_snapshot(error: &anyhow::Error) -> bool {
 /// Whether a statement ran past the session's time limit: PostgreSQL's `statement_timeout`
 /// (57014, which a cancel shares), MariaDB's `max_statement_time` (1969), MySQL's
 /// `max_execution_time` (3024).
+/// Whether the statement was stopped by a cancel or a time limit: PostgreSQL's
+/// `query_canceled` (a `statement_timeout`, `pg_cancel_backend`), MySQL's `KILL QUERY` and
+/// its statement time limits (MariaDB's `max_statement_time`, MySQL's `max_execution_time`).
+pub fn is_cancelled(error: &sqlx::Error) -> bool {
+    let Some(database) = error.as_database_error() else {
+        return false;
+    };
+    match database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        Some(mysql) => matches!(mysql.number(), 1317 | 1969 | 3024),
+        None => database.code().as_deref() == Some("57014"),
+    }
+}
+
 pub fn is_statement_timeout(error: &anyhow::Error) -> bool {
     sqlx_causes(error)
         .filter_map(|error| error.as_database_error())
