@@ -3698,6 +3698,16 @@ async fn consumers_with_few_old_rows_share_batches(backend: Backend) {
 
 each_backend!(consumers_with_few_old_rows_share_batches);
 
+/// One row of 40 days ago, `e1`, for each of `consumers`.
+async fn one_old_row_each(db: &mut TestDb, consumers: &[&str]) {
+    let old = now_ms() - Duration::days(40);
+    let rows: Vec<_> = consumers
+        .iter()
+        .map(|consumer| row(consumer, "e1", None, old))
+        .collect();
+    db.insert_rows(&rows).await;
+}
+
 /// A shared batch that fails for one consumer's rows (a trigger that raises an error) is
 /// undone whole: its consumers then go one by one, as they did before sharing, so the rows
 /// before the one at fault go, and the error names that consumer.
@@ -3723,12 +3733,7 @@ async fn a_shared_batch_that_fails_goes_consumer_by_consumer(backend: Backend) {
         }
     })
     .await;
-    let old = now_ms() - Duration::days(40);
-    let rows: Vec<_> = ["a", "b", "c"]
-        .iter()
-        .map(|consumer| row(consumer, "e1", None, old))
-        .collect();
-    db.insert_rows(&rows).await;
+    one_old_row_each(&mut db, &["a", "b", "c"]).await;
     let run = db
         .run(&[
             "prune",
@@ -3772,12 +3777,7 @@ async fn postgres_a_shared_batch_past_the_time_limit_stops_prune() {
          FOR EACH ROW EXECUTE FUNCTION slow_delete()",
     )
     .await;
-    let old = now_ms() - Duration::days(40);
-    let rows: Vec<_> = ["a", "b", "c"]
-        .iter()
-        .map(|consumer| row(consumer, "e1", None, old))
-        .collect();
-    db.insert_rows(&rows).await;
+    one_old_row_each(&mut db, &["a", "b", "c"]).await;
     db.exec("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET statement_timeout = 100', current_database()); END $$")
         .await;
     let run = db
