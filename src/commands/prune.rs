@@ -186,9 +186,9 @@ async fn prune(
     // first delete (0.1 s against the unbounded DELETE's 0.2-0.4 s in the benchmark), so prune
     // deletes at once and reports what it deleted, and only reads up to PACKED_BELOW of
     // each consumer's old rows' index entries: which consumers have any, and which can
-    // share a batch. Counting on a second connection while the first
-    // deleted was tried: it took the second core from the application's own writes, whose
-    // latency it doubled (see the README's benchmarks).
+    // share a batch. Counting on a second connection while the first deleted was tried: it
+    // took the second core from the application's own writes, whose latency it doubled
+    // (see the README's benchmarks).
     let counting = args.dry_run || !args.yes || args.group.is_some();
     let prunable = match store
         .prunable_by_consumer(only.as_deref(), cutoff, up_to(counting, only.is_some()))
