@@ -137,7 +137,16 @@ pub fn main() -> ExitCode {
             } else {
                 ExitStatus::Error
             };
-            crate::stderr_line!("error: {}", shown_error(&error));
+            // The server's own words may name another statement than the one refused.
+            let read_only = match store::sqlx_causes(&error).any(store::is_read_only) {
+                true => {
+                    "; the server takes no writes in this session (a standby, or a database \
+                         or role set to default_transaction_read_only, or a server started \
+                         read-only): point --database-url at the primary"
+                }
+                false => "",
+            };
+            crate::stderr_line!("error: {}{read_only}", shown_error(&error));
             status.into()
         }
     }

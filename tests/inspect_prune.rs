@@ -3805,6 +3805,42 @@ async fn postgres_a_shared_batch_past_the_time_limit_stops_prune() {
     assert_eq!(db.count("processed_messages").await, 3);
 }
 
+/// A database that takes no writes (a standby, or one set read-only): PostgreSQL's message
+/// names the SELECT that wraps the DELETE, so the error says what the refusal means.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_read_only_database_is_named_as_such() {
+    let mut db = TestDb::new(Backend::Postgres).await;
+    db.run(&["migrate", "run"]).ok();
+    one_old_row_each(&mut db, &["a", "b"]).await;
+    db.run(&["prune", "--older-than", "30d", "--dry-run"]).ok();
+    db.exec(
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', \
+         current_database()); END $$",
+    )
+    .await;
+    let run = db
+        .run(&[
+            "prune",
+            "--older-than",
+            "30d",
+            "--yes",
+            "--strategy",
+            "index",
+        ])
+        .code(1);
+    assert!(
+        run.stderr.contains("read-only transaction")
+            && run.stderr.trim_end().ends_with(
+                "; the server takes no writes in this session (a standby, or a database or role \
+                 set to default_transaction_read_only, or a server started read-only): point \
+                 --database-url at the primary"
+            ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(db.count("processed_messages").await, 2);
+}
+
 /// MariaDB's collation takes `'a '` for `'a'`: the inbox lists one consumer, and a shared
 /// batch counts and records the rows of both names as that consumer's, as its batch alone
 /// would (and as inspect lists it).

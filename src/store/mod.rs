@@ -3466,6 +3466,23 @@ pub fn is_cancelled(error: &sqlx::Error) -> bool {
     }
 }
 
+/// Whether the server refused a write because the session takes none: PostgreSQL's
+/// `read_only_sql_transaction` (a standby, or `default_transaction_read_only`), whose
+/// message names the statement's tag (`cannot execute SELECT …` for a `WITH … DELETE`);
+/// MySQL's read-only transaction, and its server started `--read-only`.
+pub fn is_read_only(error: &sqlx::Error) -> bool {
+    let Some(database) = error.as_database_error() else {
+        return false;
+    };
+    match database.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        Some(mysql) => {
+            mysql.number() == 1792
+                || (mysql.number() == 1290 && mysql.message().contains("--read-only"))
+        }
+        None => database.code().as_deref() == Some("25006"),
+    }
+}
+
 pub fn is_statement_timeout(error: &anyhow::Error) -> bool {
     sqlx_causes(error)
         .filter_map(|error| error.as_database_error())
