@@ -1643,14 +1643,9 @@ async fn insert_new(
         "{prefix} {INBOX_TABLE} (consumer, event_id, topic, {}, {}) VALUES ",
         d.quote("partition"),
         d.quote("offset")
-    ));
-    for (index, _) in messages.iter().enumerate() {
-        if index > 0 {
-            sql.push(", ");
-        }
-        sql.push("(").params(5).push(")");
-    }
-    sql.push(suffix);
+    ))
+    .value_rows(messages.len(), 5)
+    .push(suffix);
     let text = sql.build();
     let mut query = sqlx::query_scalar::<_, String>(&text);
     for message in messages {

@@ -316,16 +316,27 @@ impl SqlBuilder {
 
     /// `count` placeholders separated by commas, as a VALUES tuple's or an IN list's contents.
     pub fn params(&mut self, count: usize) -> &mut Self {
-        self.separated(count, Self::param)
+        self.separated(count, |sql| {
+            sql.param();
+        })
     }
 
     /// `count` placeholders the planner does not see into ([`SqlBuilder::unseen_param`]),
     /// separated by commas, as an IN list's contents.
     pub fn unseen_params(&mut self, count: usize) -> &mut Self {
-        self.separated(count, Self::unseen_param)
+        self.separated(count, |sql| {
+            sql.unseen_param();
+        })
     }
 
-    fn separated(&mut self, count: usize, each: fn(&mut Self) -> &mut Self) -> &mut Self {
+    /// `rows` tuples of `width` placeholders each, separated by commas: a VALUES list.
+    pub fn value_rows(&mut self, rows: usize, width: usize) -> &mut Self {
+        self.separated(rows, |sql| {
+            sql.push("(").params(width).push(")");
+        })
+    }
+
+    fn separated(&mut self, count: usize, mut each: impl FnMut(&mut Self)) -> &mut Self {
         for index in 0..count {
             if index > 0 {
                 self.sql.push_str(", ");
@@ -333,6 +344,15 @@ impl SqlBuilder {
             each(self);
         }
         self
+    }
+
+    /// ` [AND processed_at >= ?] AND processed_at < ?`: rows processed at or after a lower
+    /// bound (`from`, where there is one) and strictly before a cutoff, bound in that order.
+    pub fn processed_between(&mut self, from: bool) -> &mut Self {
+        if from {
+            self.push(" AND processed_at >= ").timestamp_param();
+        }
+        self.push(" AND processed_at < ").timestamp_param()
     }
 
     /// A placeholder the planner does not see into: `(SELECT ?)`, a one-time subquery.
@@ -1489,10 +1509,7 @@ impl Store {
         if self.backend != Backend::Mysql {
             return Ok(());
         }
-        let version: String = sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
-            .fetch_one(&self.pool)
-            .await
-            .context("could not read the server's version")?;
+        let version = mysql::server_version(&self.pool).await?;
         if !mysql::has_insert_returning(&version) {
             bail!(
                 "replay needs MariaDB 10.5 or later on this backend (its inbox insert is INSERT IGNORE … RETURNING, which MySQL lacks); {} runs version {version}",
@@ -2017,11 +2034,8 @@ impl Store {
         let older = |sql: &mut SqlBuilder| {
             sql.push(&format!(
                 "FROM {INBOX_TABLE} WHERE consumer = listed.consumer"
-            ));
-            if from.is_some() {
-                sql.push(" AND processed_at >= ").timestamp_param();
-            }
-            sql.push(" AND processed_at < ").timestamp_param();
+            ))
+            .processed_between(from.is_some());
         };
         // Read in processed_at order on PostgreSQL, as in [`Store::count_older`]. MariaDB
         // allows no outer column in a derived table: there, and on SQLite, whether the
@@ -2269,11 +2283,10 @@ impl Store {
     ) -> anyhow::Result<(u64, Vec<u64>)> {
         let mut sql = self.sql();
         let condition = |sql: &mut SqlBuilder| {
-            sql.push("consumer IN (").params(consumers.len()).push(")");
-            if from.is_some() {
-                sql.push(" AND processed_at >= ").timestamp_param();
-            }
-            sql.push(" AND processed_at < ").timestamp_param();
+            sql.push("consumer IN (")
+                .params(consumers.len())
+                .push(")")
+                .processed_between(from.is_some());
         };
         match self.backend {
             // Each consumer's rows read in processed_at order, which only that index gives
@@ -2284,21 +2297,12 @@ impl Store {
                     "WITH deleted AS (DELETE FROM {INBOX_TABLE} WHERE ctid = ANY(ARRAY(\
                      SELECT old.ctid FROM (VALUES "
                 ));
-                for index in 0..consumers.len() {
-                    if index > 0 {
-                        sql.push(", ");
-                    }
-                    sql.push("(").param().push(")");
-                }
-                sql.push(&format!(
-                    ") AS listed (consumer) CROSS JOIN LATERAL (SELECT ctid FROM {INBOX_TABLE} \
-                     WHERE consumer = listed.consumer"
-                ));
-                if from.is_some() {
-                    sql.push(" AND processed_at >= ").timestamp_param();
-                }
-                sql.push(" AND processed_at < ")
-                    .timestamp_param()
+                sql.value_rows(consumers.len(), 1)
+                    .push(&format!(
+                        ") AS listed (consumer) CROSS JOIN LATERAL (SELECT ctid FROM {INBOX_TABLE} \
+                         WHERE consumer = listed.consumer"
+                    ))
+                    .processed_between(from.is_some())
                     .push(" ORDER BY processed_at LIMIT ")
                     .param()
                     .push(") AS old LIMIT ")
@@ -2525,11 +2529,9 @@ impl Store {
     /// partition `keep` protects: a consumer's rows processed at or after `from` (when there
     /// is a bound), strictly before the cutoff.
     fn push_prune_condition(&self, sql: &mut SqlBuilder, from: Option<&str>, keep: &[KeepFrom]) {
-        sql.push("consumer = ").param();
-        if from.is_some() {
-            sql.push(" AND processed_at >= ").timestamp_param();
-        }
-        sql.push(" AND processed_at < ").timestamp_param();
+        sql.push("consumer = ")
+            .param()
+            .processed_between(from.is_some());
         self.push_keep_exclusions(sql, keep);
     }
 
@@ -2958,13 +2960,8 @@ impl Store {
             let mut sql = self.sql();
             sql.push(&format!(
                 "INSERT INTO {PRUNES_TABLE} (consumer, cutoff, pruned_at) VALUES "
-            ));
-            for index in 0..chunk.len() {
-                if index > 0 {
-                    sql.push(", ");
-                }
-                sql.push("(").params(3).push(")");
-            }
+            ))
+            .value_rows(chunk.len(), 3);
             let text = sql.build();
             let mut query = sqlx::query(&text);
             for consumer in chunk {
@@ -3996,6 +3993,8 @@ mod tests {
         let mut values = SqlBuilder::new(&postgres::DIALECT);
         values.push("(").param().push("), (").params(3).push(")");
         assert_eq!(values.build(), "($1), ($2, $3, $4)");
+        let mut rows = SqlBuilder::new(&postgres::DIALECT);
+        assert_eq!(rows.value_rows(2, 2).build(), "($1, $2), ($3, $4)");
         let mut none = SqlBuilder::new(&mysql::DIALECT);
         assert_eq!(none.params(0).build(), "");
         let mut unseen = SqlBuilder::new(&postgres::DIALECT);

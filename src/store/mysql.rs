@@ -254,14 +254,20 @@ pub static DIALECT: Dialect = Dialect {
 /// only where its DELETE can say whose they were (`DELETE … RETURNING`, MariaDB's; taken
 /// from 10.5, as replay's insert is, the version the tests run on being 10.11).
 pub async fn batch_delete(connection: &mut AnyConnection) -> anyhow::Result<BatchDelete> {
-    let version: String = sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
-        .fetch_one(connection)
-        .await
-        .context("could not read the server's version")?;
     Ok(BatchDelete {
-        packs: has_insert_returning(&version),
+        packs: has_insert_returning(&server_version(connection).await?),
         ..DIALECT.delete_batch
     })
+}
+
+/// The server's `VERSION()`, as `10.11.19-MariaDB-0+deb12u1` or `8.0.36`.
+pub async fn server_version<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+) -> anyhow::Result<String> {
+    sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
+        .fetch_one(executor)
+        .await
+        .context("could not read the server's version")
 }
 
 /// Whether a server of this `VERSION()` has `INSERT … RETURNING`: MariaDB from 10.5.
