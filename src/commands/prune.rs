@@ -833,10 +833,11 @@ impl Deleting<'_> {
             }
             Err(error) => return Err(Self::stopped_after(report, error)),
         };
-        let mut again = Vec::new();
+        let (mut again, mut went) = (Vec::new(), 0);
         for (index, of_it) in pack.clone().zip(of_each) {
             let consumer = &mut report.consumers[index];
             consumer.deleted = Some(consumer.deleted.unwrap_or(0) + of_it);
+            went += usize::from(of_it > 0);
             if of_it != consumer.older || deleted >= limit {
                 again.push((index, of_it > 0));
             }
@@ -844,13 +845,6 @@ impl Deleting<'_> {
         // Counted before the rows: a stop at once reports what `count` noted last.
         if deleted > 0 {
             report.batches += 1;
-        }
-        self.count(report, None, deleted);
-        if deleted > 0 {
-            let went = pack
-                .clone()
-                .filter(|index| report.consumers[*index].deleted > Some(0))
-                .count();
             self.output.debug(format!(
                 "batch {}: deleted {deleted} rows of {went} consumers ('{}' to '{}')",
                 report.batches,
@@ -858,6 +852,7 @@ impl Deleting<'_> {
                 report.consumers[pack.end - 1].consumer,
             ));
         }
+        self.count(report, None, deleted);
         Ok(again)
     }
 
