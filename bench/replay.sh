@@ -10,10 +10,13 @@
 #   - the raw read of the range (a minimal rdkafka consumer that only counts);
 #   - a raw INSERT … SELECT of MESSAGES inbox rows;
 #   - the server alone doing replay's writes (inbox rows and the handler's UPDATE, 500 per
-#     transaction) in a procedure: what no client can beat.
+#     transaction) in a procedure: what no client can beat;
+#   - replay with an exec handler, a Python program that parses each message and answers ok,
+#     over the first EXEC_MESSAGES messages (msg/s, peak RSS).
 # Goals: default >= 20x per-message; >= 50% of the slower of raw read and raw write; RSS <= 64 MiB.
 #
-# Env: MESSAGES (1000000), PARTITIONS (6), PER_MESSAGE (20000), BATCH (inboxctl's default),
+# Env: MESSAGES (1000000), PARTITIONS (6), PER_MESSAGE (20000), EXEC_MESSAGES (100000),
+#      BATCH (inboxctl's default),
 #      BENCH_PG_ADMIN (postgres://postgres@127.0.0.1:5432/test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,7 @@ cd "$(dirname "$0")/.."
 MESSAGES=${MESSAGES:-1000000}
 PARTITIONS=${PARTITIONS:-6}
 PER_MESSAGE=${PER_MESSAGE:-20000}
+EXEC_MESSAGES=${EXEC_MESSAGES:-100000}
 PG_ADMIN=${BENCH_PG_ADMIN:-postgres://postgres@127.0.0.1:5432/test}
 DB=inboxctl_bench_replay
 PG_URL="${PG_ADMIN%/*}/$DB"
@@ -90,15 +94,29 @@ replay() {  # consumer, json out, time out, extra args…
     shift 3
     DATABASE_URL=$PG_URL KAFKA_BROKERS=$BROKERS /usr/bin/time -v -o "$timing" \
         $INBOXCTL replay --topic "$TOPIC" --from earliest --consumer "$consumer" \
-        --sql "$work/handler.sql" --format json "$@" > "$json"
+        --format json "$@" > "$json"
 }
 
 echo "== replay, --batch-size 1, first $PER_MESSAGE messages"
 per_partition=$(( (PER_MESSAGE + PARTITIONS - 1) / PARTITIONS ))
-replay bench-per-message "$work/one.json" "$work/one.time" --batch-size 1 --to "$per_partition"
+replay bench-per-message "$work/one.json" "$work/one.time" --sql "$work/handler.sql" \
+    --batch-size 1 --to "$per_partition"
 
 echo "== replay, ${BATCH:-default} batch size, all $MESSAGES messages"
-replay bench-batched "$work/batched.json" "$work/batched.time" "${BATCH_FLAG[@]}"
+replay bench-batched "$work/batched.json" "$work/batched.time" --sql "$work/handler.sql" \
+    "${BATCH_FLAG[@]}"
+
+echo "== replay, exec handler, first $EXEC_MESSAGES messages"
+cat > "$work/answer_ok.py" <<'PY'
+import json, sys
+for line in sys.stdin:
+    json.loads(line)
+    sys.stdout.write('{"ok":true}\n')
+    sys.stdout.flush()
+PY
+per_partition=$(( (EXEC_MESSAGES + PARTITIONS - 1) / PARTITIONS ))
+replay bench-exec "$work/exec.json" "$work/exec.time" --exec "python3 $work/answer_ok.py" \
+    "${BATCH_FLAG[@]}" --to "$per_partition"
 
 total=$(psql "$PG_URL" -tAc "SELECT sum(balance) FROM accounts")
 python3 - "$work" "$raw_count" "$raw_secs" "$raw_write_secs" "$MESSAGES" "$total" "$server_alone_secs" <<'PY'
@@ -107,6 +125,7 @@ work, raw_count, raw_secs, raw_write_secs, messages, total = sys.argv[1], int(sy
 server_alone_rate = messages / float(sys.argv[7])
 one = json.load(open(f"{work}/one.json"))
 batched = json.load(open(f"{work}/batched.json"))
+exec_run = json.load(open(f"{work}/exec.json"))
 def rss(path):
     return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(path).read()).group(1)) / 1024
 one_rate = one["messages_per_second"]
@@ -118,6 +137,7 @@ print()
 print(f"processed: per-message run {one['processed']}, batched run {batched['processed']}; sum of balances {total} (expected {one['processed'] + batched['processed']})")
 print(f"replay --batch-size 1   {one_rate:10.0f} msg/s   peak RSS {rss(work + '/one.time'):6.1f} MiB")
 print(f"replay (batched)        {rate:10.0f} msg/s   peak RSS {rss(work + '/batched.time'):6.1f} MiB")
+print(f"replay --exec (python)  {exec_run['messages_per_second']:10.0f} msg/s   peak RSS {rss(work + '/exec.time'):6.1f} MiB   ({exec_run['processed']} processed)")
 print(f"raw read                {read_rate:10.0f} msg/s")
 print(f"raw INSERT ... SELECT   {write_rate:10.0f} rows/s")
 print(f"server alone            {server_alone_rate:10.0f} msg/s   ({server_alone_rate / write_rate * 100:.1f}% of the raw write; replay is {rate / server_alone_rate * 100:.1f}% of it)")

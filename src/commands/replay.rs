@@ -1967,7 +1967,7 @@ async fn ask_exec(
     let deadline = exec
         .timeout
         .map(|timeout| tokio::time::Instant::now() + timeout);
-    unasked_line(exec).await?;
+    unasked_line(exec)?;
     let mut line = message.to_json(topic).to_string();
     line.push('\n');
     let write = async {
@@ -2048,10 +2048,12 @@ impl std::error::Error for OutOfStep {}
 /// An error when the handler has a line ready that no message asked for (a second answer to
 /// the message before, say). Looks without waiting: a line still on its way is caught by the
 /// next look, or by the event id in an answer that carries one.
-async fn unasked_line(exec: &mut ExecHandler) -> anyhow::Result<()> {
-    // Polled once: `next_line` is cancel-safe, so a partial line stays buffered.
-    match tokio::time::timeout(Duration::ZERO, exec.replies.next_line()).await {
-        Ok(Ok(Some(line))) => Err(OutOfStep(format!(
+fn unasked_line(exec: &mut ExecHandler) -> anyhow::Result<()> {
+    // Polled once, and `next_line` is cancel-safe, so a partial line stays buffered. Not a
+    // zero timeout: tokio rounds a deadline up to its next millisecond tick, and the look
+    // waited for it, a millisecond a message.
+    match futures_util::FutureExt::now_or_never(exec.replies.next_line()) {
+        Some(Ok(Some(line))) => Err(OutOfStep(format!(
             "the exec handler printed a line no message asked for: '{}'",
             crate::output::printable(&line)
         ))
@@ -2307,7 +2309,7 @@ async fn apply_exec(
     }
     // A last answer given twice shows only now. A handler that failed is past asking.
     if stopped.is_none() {
-        if let Err(error) = unasked_line(exec).await {
+        if let Err(error) = unasked_line(exec) {
             end_exec(exec).await;
             return Err(error);
         }
