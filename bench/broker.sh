@@ -4,13 +4,14 @@
 # after the script's own `bench_cleanup` if it defines one.
 
 # INBOXCTL names another build of inboxctl to measure (e.g. one of an earlier commit).
+target=${CARGO_TARGET_DIR:-$PWD/target}
 if [ -z "${INBOXCTL:-}" ]; then
     cargo build --release --quiet --bin inboxctl --example kafka_bench
-    INBOXCTL=$PWD/target/release/inboxctl
+    INBOXCTL=$target/release/inboxctl
 else
     cargo build --release --quiet --example kafka_bench
 fi
-KB=$PWD/target/release/examples/kafka_bench
+KB=$target/release/examples/kafka_bench
 
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
