@@ -3181,7 +3181,9 @@ async fn with_on_error_skip_two_poison_messages_in_a_row_are_both_skipped() {
 /// Answers are matched to messages by their order. A handler out of step with them (an
 /// answer given twice, one naming another event) would have one message's answer taken for
 /// another's, a refused event recorded: the run stops with nothing of the batch recorded,
-/// under --on-error skip too. One that prints lines of its own on every message is stopped
+/// under --on-error skip too. So it does when the second answer comes only after the next
+/// message was sent, when every answer after it is one message late: the batch's end waits
+/// for the last one. One that prints lines of its own on every message is stopped
 /// by the rule of three handlers in a row, not run to the end with nothing recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_handler_out_of_step_with_the_messages_stops_the_run() {
@@ -3202,29 +3204,32 @@ async fn an_exec_handler_out_of_step_with_the_messages_stops_the_run() {
         events[2].payload["answer_for"] = json!("someone-else");
         events
     };
-    for (events, on_error, error) in [
-        (
-            &twice,
-            "stop",
-            format!("error: the exec handler printed a line no message asked for: '{{\"ok\": true}}'; {out_of_step}"),
-        ),
-        (
-            &twice,
-            "skip",
-            format!("error: the exec handler printed a line no message asked for: '{{\"ok\": true}}'; {out_of_step}"),
-        ),
+    let twice_later = {
+        let mut events = deposits("l", 1, 6);
+        events[1].payload["twice"] = json!("later");
+        events[2].payload["refuse"] = json!(true);
+        events
+    };
+    let unasked =
+        format!("error: the exec handler printed a line no message asked for: '{{\"ok\": true}}'; {out_of_step}");
+    for (events, on_error, delay, error) in [
+        (&twice, "stop", 0.0, unasked.clone()),
+        (&twice, "skip", 0.0, unasked.clone()),
         (
             &named,
             "skip",
+            0.0,
             format!(
                 "error: the exec handler answered 0:2 (event {}) for event someone-else; {out_of_step}",
                 named[2].id.clone().unwrap()
             ),
         ),
+        // 5 ms a message: the last answer comes well after the 1 ms a look once waited.
+        (&twice_later, "skip", 0.005, unasked.clone()),
     ] {
         let topic = topic(1).await;
         produce(&topic, events).await;
-        let (command, effects, _) = exec_handler(&db, 0.0);
+        let (command, effects, _) = exec_handler(&db, delay);
         let run = replay(&db, &topic, "mailer", &["--exec", &command, "--on-error", on_error]);
         let run = run.code(1);
         assert_eq!(run.stderr.lines().last(), Some(error.as_str()), "{}", run.stderr);

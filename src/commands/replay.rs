@@ -1945,6 +1945,13 @@ fn start_watchdog(
 /// How long a handler that closed its input or output is given to exit, for its status.
 const EXEC_EXIT_WAIT: Duration = Duration::from_secs(5);
 
+/// How long the end of a batch waits for a line no message asked for: twice the longest an
+/// answer of the batch took, within these bounds. A program whose answers fell out of step
+/// (a second answer that came after the next message was sent) has the last message's answer
+/// still to come, about one answer's time later; the batch must not be recorded before it.
+const UNASKED_WAIT_MIN: Duration = Duration::from_millis(1);
+const UNASKED_WAIT_MAX: Duration = Duration::from_secs(1);
+
 /// Closes the handler's input and gives it EXEC_EXIT_WAIT to exit. One that exits takes its
 /// watchdog with it; one that does not is ended by the watchdog, with its process group.
 async fn finish_exec(mut exec: ExecHandler) {
@@ -1967,7 +1974,7 @@ async fn ask_exec(
     let deadline = exec
         .timeout
         .map(|timeout| tokio::time::Instant::now() + timeout);
-    unasked_line(exec)?;
+    unasked_line(exec, Duration::ZERO).await?;
     let mut line = message.to_json(topic).to_string();
     line.push('\n');
     let write = async {
@@ -2045,14 +2052,21 @@ impl std::fmt::Display for OutOfStep {
 
 impl std::error::Error for OutOfStep {}
 
-/// An error when the handler has a line ready that no message asked for (a second answer to
-/// the message before, say). Looks without waiting: a line still on its way is caught by the
-/// next look, or by the event id in an answer that carries one.
-fn unasked_line(exec: &mut ExecHandler) -> anyhow::Result<()> {
-    // Polled once, and `next_line` is cancel-safe, so a partial line stays buffered. Not a
-    // zero timeout: tokio rounds a deadline up to its next millisecond tick, and the look
-    // waited for it, a millisecond a message.
-    match futures_util::FutureExt::now_or_never(exec.replies.next_line()) {
+/// An error when the handler has a line that no message asked for (a second answer to the
+/// message before, say), ready now or within `wait`. A line still on its way is caught by the
+/// next look, by the event id in an answer that carries one, or by the wait at the batch's
+/// end (see [`UNASKED_WAIT_MIN`]).
+async fn unasked_line(exec: &mut ExecHandler, wait: Duration) -> anyhow::Result<()> {
+    // `next_line` is cancel-safe: a partial line stays buffered. No wait is one poll, not a
+    // zero timeout, which tokio rounds up to its next millisecond tick and waits for: before
+    // each message, that was a millisecond a message.
+    let line = match wait.is_zero() {
+        true => futures_util::FutureExt::now_or_never(exec.replies.next_line()),
+        false => tokio::time::timeout(wait, exec.replies.next_line())
+            .await
+            .ok(),
+    };
+    match line {
         Some(Ok(Some(line))) => Err(OutOfStep(format!(
             "the exec handler printed a line no message asked for: '{}'",
             crate::output::printable(&line)
@@ -2233,12 +2247,15 @@ async fn apply_exec(
     // Where the failures of handlers that ended before answering anything began, in a row:
     // if no handler can be started after them, they were the handler's, not the messages'.
     let mut unanswered_from: Option<usize> = None;
+    // The longest an answer of this batch took, for the wait at its end.
+    let mut slowest_answer: Option<Duration> = None;
     for (index, message) in batch.iter().enumerate() {
         let id = message.event_id.as_deref().unwrap_or_default();
         if done.contains(id) || applied.contains(id_key.of(id)) {
             outcome.duplicates.push(index);
             continue;
         }
+        let asked = std::time::Instant::now();
         let reply = match ask_exec(exec, message, topic).await {
             Ok(reply) => reply,
             Err(error) if error.is::<OutOfStep>() => {
@@ -2289,6 +2306,8 @@ async fn apply_exec(
             }
         };
         unanswered_from = None;
+        let took = asked.elapsed();
+        slowest_answer = Some(slowest_answer.map_or(took, |slowest| slowest.max(took)));
         if reply.get("ok") == Some(&Value::Bool(true)) {
             applied.insert(id_key.of(id));
             ok.push(message);
@@ -2307,9 +2326,14 @@ async fn apply_exec(
             outcome.failed.push((index, error));
         }
     }
-    // A last answer given twice shows only now. A handler that failed is past asking.
+    // A last answer given twice shows only now, and answers out of step only now if their
+    // extra line came late. A handler that failed is past asking.
     if stopped.is_none() {
-        if let Err(error) = unasked_line(exec) {
+        let wait = match slowest_answer {
+            Some(slowest) => (slowest * 2).clamp(UNASKED_WAIT_MIN, UNASKED_WAIT_MAX),
+            None => Duration::ZERO,
+        };
+        if let Err(error) = unasked_line(exec, wait).await {
             end_exec(exec).await;
             return Err(error);
         }
