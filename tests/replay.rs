@@ -3205,7 +3205,7 @@ async fn an_exec_handler_out_of_step_with_the_messages_stops_the_run() {
         events
     };
     let twice_later = {
-        let mut events = deposits("l", 1, 6);
+        let mut events = deposits("l", 1, 20);
         events[1].payload["twice"] = json!("later");
         events[2].payload["refuse"] = json!(true);
         events

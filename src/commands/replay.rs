@@ -1946,11 +1946,15 @@ fn start_watchdog(
 const EXEC_EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// How long the end of a batch waits for a line no message asked for: twice the longest an
-/// answer of the batch took, within these bounds. A program whose answers fell out of step
-/// (a second answer that came after the next message was sent) has the last message's answer
-/// still to come, about one answer's time later; the batch must not be recorded before it.
+/// answer of the batch took (not counting a first answer, which includes the start-up), at
+/// most a tenth of the batch's time so far and 1 s, at least 1 ms. A program whose answers
+/// fell out of step (a second answer that came after the next message was sent) has the last
+/// message's answer still to come, about one answer's time later when its answers take about
+/// as long, and the batch must not be recorded before it. The tenth bounds what the wait costs
+/// a correct program, which prints nothing.
 const UNASKED_WAIT_MIN: Duration = Duration::from_millis(1);
 const UNASKED_WAIT_MAX: Duration = Duration::from_secs(1);
+const UNASKED_WAIT_SHARE: u32 = 10;
 
 /// Closes the handler's input and gives it EXEC_EXIT_WAIT to exit. One that exits takes its
 /// watchdog with it; one that does not is ended by the watchdog, with its process group.
@@ -2249,6 +2253,7 @@ async fn apply_exec(
     let mut unanswered_from: Option<usize> = None;
     // The longest an answer of this batch took, for the wait at its end.
     let mut slowest_answer: Option<Duration> = None;
+    let started = std::time::Instant::now();
     for (index, message) in batch.iter().enumerate() {
         let id = message.event_id.as_deref().unwrap_or_default();
         if done.contains(id) || applied.contains(id_key.of(id)) {
@@ -2256,6 +2261,7 @@ async fn apply_exec(
             continue;
         }
         let asked = std::time::Instant::now();
+        let first_answer = !exec.answered;
         let reply = match ask_exec(exec, message, topic).await {
             Ok(reply) => reply,
             Err(error) if error.is::<OutOfStep>() => {
@@ -2306,7 +2312,10 @@ async fn apply_exec(
             }
         };
         unanswered_from = None;
-        let took = asked.elapsed();
+        let took = match first_answer {
+            true => Duration::ZERO,
+            false => asked.elapsed(),
+        };
         slowest_answer = Some(slowest_answer.map_or(took, |slowest| slowest.max(took)));
         if reply.get("ok") == Some(&Value::Bool(true)) {
             applied.insert(id_key.of(id));
@@ -2330,7 +2339,10 @@ async fn apply_exec(
     // extra line came late. A handler that failed is past asking.
     if stopped.is_none() {
         let wait = match slowest_answer {
-            Some(slowest) => (slowest * 2).clamp(UNASKED_WAIT_MIN, UNASKED_WAIT_MAX),
+            Some(slowest) => (slowest * 2)
+                .min(UNASKED_WAIT_MAX)
+                .min(started.elapsed() / UNASKED_WAIT_SHARE)
+                .max(UNASKED_WAIT_MIN),
             None => Duration::ZERO,
         };
         if let Err(error) = unasked_line(exec, wait).await {
