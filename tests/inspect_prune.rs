@@ -1004,11 +1004,7 @@ async fn a_batch_that_hits_a_deadlock_is_tried_again(backend: Backend) {
             // Pages in order, so that the batch takes e000000 before it meets e000005. Prune's
             // session looks for a deadlock after 2 s of waiting, the application's never.
             strategy = "blocks";
-            db.exec(
-                "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = %L', \
-                 current_database(), '2s'); END $$",
-            )
-            .await;
+            db.set_database_default("deadlock_timeout", "2s").await;
         }
         _ => db.exec("CREATE TABLE ballast (n INT)").await,
     }
@@ -1188,11 +1184,7 @@ async fn postgres_inbox_of_a_and_b() -> TestDb {
 #[tokio::test]
 async fn a_prune_that_fails_midway_reports_what_it_deleted() {
     let mut db = postgres_inbox_of_a_and_b().await;
-    db.exec(
-        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lock_timeout = %L', \
-         current_database(), '300ms'); END $$",
-    )
-    .await;
+    db.set_database_default("lock_timeout", "300ms").await;
     let lock = lock_rows_of(&mut db, "b").await;
 
     let args = [
@@ -3778,8 +3770,7 @@ async fn postgres_a_shared_batch_past_the_time_limit_stops_prune() {
     )
     .await;
     one_old_row_each(&mut db, &["a", "b", "c"]).await;
-    db.exec("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET statement_timeout = 100', current_database()); END $$")
-        .await;
+    db.set_database_default("statement_timeout", "100").await;
     let run = db
         .run(&[
             "prune",
@@ -3813,11 +3804,8 @@ async fn postgres_a_read_only_database_is_named_as_such() {
     db.run(&["migrate", "run"]).ok();
     one_old_row_each(&mut db, &["a", "b"]).await;
     db.run(&["prune", "--older-than", "30d", "--dry-run"]).ok();
-    db.exec(
-        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', \
-         current_database()); END $$",
-    )
-    .await;
+    db.set_database_default("default_transaction_read_only", "on")
+        .await;
     let run = db
         .run(&[
             "prune",

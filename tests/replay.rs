@@ -1317,11 +1317,7 @@ async fn four_replays_at_once_apply_each_effect_once(backend: Backend) {
     if backend == Backend::Postgres {
         // PostgreSQL looks for deadlocks after deadlock_timeout (1 s by default), InnoDB at
         // once; a shorter wait keeps this test short. The retries are what is under test.
-        db.exec(
-            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = %L', \
-             current_database(), '20ms'); END $$",
-        )
-        .await;
+        db.set_database_default("deadlock_timeout", "20ms").await;
     }
     let processed = replay_at_once(
         &db,
@@ -1354,11 +1350,7 @@ async fn a_batch_that_waits_out_the_lock_timeout_is_tried_again() {
     let topic = topic(1).await;
     let landed = produce(&topic, &deposits("l", 1, 8)).await;
     let handler = write(&db, "deposit.sql", HANDLER);
-    db.exec(
-        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lock_timeout = %L', \
-         current_database(), '200ms'); END $$",
-    )
-    .await;
+    db.set_database_default("lock_timeout", "200ms").await;
     let pool = db.pool().await;
     let mut application = pool.begin().await.unwrap();
     sqlx::query("SELECT balance FROM accounts WHERE id = 1 FOR UPDATE")

@@ -202,13 +202,18 @@ impl TestDb {
             .unwrap_or_else(|error| panic!("{sql}: {error}"));
     }
 
-    /// PostgreSQL: the TimeZone this database's new sessions get (`ALTER DATABASE … SET`).
-    pub async fn set_database_time_zone(&mut self, zone: &str) {
+    /// PostgreSQL: a setting this database's new sessions get (`ALTER DATABASE … SET`).
+    pub async fn set_database_default(&mut self, setting: &str, value: &str) {
         self.exec(&format!(
-            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = %L', \
-             current_database(), '{zone}'); END $$"
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET {setting} = %L', \
+             current_database(), '{value}'); END $$"
         ))
         .await;
+    }
+
+    /// PostgreSQL: the TimeZone this database's new sessions get.
+    pub async fn set_database_time_zone(&mut self, zone: &str) {
+        self.set_database_default("timezone", zone).await;
     }
 
     /// PostgreSQL: a migrated inbox that the application made with `event_id uuid`.
