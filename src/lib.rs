@@ -123,13 +123,13 @@ pub fn main() -> ExitCode {
         runtime.shutdown_background();
     }
     match result {
-        Ok(status) => match output::stdout_error() {
+        Ok(status) => match output::stdout_written() {
             // The result, or part of it, never reached stdout.
-            Some(error) => {
-                crate::stderr_line!("error: could not write to standard output: {error}");
+            Err(error) => {
+                crate::stderr_line!("error: {error}");
                 ExitStatus::Error.into()
             }
-            None => status.into(),
+            Ok(()) => status.into(),
         },
         Err(error) => {
             let status = if error::is_usage(&error) {

@@ -98,8 +98,16 @@ fn percent_decode(text: &str) -> String {
 static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// Why stdout could not be written, if it could not (see [`Output::print`]).
-pub fn stdout_error() -> Option<&'static str> {
+fn stdout_error() -> Option<&'static str> {
     STDOUT_ERROR.get().map(String::as_str)
+}
+
+/// An error where a write to stdout failed (see [`stdout_error`]).
+pub fn stdout_written() -> anyhow::Result<()> {
+    match stdout_error() {
+        Some(error) => anyhow::bail!("could not write to standard output: {error}"),
+        None => Ok(()),
+    }
 }
 
 /// `eprintln!` that does not panic when stderr cannot be written (full, or a closed pipe):

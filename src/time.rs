@@ -107,6 +107,14 @@ pub fn shown_utc(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string()
 }
 
+/// The first Kafka timestamp (milliseconds since the epoch) at or after `at`: Kafka's times
+/// are whole milliseconds, so a time between two of them asks for the later one, as "at or
+/// after" means.
+pub fn kafka_millis_from(at: DateTime<Utc>) -> i64 {
+    let within_a_milli = at.timestamp_subsec_nanos() % 1_000_000 != 0;
+    at.timestamp_millis() + i64::from(within_a_milli)
+}
+
 /// That long before now; `None` when it is before what a timestamp holds (subtracting
 /// would panic).
 pub fn ago(age: Duration) -> Option<DateTime<Utc>> {
@@ -281,6 +289,18 @@ mod tests {
             parse_duration("1y").unwrap(),
             Duration::from_secs(31_557_600)
         );
+    }
+
+    /// Kafka's timestamps are milliseconds: a time within one asks for the next.
+    #[test]
+    fn kafka_millis_round_up_to_the_next_millisecond() {
+        let at = |text: &str| kafka_millis_from(parse_timestamp(text).unwrap());
+        assert_eq!(at("2026-01-01T09:00:00Z"), 1_767_258_000_000);
+        assert_eq!(at("2026-01-01T09:00:00.001Z"), 1_767_258_000_001);
+        assert_eq!(at("2026-01-01T09:00:00.0001Z"), 1_767_258_000_001);
+        assert_eq!(at("2026-01-01T09:00:00.000999999Z"), 1_767_258_000_001);
+        assert_eq!(at("1969-12-31T23:59:59.9995Z"), 0);
+        assert_eq!(at("1969-12-31T23:59:59.999Z"), -1);
     }
 
     #[test]

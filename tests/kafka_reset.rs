@@ -487,6 +487,26 @@ async fn to_datetime_and_by_duration_find_the_first_message_after_the_time() {
     )
     .ok();
     assert_eq!(new_offsets(&dry), vec![5, 4, 3]);
+    // Kafka's times are whole milliseconds: a tenth of one after the first batch's time is
+    // after the first batch.
+    let first_ms = chrono::DateTime::from_timestamp_millis(first_at.timestamp_millis()).unwrap();
+    for (at, expected) in [
+        (first_ms, vec![0, 0, 0]),
+        (
+            first_ms + chrono::Duration::microseconds(100),
+            vec![3, 1, 2],
+        ),
+    ] {
+        let at = at.to_rfc3339_opts(SecondsFormat::Nanos, true);
+        let dry = reset(
+            &db,
+            &future,
+            &topic,
+            &["--to-datetime", &at, "--format", "json"],
+        )
+        .ok();
+        assert_eq!(new_offsets(&dry), expected, "{at}");
+    }
     // Before 1970, before every message: the log start.
     for before_1970 in [
         &["--to-datetime", "1969-12-31T00:00:00Z", "--format", "json"][..],
@@ -609,6 +629,19 @@ async fn to_inbox_back_from_past_the_log_end_names_only_offsets_the_log_holds() 
             dry.stderr
         );
     }
+    // A row at the largest offset there is asks for one past any end: the log's end, not
+    // (the sum wrapping round) its start.
+    db.insert_rows(&[row(&group, "e-last", Some((&topic, 1, i64::MAX)), now)])
+        .await;
+    let largest = reset(&db, &group, &topic, &["--to-inbox", "--format", "json"]).ok();
+    assert_eq!(largest.json()["partitions"][1]["new"], json!(10));
+    assert_eq!(
+        warnings(&largest),
+        vec![format!(
+            "warning: {topic}:1: offset {} is outside the log [0, 10]; using 10",
+            i64::MAX
+        )]
+    );
 }
 
 async fn to_inbox_moves_each_partition_past_the_highest_processed_offset(backend: Backend) {
@@ -2560,4 +2593,11 @@ async fn a_full_stdout_fails_the_export_and_after_a_reset_says_it_was_applied() 
         format!("error: the reset was applied, and its offsets read back as planned: {no_room}")
     );
     assert_eq!(broker().committed(&group, &topic, 2), at(&[2, 2]));
+    // A table, written line by line, says the same.
+    let reset = to_full(&["--to-offset", "3", "--execute"]).code(1);
+    assert_eq!(
+        reset.stderr.lines().last().unwrap(),
+        format!("error: the reset was applied, and its offsets read back as planned: {no_room}")
+    );
+    assert_eq!(broker().committed(&group, &topic, 2), at(&[3, 3]));
 }

@@ -503,7 +503,7 @@ async fn compare_topics(
                     (topic.clone(), offsets.iter().map(|p| p.partition).collect())
                 })
                 .collect();
-            let at = (cutoff + PRUNE_MARGIN).timestamp_millis();
+            let at = crate::time::kafka_millis_from(cutoff + PRUNE_MARGIN);
             tokio::task::spawn_blocking(move || {
                 let found: anyhow::Result<BTreeMap<String, BTreeMap<i32, Option<i64>>>> = wanted
                     .into_iter()

@@ -401,11 +401,11 @@ async fn reset(args: OffsetsResetArgs, output: Output) -> anyhow::Result<ExitSta
         }
         Target::Offset(offset)
     } else if let Some(at) = args.to_datetime {
-        Target::Time(at.timestamp_millis())
+        Target::Time(crate::time::kafka_millis_from(at))
     } else if let Some(ago) = args.by_duration {
         let at = crate::time::ago(ago)
             .ok_or_else(|| crate::error::usage("--by-duration is too large"))?;
-        Target::Time(at.timestamp_millis())
+        Target::Time(crate::time::kafka_millis_from(at))
     } else if let Some(shift) = args.shift_by {
         Target::Shift(shift)
     } else if let Some(path) = &args.from_file {
@@ -1054,7 +1054,11 @@ impl Reset<'_> {
         if stop.requested() {
             output.warn(format!("{}: the reset was finished first", stop.describe()));
         }
-        printed.context("the reset was applied, and its offsets read back as planned")?;
+        // A table's lines are written as they come and a failed write is only noted (see
+        // `Output::print`): asked for here, so that the error says the reset was applied.
+        printed
+            .and_then(|()| crate::output::stdout_written())
+            .context("the reset was applied, and its offsets read back as planned")?;
         Ok(ExitStatus::Success)
     }
 
@@ -1346,7 +1350,9 @@ async fn inbox_positions(
             let max = s.max_offset?;
             // --all-topics keeps what the plan's partitions need.
             (args.all_topics || topics.contains(&topic.as_str()))
-                .then_some(((topic, partition), max + 1))
+                // Saturated: a row at the largest offset asks for one past any log end,
+                // which the plan moves to the end.
+                .then_some(((topic, partition), max.saturating_add(1)))
         })
         .collect())
 }

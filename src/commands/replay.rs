@@ -951,7 +951,12 @@ fn resolve_ranges(
         }
     }
     let by_time = |at: DateTime<Utc>| {
-        kafka.offsets_for_time(&client, &args.topic, &partitions, at.timestamp_millis())
+        kafka.offsets_for_time(
+            &client,
+            &args.topic,
+            &partitions,
+            crate::time::kafka_millis_from(at),
+        )
     };
     let start_times = match &args.from {
         Start::Time(at) => Some(by_time(*at)?),
