@@ -1184,26 +1184,37 @@ async fn redeliverable(
     consumer: &str,
 ) -> anyhow::Result<Vec<KeepFrom>> {
     let mut connection = store.acquire().await?;
-    let partitions: Vec<(String, i32)> = store
+    let partitions: Vec<(String, i64)> = store
         .partition_stats(&mut connection, Some(consumer))
         .await?
         .into_iter()
-        .filter_map(|s| Some((s.topic?, i32::try_from(s.partition?).ok()?)))
+        .filter_map(|s| Some((s.topic?, s.partition?)))
+        .collect();
+    // A number no Kafka partition has (SQLite's column takes any) has no committed offset
+    // to ask for: its rows are kept, as a partition's without one are.
+    let asked: Vec<(String, i32)> = partitions
+        .iter()
+        .filter_map(|(topic, partition)| Some((topic.clone(), i32::try_from(*partition).ok()?)))
         .collect();
     if partitions.is_empty() {
         return Ok(Vec::new());
     }
-    let kafka = Kafka::new(kafka)?;
-    let committed = tokio::task::block_in_place(|| {
-        let client = kafka.group_client(group)?;
-        kafka.committed(&client, &partitions)
-    })?;
+    let committed = match asked.is_empty() {
+        true => Default::default(),
+        false => {
+            let kafka = Kafka::new(kafka)?;
+            tokio::task::block_in_place(|| {
+                let client = kafka.group_client(group)?;
+                kafka.committed(&client, &asked)
+            })?
+        }
+    };
     Ok(partitions
         .into_iter()
         .map(|(topic, partition)| KeepFrom {
-            committed: committed
-                .get(&(topic.clone(), partition))
-                .copied()
+            committed: i32::try_from(partition)
+                .ok()
+                .and_then(|partition| committed.get(&(topic.clone(), partition)).copied())
                 .flatten(),
             topic,
             partition,
