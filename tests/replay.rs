@@ -4629,6 +4629,32 @@ async fn a_partly_processed_range_applies_only_the_rest(backend: Backend) {
     assert_eq!(inbox(&mut db, "billing").await.len(), 40);
 }
 
+/// The largest batch, 10,000 messages, here 7,000: its inbox rows go in several INSERTs
+/// (one would need 35,000 parameters, past SQLite's 32,766), not message by message after
+/// the batch failed as a whole.
+async fn a_batch_past_a_statements_parameters_is_applied_whole(backend: Backend) {
+    let mut db = TestDb::new(backend).await;
+    setup(&mut db).await;
+    let handler = write(&db, "deposit.sql", HANDLER);
+    let topic = topic(1).await;
+    let landed = produce(&topic, &deposits("w", 1, 7_000)).await;
+    let run = replay(
+        &db,
+        &topic,
+        "billing",
+        &["--sql", &handler, "--batch-size", "10000", "-v"],
+    )
+    .ok();
+    assert_eq!(totals(&run.json()), (7_000, 7_000, 0, 0, 0));
+    assert!(
+        !run.stderr.contains("failed as a whole"),
+        "the batch was retried message by message:\n{}",
+        run.stderr
+    );
+    assert_eq!(balances(&mut db).await, expected_balances(&landed));
+    assert_eq!(inbox(&mut db, "billing").await.len(), 7_000);
+}
+
 /// A row the built-ins handler wrote: event id, topic, partition, offset, key, timestamp,
 /// payload.
 type SeenRow = (String, String, i64, i64, Option<String>, i64, String);
@@ -4698,6 +4724,7 @@ each_backend!(
     a_handler_that_cannot_be_prepared_stops_before_reading,
     built_in_values_reach_the_handler,
     a_partly_processed_range_applies_only_the_rest,
+    a_batch_past_a_statements_parameters_is_applied_whole,
     replaying_twice_applies_each_effect_once,
     producer_duplicates_apply_once,
     four_replays_at_once_apply_each_effect_once,

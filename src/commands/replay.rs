@@ -1629,12 +1629,32 @@ impl SqlJob<'_> {
     }
 }
 
-/// One multi-row insert into the inbox; returns the event ids it inserted (the new ones).
+/// Multi-row inserts into the inbox, [`ROWS_AN_INSERT`] rows each; returns the event ids
+/// they inserted (the new ones).
 /// Fails on an id the inbox stored as another: MySQL's `INSERT IGNORE` turns a value its
 /// column cannot hold into a warning and stores what it made of it, which would record the
 /// event under an id no message has, and take the message for a duplicate. (Ids its
 /// character set cannot hold fail before, see [`unstorable_id`].)
 async fn insert_new(
+    store: &Store,
+    conn: &mut AnyConnection,
+    consumer: &str,
+    topic: &str,
+    messages: &[&Replayed],
+) -> Result<HashSet<String>, BatchError> {
+    let mut inserted = HashSet::new();
+    for rows in messages.chunks(ROWS_AN_INSERT) {
+        inserted.extend(insert_new_rows(store, conn, consumer, topic, rows).await?);
+    }
+    Ok(inserted)
+}
+
+/// The most rows one INSERT of [`insert_new`] writes: 5 parameters each, where SQLite takes
+/// at most 32,766 in a statement (a batch of 10,000 messages would need 50,000).
+const ROWS_AN_INSERT: usize = 1_000;
+
+/// [`insert_new`] of at most [`ROWS_AN_INSERT`] messages, in one statement.
+async fn insert_new_rows(
     store: &Store,
     conn: &mut AnyConnection,
     consumer: &str,
