@@ -142,13 +142,49 @@ impl EventIdSource {
     }
 }
 
+/// The id at `pointer`: a string's text, or a number as written, digit for digit and
+/// exponent as it stands (`1E3`, `1e3` and `1e+3` are three ids, which the parsed number
+/// would all write `1e+3`).
 fn json_field(payload: &[u8], pointer: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
-    match value.pointer(pointer)? {
-        serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
+    let text = raw_json_at(payload, pointer)?.get();
+    match text.as_bytes().first()? {
+        b'"' => serde_json::from_str::<String>(text)
+            .ok()
+            .filter(|id| !id.is_empty()),
+        b'-' | b'0'..=b'9' => Some(text.to_string()),
         _ => None,
     }
+}
+
+/// The JSON text of the value at `pointer` (RFC 6901) in `payload`, as written; `None`
+/// where the payload is not JSON or has nothing there. A name given twice in an object has
+/// its last value, as a parsed object keeps.
+fn raw_json_at<'p>(payload: &'p [u8], pointer: &str) -> Option<&'p serde_json::value::RawValue> {
+    use serde_json::value::RawValue;
+    let mut value: &RawValue = serde_json::from_slice(payload).ok()?;
+    if pointer.is_empty() {
+        return Some(value);
+    }
+    for token in pointer.strip_prefix('/')?.split('/') {
+        let name = token.replace("~1", "/").replace("~0", "~");
+        value = match value.get().as_bytes().first()? {
+            b'{' => {
+                let object: std::collections::HashMap<String, &RawValue> =
+                    serde_json::from_str(value.get()).ok()?;
+                *object.get(&name)?
+            }
+            b'[' => {
+                // An index is digits without a leading zero or sign, as in RFC 6901.
+                if name.starts_with('+') || (name.starts_with('0') && name.len() > 1) {
+                    return None;
+                }
+                let array: Vec<&RawValue> = serde_json::from_str(value.get()).ok()?;
+                *array.get(name.parse::<usize>().ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(value)
 }
 
 impl fmt::Display for EventIdSource {
@@ -231,6 +267,46 @@ mod tests {
         );
         assert_eq!(id(br#"{"id":42.0}"#).as_deref(), Some("42.0"));
         assert_eq!(id(br#"{"id":-7}"#).as_deref(), Some("-7"));
+        // Exponents as written: three ids, where the parsed number writes each `1e+3`.
+        for written in ["1e3", "1E3", "1e+3", "10e2", "-0", "1.50"] {
+            let body = format!(r#"{{ "id" : {written} , "other": 1}}"#);
+            assert_eq!(id(body.as_bytes()).as_deref(), Some(written));
+        }
+    }
+
+    /// A pointer reaches into objects and arrays as RFC 6901 says, and a name given twice
+    /// has its last value.
+    #[test]
+    fn a_pointer_finds_the_value_as_a_parsed_document_would() {
+        let body = br#"{"a/b": {"m~n": [{"id": "x"}, {"id": 7}]}, "dup": "first", "dup": "last",
+            "list": ["zero", "one"], "": "empty name", "s": "esc\"aped\u00e9"}"#;
+        let id = |pointer: &str| extract(&format!("json:{pointer}"), None, body);
+        assert_eq!(id("/a~1b/m~0n/0/id").as_deref(), Some("x"));
+        assert_eq!(id("/a~1b/m~0n/1/id").as_deref(), Some("7"));
+        assert_eq!(id("/dup").as_deref(), Some("last"));
+        assert_eq!(id("/list/1").as_deref(), Some("one"));
+        assert_eq!(id("/").as_deref(), Some("empty name"));
+        assert_eq!(id("/s").as_deref(), Some("esc\"aped\u{e9}"));
+        for nothing in [
+            "/list/01",
+            "/list/+1",
+            "/list/2",
+            "/list/x",
+            "/a~1b/m~0n",
+            "/missing",
+            "/s/0",
+        ] {
+            assert_eq!(id(nothing), None, "{nothing}");
+        }
+        let serde = |pointer: &str| {
+            serde_json::from_slice::<serde_json::Value>(body)
+                .unwrap()
+                .pointer(pointer)
+                .is_some()
+        };
+        for pointer in ["/list/01", "/list/+1", "/list/2"] {
+            assert!(!serde(pointer), "{pointer}");
+        }
     }
 
     #[test]
