@@ -858,6 +858,17 @@ async fn replay(
         return Err(error);
     }
     let failed: u64 = summaries.values().map(|s| s.failed).sum();
+    // Said after a stop too, whose exit code goes before the failure's.
+    if failed > 0 {
+        output.warn(format!(
+            "{failed} message(s) failed; see above{}",
+            if args.dead_letter.is_some() {
+                " and the dead-letter file"
+            } else {
+                ""
+            }
+        ));
+    }
     if interrupted {
         output.warn(match args.dry_run {
             true => format!(
@@ -872,14 +883,6 @@ async fn replay(
         return Ok(stop.exit_status());
     }
     if failed > 0 {
-        output.warn(format!(
-            "{failed} message(s) failed; see above{}",
-            if args.dead_letter.is_some() {
-                " and the dead-letter file"
-            } else {
-                ""
-            }
-        ));
         return Ok(ExitStatus::Error);
     }
     Ok(ExitStatus::Success)
