@@ -1612,15 +1612,7 @@ async fn safe_prune_case(backend: Backend, strategy: &str) {
             .await,
         1
     );
-    let pool = db.pool().await;
-    let left: Vec<(i64, i64)> = sqlx::query_as(&format!(
-        "SELECT {p}, {o} FROM processed_messages WHERE consumer <> 'other' ORDER BY {p}, {o}",
-        p = (backend.dialect().bigint)(&backend.dialect().quote("partition")),
-        o = (backend.dialect().bigint)(&backend.dialect().quote("offset"))
-    ))
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let left = coordinates_left(&mut db, "consumer <> 'other'").await;
     assert_eq!(left, vec![(0, 5), (0, 6), (0, 7)]);
     // Again: the older rows left are all kept, and the summary says so.
     let again = inboxctl(
@@ -1709,16 +1701,21 @@ async fn safe_prune_of_a_consumer_of_many_partitions(backend: Backend) {
     let deleted = 2 * committed.len() as i64;
     assert_eq!(run["rows_deleted"], deleted);
     assert_eq!(run["rows_kept_for_redelivery"], expected.len() as i64);
+    assert_eq!(coordinates_left(&mut db, "1 = 1").await, expected);
+}
+
+/// The partition and offset of each inbox row that `filter` (SQL) selects, in that order.
+async fn coordinates_left(db: &mut TestDb, filter: &str) -> Vec<(i64, i64)> {
+    let dialect = db.backend.dialect();
     let pool = db.pool().await;
-    let left: Vec<(i64, i64)> = sqlx::query_as(&format!(
-        "SELECT {p}, {o} FROM processed_messages ORDER BY {p}, {o}",
-        p = (backend.dialect().bigint)(&backend.dialect().quote("partition")),
-        o = (backend.dialect().bigint)(&backend.dialect().quote("offset"))
+    sqlx::query_as(&format!(
+        "SELECT {p}, {o} FROM processed_messages WHERE {filter} ORDER BY {p}, {o}",
+        p = (dialect.bigint)(&dialect.quote("partition")),
+        o = (dialect.bigint)(&dialect.quote("offset"))
     ))
     .fetch_all(&pool)
     .await
-    .unwrap();
-    assert_eq!(left, expected);
+    .unwrap()
 }
 
 each_backend!(
