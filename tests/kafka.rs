@@ -1704,6 +1704,76 @@ async fn safe_prune_of_a_consumer_of_many_partitions(backend: Backend) {
     assert_eq!(coordinates_left(&mut db, "1 = 1").await, expected);
 }
 
+/// An application's table in the inbox's layout whose `topic` ignores case (MariaDB's
+/// default collation), and two topics whose names differ only in case: the column takes
+/// them for one, and prune --group would judge one's rows by the other's committed offsets.
+/// It refuses and deletes nothing; with an exact collation it keeps what each may redeliver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn safe_prune_refuses_topics_a_case_blind_column_takes_for_one_on_mysql() {
+    let mut db = TestDb::new(Backend::Mysql).await;
+    db.exec(
+        "CREATE TABLE processed_messages (\
+         consumer VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, \
+         event_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, \
+         topic VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL, \
+         `partition` INT NULL, `offset` BIGINT NULL, \
+         processed_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
+         PRIMARY KEY (consumer, event_id), KEY (consumer, processed_at), \
+         KEY (consumer, topic, `partition`, `offset`))",
+    )
+    .await;
+    db.run(&["migrate", "run"]).ok();
+    let broker = broker();
+    let group = unique("billing");
+    let upper = unique("Orders");
+    let lower = upper.to_lowercase();
+    for topic in [&upper, &lower] {
+        broker.create_topic(topic, 1).await;
+    }
+    // Orders committed at 1, orders at 100: Orders' rows at 1 and 50 may be redelivered.
+    broker.commit(&group, &upper, &[(0, 1)]);
+    broker.commit(&group, &lower, &[(0, 100)]);
+    let old = chrono::Utc::now() - chrono::Duration::days(10);
+    db.insert_rows(&[
+        row(&group, "upper-0", Some((&upper, 0, 0)), old),
+        row(&group, "upper-1", Some((&upper, 0, 1)), old),
+        row(&group, "upper-50", Some((&upper, 0, 50)), old),
+        row(&group, "lower-5", Some((&lower, 0, 5)), old),
+    ])
+    .await;
+    let prune = |db: &TestDb| {
+        inboxctl(
+            db,
+            broker,
+            &["prune", "--older-than", "1d", "--group", &group, "--yes"],
+        )
+    };
+    let refused = prune(&db).code(1);
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "error: the inbox's topic column compares by utf8mb4_general_ci, which takes topics \
+             of consumer '{group}' whose names differ only in case for one, so prune cannot \
+             tell apart their committed offsets; nothing was deleted; give the column an exact \
+             collation (ALTER TABLE processed_messages MODIFY topic VARCHAR(255) CHARACTER SET \
+             utf8mb4 COLLATE utf8mb4_bin)\n"
+        )
+    );
+    assert_eq!(db.count("processed_messages").await, 4);
+    db.exec(
+        "ALTER TABLE processed_messages \
+         MODIFY topic VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL",
+    )
+    .await;
+    prune(&db).ok();
+    let mut left: Vec<String> = sqlx::query_scalar("SELECT event_id FROM processed_messages")
+        .fetch_all(&db.pool().await)
+        .await
+        .unwrap();
+    left.sort();
+    assert_eq!(left, ["upper-1", "upper-50"]);
+}
+
 /// The partition and offset of each inbox row that `filter` (SQL) selects, in that order.
 async fn coordinates_left(db: &mut TestDb, filter: &str) -> Vec<(i64, i64)> {
     let dialect = db.backend.dialect();

@@ -1183,6 +1183,15 @@ async fn redeliverable(
     group: &str,
     consumer: &str,
 ) -> anyhow::Result<Vec<KeepFrom>> {
+    if let Some(collation) = store.topics_merged_by_collation(consumer).await? {
+        anyhow::bail!(
+            "the inbox's topic column compares by {collation}, which takes topics of consumer \
+             '{consumer}' whose names differ only in case for one, so prune cannot tell apart \
+             their committed offsets; nothing was deleted; give the column an exact collation \
+             (ALTER TABLE processed_messages MODIFY topic VARCHAR(255) CHARACTER SET utf8mb4 \
+             COLLATE utf8mb4_bin)"
+        );
+    }
     let mut connection = store.acquire().await?;
     let partitions: Vec<(String, i64)> = store
         .partition_stats(&mut connection, Some(consumer))

@@ -1872,6 +1872,40 @@ impl Store {
             .collect()
     }
 
+    /// The collation of the inbox's `topic` column where it takes two of the consumer's
+    /// topics for one (MySQL's `_ci` collations: `Orders` and `orders`), which Kafka tells
+    /// apart; `None` where it tells every topic of the consumer apart.
+    pub async fn topics_merged_by_collation(
+        &self,
+        consumer: &str,
+    ) -> anyhow::Result<Option<String>> {
+        if self.backend != Backend::Mysql {
+            return Ok(None);
+        }
+        let collation: Option<String> = sqlx::query_scalar(
+            "SELECT CAST(collation_name AS CHAR) FROM information_schema.columns \
+             WHERE table_schema = DATABASE() AND table_name = 'processed_messages' \
+             AND LOWER(column_name) = 'topic' AND collation_name IS NOT NULL \
+             AND collation_name NOT LIKE '%\\_bin' \
+             AND NOT (collation_name LIKE '%\\_cs' AND collation_name NOT LIKE '%\\_ai\\_%')",
+        )
+        .fetch_optional(&self.pool)
+        .await
+        .context("could not read the collation of processed_messages.topic")?;
+        let Some(collation) = collation else {
+            return Ok(None);
+        };
+        let merged: i64 = sqlx::query_scalar(&format!(
+            "SELECT CAST(COUNT(DISTINCT CAST(topic AS BINARY)) - COUNT(DISTINCT topic) AS SIGNED) \
+             FROM {INBOX_TABLE} WHERE consumer = ?"
+        ))
+        .bind(consumer)
+        .fetch_one(&self.pool)
+        .await
+        .with_context(|| format!("could not read the topics of consumer '{consumer}'"))?;
+        Ok((merged > 0).then_some(collation))
+    }
+
     pub async fn partition_stats(
         &self,
         connection: &mut AnyConnection,
